@@ -1,0 +1,41 @@
+#pragma once
+// The subcommands behind `fourfold`: each parses nothing itself (main.cpp does), calls the layers
+// below, prints, and returns an exit code.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fourfold::cli {
+
+struct run_options {
+    std::optional<std::string> suite;
+    std::optional<std::string> workload;
+    std::vector<std::string> shapes, params, dtypes, variants;
+    std::string device = "cpu";
+    std::string ledgers = "op_time,correctness,memory";
+    std::string db = "fourfold.db";
+    std::string label;
+    std::optional<std::string> timing, cache;
+    std::optional<double> min_time_s, timeout_s, max_rel_stdev, warmup_s;
+    std::optional<long long> min_samples;
+    unsigned long long seed = 0;
+    bool seed_given = false;
+    bool quiet = false;
+    std::string format = "text";
+    std::string command_line;
+};
+
+struct export_options {
+    std::string db = "fourfold.db";
+    std::vector<std::string> runs;
+    std::string format;
+    bool samples = false;
+    std::string output;
+};
+
+int run_command(const run_options& o);
+int env_command(const std::optional<std::string>& device, bool as_json);
+int list_command(bool as_json);
+int export_command(const export_options& o);
+
+} // namespace fourfold::cli

@@ -1,0 +1,120 @@
+// fourfold: four ledgers for a machine-learning backend (see README.md and DESIGN.md).
+// Parses the command line, dispatches, and turns every error into one line and an exit code:
+// 2 for bad input or usage, 3 for a device or internal error.
+#include "fourfold/cli/commands.hpp"
+#include "fourfold/core/error.hpp"
+#include "fourfold/core/text.hpp"
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+std::string joined_args(int argc, char** argv) {
+    std::vector<std::string> parts;
+    for (int i = 0; i < argc; ++i) parts.emplace_back(argv[i]);
+    return fourfold::join(parts, " ");
+}
+
+int fail(int code, const std::string& message) {
+    std::fprintf(stderr, "fourfold: error: %s\n", message.c_str());
+    return code;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace fourfold;
+    CLI::App app{"fourfold: did this backend change make my model faster, still correct, and no "
+                 "bigger in memory? Four separate ledgers: throughput, op_time, correctness, memory."};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "fourfold 0.1.0");
+
+    auto* env = app.add_subcommand("env", "provenance of this build and machine");
+    bool env_json = false;
+    std::optional<std::string> env_device;
+    env->add_flag("--json", env_json, "print JSON");
+    env->add_option("--device", env_device, "only this device (cpu, cuda[:i], mps)");
+
+    auto* list = app.add_subcommand("list", "suites, workloads, variants, ledgers and what this build supports");
+    bool list_json = false;
+    list->add_flag("--json", list_json, "print JSON");
+
+    cli::run_options ro;
+    auto* run = app.add_subcommand("run", "measure a suite or a workload into the store");
+    auto* suite_opt = run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
+    auto* workload_opt = run->add_option("--workload", ro.workload, "one workload (fourfold list)");
+    suite_opt->excludes(workload_opt);
+    run->add_option("--shape", ro.shapes, "shape(s), e.g. 1x128256 or 1x4096x4096,1x14336x4096")
+        ->allow_extra_args(false)->needs(workload_opt);
+    run->add_option("--param", ro.params, "NAME=VALUE[,VALUE|A..B] (repeatable)")
+        ->allow_extra_args(false)->needs(workload_opt);
+    run->add_option("--dtype", ro.dtypes, "fp32, bf16, fp16, ... (a comma list sweeps)")
+        ->allow_extra_args(false);
+    run->add_option("--variants", ro.variants, "comma list of variants (default: all)")
+        ->allow_extra_args(false);
+    run->add_option("--device", ro.device, "cpu | cuda[:i] | mps")->capture_default_str();
+    run->add_option("--ledgers", ro.ledgers, "op_time,correctness,memory,throughput or all")
+        ->capture_default_str();
+    run->add_option("--db", ro.db, "the SQLite store")->capture_default_str();
+    run->add_option("--label", ro.label, "a label for this run (compare and export take it)");
+    run->add_option("--timing", ro.timing, "host | event | batch | graph (default: graph on CUDA, host elsewhere)");
+    run->add_option("--cache", ro.cache, "hot | cold (default: cold on CUDA, hot elsewhere)");
+    run->add_option("--min-time", ro.min_time_s, "seconds of sampling at least (default 0.5)");
+    run->add_option("--min-samples", ro.min_samples, "samples at least (default 10)");
+    run->add_option("--timeout", ro.timeout_s, "seconds per job at most (default 15)");
+    run->add_option("--max-rel-stdev", ro.max_rel_stdev, "converged below this relative stdev (default 0.005)");
+    run->add_option("--warmup", ro.warmup_s, "seconds of time-based warm-up (default 0.1)");
+    auto* seed_opt = run->add_option("--seed", ro.seed, "base seed of the inputs (default 20261129)");
+    run->add_flag("--quiet", ro.quiet, "no progress line");
+    run->add_option("--format", ro.format, "text | md: how the tables print")->capture_default_str();
+
+    cli::export_options eo;
+    auto* exp = app.add_subcommand("export", "the store as JSON or CSV");
+    exp->add_option("--db", eo.db, "the SQLite store")->capture_default_str();
+    exp->add_option("--run", eo.runs, "run id or label (repeatable; default: every run)")->allow_extra_args(false);
+    exp->add_option("--format", eo.format, "json | csv")->required();
+    exp->add_flag("--samples", eo.samples, "include raw samples");
+    exp->add_option("-o,--output", eo.output, "write to this file instead of stdout");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::cout << app.help();
+        return 0;
+    } catch (const CLI::CallForAllHelp&) {
+        std::cout << app.help("", CLI::AppFormatMode::All);
+        return 0;
+    } catch (const CLI::CallForVersion& e) {
+        std::cout << e.what() << '\n';
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        std::string where;
+        for (const auto* sub : app.get_subcommands()) where = " " + sub->get_name();
+        return fail(2, std::string(e.what()) + "; see 'fourfold" + where + " --help'");
+    }
+
+    try {
+        if (*env) return cli::env_command(env_device, env_json);
+        if (*list) return cli::list_command(list_json);
+        if (*run) {
+            ro.seed_given = seed_opt->count() > 0;
+            ro.command_line = joined_args(argc, argv);
+            if (!ro.suite && !ro.workload)
+                return fail(2, "run needs --suite NAME or --workload NAME; see 'fourfold list'");
+            return cli::run_command(ro);
+        }
+        if (*exp) return cli::export_command(eo);
+    } catch (const bad_input& e) {
+        return fail(2, e.what());
+    } catch (const device_error& e) {
+        return fail(3, e.what());
+    } catch (const c10::Error& e) {
+        return fail(3, first_line(e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+        return fail(3, e.what());
+    }
+    return fail(2, "no command; see 'fourfold --help'");
+}

@@ -1,0 +1,84 @@
+#include "fourfold/core/text.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fmt/format.h>
+
+namespace fourfold {
+
+std::vector<std::string> split(std::string_view text, char sep) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (true) {
+        const auto pos = text.find(sep, start);
+        out.emplace_back(text.substr(start, pos - start));
+        if (pos == std::string_view::npos) break;
+        start = pos + 1;
+    }
+    return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+    std::string out;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        if (i) out += sep;
+        out += parts[i];
+    }
+    return out;
+}
+
+std::string trim(std::string_view text) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) return {};
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return std::string(text.substr(first, last - first + 1));
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+}
+
+std::string first_line(std::string_view text) {
+    const auto nl = text.find('\n');
+    return trim(nl == std::string_view::npos ? text : text.substr(0, nl));
+}
+
+std::string human_bytes(double bytes) {
+    constexpr const char* k_units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int unit = 0;
+    double value = bytes;
+    while (std::fabs(value) >= 1024.0 && unit < 5) {
+        value /= 1024.0;
+        ++unit;
+    }
+    if (unit == 0) return fmt::format("{:.0f} B", value);
+    return fmt::format("{:.3f} {}", value, k_units[unit]);
+}
+
+bool parse_uint(std::string_view text, std::uint64_t& out) {
+    if (text.empty() || text.size() > 20) return false;
+    std::uint64_t value = 0;
+    for (const char c : text) {
+        if (c < '0' || c > '9') return false;
+        const auto digit = static_cast<std::uint64_t>(c - '0');
+        if (value > (UINT64_MAX - digit) / 10) return false;
+        value = value * 10 + digit;
+    }
+    out = value;
+    return true;
+}
+
+std::string utc_now_iso8601() {
+    const auto now = std::chrono::system_clock::now();
+    const auto secs = std::chrono::system_clock::to_time_t(now);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
+}
+
+} // namespace fourfold

@@ -1,0 +1,24 @@
+#pragma once
+// Small string helpers shared by every layer.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fourfold {
+
+std::vector<std::string> split(std::string_view text, char sep);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+// The first line of a message, trimmed (libtorch errors carry more lines after it).
+std::string first_line(std::string_view text);
+
+// "1.50 GiB", "512 B": bytes for people; the stored figure stays in bytes.
+std::string human_bytes(double bytes);
+// Parses a non-negative decimal integer with no sign, no spaces and no overflow.
+bool parse_uint(std::string_view text, std::uint64_t& out);
+// Now, UTC, ISO 8601 with milliseconds: "2026-11-29T14:40:55.123Z".
+std::string utc_now_iso8601();
+
+} // namespace fourfold

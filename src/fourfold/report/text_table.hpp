@@ -1,0 +1,35 @@
+#pragma once
+// A plain-text table for terminals and logs: a title, headers that carry their units, columns
+// aligned (numbers right, text left), and the same content as Markdown when asked.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace fourfold::report {
+
+enum class align { left, right };
+
+struct column {
+    std::string header;
+    align alignment = align::left;
+};
+
+class text_table {
+public:
+    text_table(std::string title, std::vector<column> columns)
+        : m_title(std::move(title)), m_columns(std::move(columns)) {}
+    void add_row(std::vector<std::string> cells);
+    bool empty() const { return m_rows.empty(); }
+    void print(std::ostream& out) const;
+    void print_markdown(std::ostream& out) const;
+
+private:
+    std::string m_title;
+    std::vector<column> m_columns;
+    std::vector<std::vector<std::string>> m_rows;
+};
+
+// Width of a UTF-8 string in terminal columns (counts code points; our text has no wide glyphs).
+std::size_t display_width(const std::string& text);
+
+} // namespace fourfold::report

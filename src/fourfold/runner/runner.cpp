@@ -1,0 +1,384 @@
+#include "fourfold/runner/runner.hpp"
+
+#include "fourfold/backend/memory_probe.hpp"
+#include "fourfold/core/error.hpp"
+#include "fourfold/core/text.hpp"
+#include "fourfold/measure/correctness.hpp"
+#include "fourfold/measure/memory_sampler.hpp"
+#include "fourfold/measure/timing.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <optional>
+#include <torch/version.h>
+
+namespace fourfold::runner {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Why a call could not run: `unsupported` for what this build/device lacks (a skip, with its
+// reason), otherwise a failure.
+struct call_failure {
+    bool unsupported = false;
+    std::string reason;
+};
+
+call_failure classify(const std::exception& e) {
+    std::string msg;
+    if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) msg = ce->what_without_backtrace();
+    else msg = e.what();
+    msg = first_line(msg);
+    const bool unsupported = msg.find("not implemented for") != std::string::npos ||
+                             msg.find("NotImplementedError") != std::string::npos ||
+                             msg.find("Could not run") != std::string::npos ||
+                             msg.find("not supported") != std::string::npos ||
+                             msg.find("is not available") != std::string::npos;
+    if (unsupported)
+        msg = fmt::format("unsupported by libtorch {}.{} on this device: {}", TORCH_VERSION_MAJOR,
+                          TORCH_VERSION_MINOR, msg);
+    return {unsupported, msg};
+}
+
+// The rotation for a cold cache in batch/graph mode: enough copies of the inputs that together
+// they exceed three times the last-level cache, bounded by a quarter of device memory.
+int rotation_sets(const measure::timing_settings& t, const backend::capabilities& caps,
+                  std::int64_t set_bytes) {
+    if (t.cache != measure::cache_mode::cold) return 1;
+    if (t.mode != measure::timing_mode::batch && t.mode != measure::timing_mode::graph) return 1;
+    if (set_bytes <= 0) return 1;
+    const auto want = (3 * caps.cache_bytes + set_bytes - 1) / set_bytes;
+    const auto room = std::max<std::int64_t>(1, caps.memory_bytes / 4 / set_bytes);
+    return static_cast<int>(std::clamp<std::int64_t>(want, 1, std::min<std::int64_t>(room, 64)));
+}
+
+json optional_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+class group_runner {
+public:
+    group_runner(const plan& p, run_context& ctx, const job_group& g, run_summary& summary)
+        : m_plan(p), m_ctx(ctx), m_g(g), m_summary(summary), m_ledgers(p.settings.ledgers) {}
+
+    void run() {
+        const auto& dev = m_ctx.dev;
+        m_ledgers = m_ledgers.intersect(m_g.w->ledgers);
+        std::vector<std::string> runnable;
+        for (const auto& v : m_g.variants) {
+            if (const auto why = m_g.c->unsupported(v, dev)) {
+                skip_all(v, *why);
+                continue;
+            }
+            runnable.push_back(v);
+        }
+        if (runnable.empty()) return;
+        workloads::input_set cpu_inputs, dev_inputs;
+        try {
+            cpu_inputs = m_g.c->make_inputs(m_g.seed);
+            dev_inputs = cpu_inputs.to(dev.torch_device());
+            m_ctx.dev.synchronize();
+        } catch (const std::exception& e) {
+            const auto f = classify(e);
+            for (const auto& v : runnable)
+                f.unsupported ? skip_all(v, f.reason) : fail_all(v, "inputs: " + f.reason);
+            return;
+        }
+        // Correctness first: it also proves each variant runs at all.
+        runnable = correctness_pass(runnable, cpu_inputs, dev_inputs);
+        if (interrupted() || runnable.empty()) return;
+        if (m_ledgers.has(ledger::op_time)) {
+            progress("op_time");
+            timing_pass(runnable, dev_inputs);
+        }
+        if (interrupted()) return;
+        if (m_ledgers.has(ledger::memory)) {
+            progress("memory");
+            for (const auto& v : runnable) {
+                memory_pass(v, dev_inputs);
+                if (interrupted()) return;
+            }
+        }
+    }
+
+private:
+    bool interrupted() const { return m_ctx.interrupted && m_ctx.interrupted->load(); }
+    void progress(std::string_view pass) {
+        if (m_ctx.progress) m_ctx.progress->pass_started(pass);
+    }
+
+    void emit(const record& r) {
+        m_ctx.sink.write(r);
+        switch (r.status) {
+        case record_status::ok: ++m_summary.ok; break;
+        case record_status::skipped: ++m_summary.skipped; break;
+        case record_status::failed: ++m_summary.failed; break;
+        }
+        if (r.which == ledger::correctness && r.status == record_status::ok &&
+            r.figures.value("verdict", "") == "FAIL")
+            ++m_summary.correctness_fail;
+    }
+
+    job_id id(const std::string& variant) const { return m_g.job(variant, m_ctx.dev.name()); }
+
+    void skip_all(const std::string& variant, const std::string& reason) {
+        for (const auto l : m_ledgers.list()) emit(record::skipped(l, id(variant), reason));
+    }
+    void fail_all(const std::string& variant, const std::string& reason) {
+        for (const auto l : m_ledgers.list()) emit(record::failed(l, id(variant), reason));
+    }
+
+    // Runs each variant once; returns those that ran. Fills the correctness ledger if asked.
+    std::vector<std::string> correctness_pass(const std::vector<std::string>& variants,
+                                              const workloads::input_set& cpu_inputs,
+                                              const workloads::input_set& dev_inputs) {
+        const bool check = m_ledgers.has(ledger::correctness);
+        if (check) progress("correctness");
+        std::vector<std::string> ran;
+        std::map<std::string, at::Tensor> outputs;
+        for (const auto& v : variants) {
+            try {
+                auto out = m_g.w->run(v, *m_g.c, dev_inputs);
+                m_ctx.dev.synchronize();
+                if (check) outputs[v] = out.to(at::kCPU);
+                ran.push_back(v);
+            } catch (const std::exception& e) {
+                const auto f = classify(e);
+                f.unsupported ? skip_all(v, f.reason) : fail_all(v, f.reason);
+            }
+        }
+        if (!check || ran.empty()) return ran;
+        compare_to_reference(outputs, cpu_inputs);
+        return ran;
+    }
+
+    void compare_to_reference(const std::map<std::string, at::Tensor>& outputs,
+                              const workloads::input_set& cpu_inputs) {
+        const auto tol = m_g.c->tolerance();
+        std::map<std::string, measure::error_accumulator> acc;
+        for (const auto& [v, out] : outputs)
+            acc.emplace(v, measure::error_accumulator(m_g.c->output_dtype(), out.sizes().vec(), tol,
+                                                      measure::rms_of_finite(out)));
+        workloads::reference_plan ref;
+        try {
+            ref = m_g.c->reference(cpu_inputs);
+            for (std::int64_t i = 0; i < ref.chunks; ++i) {
+                const auto chunk = ref.chunk(i);
+                const auto length = chunk.values.size(chunk.dim);
+                for (auto& [v, a] : acc)
+                    a.add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
+                          chunk.dim, chunk.start);
+            }
+        } catch (const std::exception& e) {
+            const auto f = classify(e);
+            for (const auto& [v, out] : outputs)
+                emit(record::failed(ledger::correctness, id(v), "reference: " + f.reason));
+            return;
+        }
+        for (const auto& [v, a] : acc) {
+            const auto result = a.finish();
+            auto r = record::make(ledger::correctness, id(v));
+            r.figures = result.to_json();
+            r.figures["tolerance"] = tol.to_json();
+            r.figures["reference"] = json{{"dtype", "fp64"},
+                                          {"device", "cpu"},
+                                          {"method", ref.method},
+                                          {"chunks", ref.chunks},
+                                          {"chunk_bytes_bound", ref.chunk_bytes_bound}};
+            r.figures["output_dtype"] = std::string(to_string(m_g.c->output_dtype()));
+            r.figures["repro"] = repro_command(m_g, v, m_ctx.dev.name(), m_plan.settings.seed,
+                                               m_ctx.repro_prefix);
+            emit(r);
+        }
+    }
+
+    void timing_pass(const std::vector<std::string>& variants, const workloads::input_set& dev_inputs) {
+        const auto& t = m_plan.settings.timing;
+        const int sets = rotation_sets(t, m_ctx.dev.caps(), dev_inputs.bytes());
+        std::vector<workloads::input_set> rotation{dev_inputs};
+        std::vector<measure::timing_candidate> candidates;
+        try {
+            for (int s = 1; s < sets; ++s) rotation.push_back(dev_inputs.clone());
+            for (const auto& v : variants) {
+                const auto* spec = m_g.w->find_variant(v);
+                measure::timing_candidate c;
+                c.name = v;
+                c.input_sets = sets;
+                c.capturable = !spec->host_sync;
+                if (spec->host_sync) c.not_capturable_reason = "the variant synchronises with the host";
+                c.call = [this, v, &rotation](int set) { (void)m_g.w->run(v, *m_g.c, rotation[static_cast<std::size_t>(set)]); };
+                candidates.push_back(std::move(c));
+            }
+            const auto results = measure::measure_interleaved(m_ctx.dev, candidates, t);
+            const auto cost = m_g.c->declared_cost();
+            for (const auto& res : results) {
+                auto r = record::make(ledger::op_time, id(res.name));
+                r.figures = res.to_json();
+                const double median_s = res.stats.median * 1e-6;
+                const double gbps = median_s > 0 ? cost.bytes() / median_s / 1e9 : 0;
+                r.figures["bytes_moved"] = cost.bytes();
+                r.figures["flops"] = cost.flops;
+                r.figures["cost_note"] = cost.note;
+                r.figures["gb_per_s"] = gbps;
+                r.figures["tflop_per_s"] = median_s > 0 ? cost.flops / median_s / 1e12 : 0;
+                r.figures["bandwidth_ceiling_gb_per_s"] = m_ctx.bandwidth.bytes_per_s / 1e9;
+                r.figures["pct_of_bandwidth"] =
+                    m_ctx.bandwidth.bytes_per_s > 0 ? 100.0 * gbps * 1e9 / m_ctx.bandwidth.bytes_per_s : 0;
+                r.figures["host_sync"] = m_g.w->find_variant(res.name)->host_sync;
+                r.samples = res.samples_us;
+                emit(r);
+            }
+        } catch (const bad_input&) {
+            throw;
+        } catch (const std::exception& e) {
+            const auto f = classify(e);
+            for (const auto& v : variants)
+                emit(f.unsupported ? record::skipped(ledger::op_time, id(v), f.reason)
+                                   : record::failed(ledger::op_time, id(v), f.reason));
+        }
+    }
+
+    void memory_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
+        auto& dev = m_ctx.dev;
+        auto& probe = dev.memory();
+        try {
+            dev.synchronize();
+            probe.release_cached();
+            const auto baseline = probe.now();
+            probe.reset_peaks();
+            measure::memory_sampler sampler(probe, probe.target_poll_hz());
+            sampler.start();
+            const auto t0 = clock_type::now();
+            std::int64_t calls = 0;
+            do {
+                (void)m_g.w->run(variant, *m_g.c, dev_inputs);
+                dev.synchronize();
+                ++calls;
+            } while ((std::chrono::duration<double>(clock_type::now() - t0).count() <
+                          m_plan.settings.memory_min_window_s ||
+                      sampler.polls() < 20) &&
+                     calls < 100000);
+            const auto last = probe.now();
+            const auto report = sampler.stop();
+            const auto counters = probe.counter_peaks();
+            emit(memory_record(variant, probe, baseline, last, counters, report, calls,
+                               dev_inputs.bytes()));
+        } catch (const std::exception& e) {
+            const auto f = classify(e);
+            emit(f.unsupported ? record::skipped(ledger::memory, id(variant), f.reason)
+                               : record::failed(ledger::memory, id(variant), f.reason));
+        }
+    }
+
+    record memory_record(const std::string& variant, backend::memory_probe& probe,
+                         const backend::memory_sample& baseline, const backend::memory_sample& last,
+                         const backend::memory_sample& counters, const measure::sampler_report& rep,
+                         std::int64_t calls, std::int64_t inputs_bytes) {
+        auto r = record::make(ledger::memory, id(variant));
+        json unavailable = json::object();
+        for (const auto& [level, why] : probe.unavailable()) unavailable[level] = why;
+        json sources = json::object();
+        // A level's peak: the system's own counter where it keeps one, else the sampled maximum
+        // (and never below the last reading).
+        auto peak_of = [&](const char* level, const std::optional<std::int64_t>& counter,
+                           const std::optional<std::int64_t>& sampled,
+                           const std::optional<std::int64_t>& final_reading) {
+            std::optional<std::int64_t> best;
+            std::string source;
+            if (counter) {
+                best = counter;
+                source = "counter";
+            }
+            for (const auto& [v, name] : {std::pair{sampled, "sampled max"}, std::pair{final_reading, "last reading"}})
+                if (v && (!best || *v > *best)) {
+                    best = v;
+                    source = name;
+                }
+            if (best) sources[level] = source;
+            else if (!unavailable.contains(level)) unavailable[level] = "no reading on this device";
+            return best;
+        };
+        const auto driver = peak_of("driver", counters.driver, rep.max.driver, last.driver);
+        const auto reserved = peak_of("reserved", counters.reserved, rep.max.reserved, last.reserved);
+        const auto allocated = peak_of("allocated", counters.allocated, rep.max.allocated, last.allocated);
+        r.figures["driver_level"] = probe.driver_level();
+        r.figures["device_wide"] = probe.device_wide();
+        r.figures["driver_peak_bytes"] = optional_json(driver);
+        r.figures["reserved_peak_bytes"] = optional_json(reserved);
+        r.figures["allocated_peak_bytes"] = optional_json(allocated);
+        r.figures["outside_allocator_bytes"] =
+            driver && reserved ? json(*driver - *reserved) : json(nullptr);
+        if (!(driver && reserved) && !unavailable.contains("outside_allocator"))
+            unavailable["outside_allocator"] = "needs both the driver and the reserved level";
+        r.figures["baseline"] = json{{"driver_bytes", optional_json(baseline.driver)},
+                                     {"reserved_bytes", optional_json(baseline.reserved)},
+                                     {"allocated_bytes", optional_json(baseline.allocated)}};
+        auto delta = [](const std::optional<std::int64_t>& peak, const std::optional<std::int64_t>& base) {
+            return peak && base ? json(*peak - *base) : json(nullptr);
+        };
+        r.figures["delta_peak_bytes"] = json{{"driver", delta(driver, baseline.driver)},
+                                             {"reserved", delta(reserved, baseline.reserved)},
+                                             {"allocated", delta(allocated, baseline.allocated)}};
+        r.figures["peak_sources"] = sources;
+        r.figures["unavailable"] = unavailable;
+        r.figures["inputs_bytes"] = inputs_bytes;
+        r.figures["calls"] = calls;
+        json timeline = json::array();
+        for (const auto& p : rep.timeline) timeline.push_back(json::array({p.t_ms, p.driver_bytes}));
+        r.figures["sampler"] = json{{"target_hz", rep.target_hz},
+                                    {"achieved_hz", rep.achieved_hz},
+                                    {"polls", rep.polls},
+                                    {"poll_cost_us", rep.poll_cost_us},
+                                    {"duration_s", rep.duration_s}};
+        r.figures["timeline"] = timeline;
+        return r;
+    }
+
+    const plan& m_plan;
+    run_context& m_ctx;
+    const job_group& m_g;
+    run_summary& m_summary;
+    ledger_set m_ledgers;
+};
+
+} // namespace
+
+int run_summary::exit_code() const {
+    if (interrupted) return 130;
+    if (failed > 0) return static_cast<int>(exit_code::internal);
+    if (correctness_fail > 0) return static_cast<int>(exit_code::check_failed);
+    return 0;
+}
+
+std::string repro_command(const job_group& g, const std::string& variant, const std::string& device,
+                          std::uint64_t base_seed, const std::string& prefix) {
+    std::string cmd = fmt::format("{} --workload {}", prefix, g.w->name);
+    for (auto it = g.args.params.begin(); it != g.args.params.end(); ++it) {
+        const auto& v = it.value();
+        cmd += fmt::format(" --param {}={}", it.key(), v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    cmd += fmt::format(" --dtype {} --device {} --variants {} --ledgers correctness --seed {}",
+                       to_string(g.args.type), device, variant, base_seed);
+    return cmd;
+}
+
+run_summary execute(const plan& p, run_context& ctx) {
+    run_summary summary;
+    for (std::size_t i = 0; i < p.groups.size(); ++i) {
+        if (ctx.interrupted && ctx.interrupted->load()) {
+            summary.interrupted = true;
+            break;
+        }
+        const auto& g = p.groups[i];
+        if (ctx.progress) ctx.progress->group_started(i, p.groups.size(), g);
+        group_runner(p, ctx, g, summary).run();
+        ++summary.groups_done;
+    }
+    if (ctx.interrupted && ctx.interrupted->load()) summary.interrupted = true;
+    if (ctx.progress) ctx.progress->finished();
+    return summary;
+}
+
+} // namespace fourfold::runner

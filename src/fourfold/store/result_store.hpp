@@ -1,0 +1,71 @@
+#pragma once
+// The result store: runs, jobs and records in SQLite (WAL). Every record is committed in its
+// own transaction the moment it is added, so an interrupted run keeps all it finished.
+#include "fourfold/core/json.hpp"
+#include "fourfold/core/record.hpp"
+#include "fourfold/store/sqlite.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fourfold::store {
+
+struct run_row {
+    std::int64_t id = 0;
+    std::string label;
+    std::string started_at;
+    std::string finished_at;
+    std::string status; // running | complete | interrupted | failed
+    std::string device;
+    std::string command;
+    json provenance = json::object();
+    json to_json() const;
+};
+
+struct stored_record {
+    std::int64_t id = 0;
+    std::int64_t run_id = 0;
+    std::int64_t job_row = 0;
+    std::string recorded_at;
+    record rec;
+    json to_json(bool with_samples) const;
+};
+
+enum class open_mode { read_write, read_only };
+
+class result_store {
+public:
+    // Throws bad_input with one line naming the path and what is wrong with it: cannot be
+    // created or written, not a database, not a fourfold store, a newer schema, missing.
+    static result_store open(const std::filesystem::path& path, open_mode mode);
+
+    const std::filesystem::path& path() const { return m_path; }
+    int schema_version() const { return m_schema_version; }
+
+    std::int64_t begin_run(const std::string& label, const std::string& device,
+                           const std::string& command, const json& provenance);
+    void set_provenance(std::int64_t run, const json& provenance);
+    void finish_run(std::int64_t run, std::string_view status);
+    // Inserts the job row when the run has none for this key, then the record: one transaction.
+    std::int64_t add_record(std::int64_t run, const record& rec);
+
+    std::vector<run_row> runs() const;
+    // A run id ("12") or a label (the latest run carrying it). Throws bad_input listing choices.
+    run_row find_run(const std::string& id_or_label) const;
+    std::vector<stored_record> records(std::int64_t run, bool with_samples) const;
+
+private:
+    result_store(std::filesystem::path path, database db, int version)
+        : m_path(std::move(path)), m_db(std::move(db)), m_schema_version(version) {}
+    std::int64_t job_row(std::int64_t run, const job_id& job);
+    run_row read_run(const statement& st) const;
+
+    std::filesystem::path m_path;
+    database m_db;
+    int m_schema_version;
+};
+
+} // namespace fourfold::store

@@ -1,0 +1,42 @@
+#pragma once
+// Named suites: a list of jobs, sized for the device they will run on.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/runner/plan.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fourfold::suites {
+
+struct suite {
+    std::string name;
+    std::string description;
+    std::function<std::vector<runner::job_spec>(const backend::device&)> jobs;
+    // A per-job timing budget for this suite (seconds; 0 keeps the default). --timeout overrides.
+    double timeout_s = 0;
+};
+
+class suite_registry {
+public:
+    static suite_registry& instance();
+    suite& add(std::string name, std::string description,
+               std::function<std::vector<runner::job_spec>(const backend::device&)> jobs);
+    const suite* find(const std::string& name) const;
+    std::vector<const suite*> all() const;
+    std::string names() const;
+
+private:
+    std::map<std::string, std::unique_ptr<suite>> m_suites;
+};
+
+// Throws bad_input naming the valid suites.
+std::vector<runner::job_spec> expand_suite(const std::string& name, const backend::device& dev);
+
+#define FOURFOLD_SUITE(ident, name, description, fn)                                               \
+    [[maybe_unused]] static ::fourfold::suites::suite& fourfold_suite_##ident =                    \
+        ::fourfold::suites::suite_registry::instance().add(name, description, fn)
+
+} // namespace fourfold::suites

@@ -1,0 +1,80 @@
+// F.linear at decode time: tokens x K activations times an N x K weight (+ bias). One token is a
+// matrix-vector product that reads the whole weight: bandwidth-bound. Experiment E1.
+#include "fourfold/backend/dtype_map.hpp"
+#include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/workload.hpp"
+
+#include <ATen/ATen.h>
+#include <cmath>
+
+namespace fourfold::workloads {
+namespace {
+
+class linear_decode_case final : public workload_case {
+public:
+    explicit linear_decode_case(const case_args& a)
+        : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")), m_k(a.get_int("k")),
+          m_bias(a.get_bool("bias")) {}
+
+    cost declared_cost() const override {
+        const double e = static_cast<double>(size_bytes(args().type));
+        const double t = static_cast<double>(m_tokens), n = static_cast<double>(m_n),
+                     k = static_cast<double>(m_k);
+        return {e * (t * k + n * k + (m_bias ? n : 0.0)), e * t * n,
+                2.0 * t * n * k + (m_bias ? t * n : 0.0),
+                "read activations, weight and bias once, write the output once"};
+    }
+
+    input_set make_inputs(std::uint64_t seed) const override {
+        const auto type = backend::scalar_type_or_throw(args().type);
+        // Kaiming-uniform weights keep the outputs near unit scale for any K.
+        const double bound = 1.0 / std::sqrt(static_cast<double>(m_k));
+        input_set in{{seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, type),
+                      seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, type)}};
+        if (m_bias) in.tensors.push_back(seeded_uniform({m_n}, sub_seed(seed, 2), -bound, bound, type));
+        return in;
+    }
+
+    reference_plan reference(const input_set& in) const override {
+        const auto x = in[0];
+        const auto w = in[1];
+        const auto b = m_bias ? in[2] : at::Tensor();
+        const auto x64 = x.to(at::kDouble);
+        // chunks of output features: the float64 weight rows dominate the working set
+        return chunked_reference(
+            1, m_n, (m_k + m_tokens + 1) * 8, "x @ W^T + b in float64 on the CPU",
+            [x64, w, b](std::int64_t start, std::int64_t length) {
+                const auto wc = w.narrow(0, start, length).to(at::kDouble);
+                const auto bc = b.defined() ? b.narrow(0, start, length).to(at::kDouble) : at::Tensor();
+                return at::linear(x64, wc, bc);
+            });
+    }
+
+    at::Tensor stock(const input_set& in) const {
+        return at::linear(in[0], in[1], m_bias ? in[2] : at::Tensor());
+    }
+
+    // matmul, then a separate bias add: the unfused path (an extra pass over the output)
+    at::Tensor generic(const input_set& in) const {
+        auto out = at::matmul(in[0], in[1].t());
+        return m_bias ? out + in[2] : out;
+    }
+
+private:
+    std::int64_t m_tokens, m_n, m_k;
+    bool m_bias;
+};
+
+FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
+    .describe("y = x W^T (+ b) with few tokens: decode-time projection, bandwidth-bound")
+    .shape({"tokens", "n", "k"})
+    .param_int("tokens", 1, "tokens (rows of x), 1 at decode", 1, 1 << 16)
+    .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
+    .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
+    .param_bool("bias", false, "add a bias vector")
+    .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
+    .variant("stock", &linear_decode_case::stock, "at::linear (fused bias where the library has it)")
+    .variant("generic", &linear_decode_case::generic, "at::matmul, then a separate bias add");
+
+} // namespace
+} // namespace fourfold::workloads

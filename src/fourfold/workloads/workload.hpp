@@ -1,0 +1,214 @@
+#pragma once
+// A workload: a named, parameterised piece of work with variants (DESIGN.md). Each workload is
+// one file under ops/ or models/ that registers itself with FOURFOLD_WORKLOAD and declares its
+// parameters, variants, dtypes, ledgers, bytes moved and FLOPs, how it builds inputs from a seed,
+// how each variant runs, and its float64 reference.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/core/dtype.hpp"
+#include "fourfold/core/json.hpp"
+#include "fourfold/core/ledger.hpp"
+#include "fourfold/measure/correctness.hpp"
+
+#include <ATen/Tensor.h>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fourfold::workloads {
+
+enum class param_kind { integer, boolean, text };
+
+struct param_spec {
+    std::string name;
+    param_kind kind = param_kind::integer;
+    std::string default_value; // in the CLI's text form
+    std::string help;
+    std::int64_t min = 1;
+    std::int64_t max = std::numeric_limits<std::int32_t>::max();
+    std::vector<std::string> choices; // text parameters: the allowed values
+    json to_json() const;
+};
+
+struct variant_spec {
+    std::string name;
+    std::string help;
+    bool host_sync = false; // synchronises with the host: no graph capture, recorded as such
+    bool test_only = false; // registered by a test binary, never offered by the CLI
+    json to_json() const;
+};
+
+// The minimum traffic and arithmetic of one call: each input read once, each output written
+// once. Achieved bandwidth and % of the device's measured bandwidth derive from it.
+struct cost {
+    double bytes_read = 0;
+    double bytes_written = 0;
+    double flops = 0;
+    std::string note;
+    double bytes() const { return bytes_read + bytes_written; }
+    json to_json() const;
+};
+
+struct input_set {
+    std::vector<at::Tensor> tensors;
+    const at::Tensor& operator[](std::size_t i) const { return tensors.at(i); }
+    std::int64_t bytes() const;
+    input_set to(const c10::Device& device) const;
+    input_set clone() const;
+};
+
+// The float64 reference of one slice of the output: `values` covers [start, start + size(dim))
+// along dimension `dim` of the whole output.
+struct reference_chunk {
+    std::int64_t dim = 0;
+    std::int64_t start = 0;
+    at::Tensor values;
+};
+
+struct reference_plan {
+    std::int64_t chunks = 1;
+    std::function<reference_chunk(std::int64_t index)> chunk;
+    std::int64_t chunk_bytes_bound = measure::k_reference_chunk_bytes;
+    std::string method; // what the reference computes, in words
+};
+
+// Splits [0, total) along `dim` into chunks whose float64 working set (`bytes_per_unit` per
+// unit of the dimension) stays under the bound; `compute(start, length)` gives one chunk.
+reference_plan chunked_reference(std::int64_t dim, std::int64_t total, std::int64_t bytes_per_unit,
+                                 std::string method,
+                                 std::function<at::Tensor(std::int64_t, std::int64_t)> compute);
+
+struct case_args {
+    std::string workload;
+    json params; // canonical values, every declared parameter present
+    dtype type = dtype::fp32;
+    std::int64_t get_int(const std::string& name) const;
+    bool get_bool(const std::string& name) const;
+    std::string get_text(const std::string& name) const;
+};
+
+// A workload bound to parameter values and a dtype.
+class workload_case {
+public:
+    explicit workload_case(const case_args& args) : m_args(args) {}
+    virtual ~workload_case() = default;
+
+    const case_args& args() const { return m_args; }
+    virtual cost declared_cost() const = 0;
+    // Inputs generated on the CPU from the seed (seeded_* in inputs.hpp), in the job's dtype.
+    virtual input_set make_inputs(std::uint64_t seed) const = 0;
+    virtual reference_plan reference(const input_set& cpu_inputs) const = 0;
+    // Why `variant` cannot run on this device and build; nullopt when it can.
+    virtual std::optional<std::string> unsupported(const std::string& variant,
+                                                   const backend::device& dev) const {
+        return std::nullopt;
+    }
+    virtual measure::tolerance tolerance() const;
+    // The output dtype (for the tolerance and ULPs); the job dtype unless a workload says other.
+    virtual dtype output_dtype() const { return m_args.type; }
+
+private:
+    case_args m_args;
+};
+
+using variant_fn = std::function<at::Tensor(const workload_case&, const input_set&)>;
+using case_factory = std::function<std::unique_ptr<workload_case>(const case_args&)>;
+
+struct workload {
+    std::string name;
+    std::string description;
+    std::vector<std::string> shape_params; // --shape AxBxC fills these, in order
+    std::vector<param_spec> params;
+    std::vector<dtype> dtypes;
+    ledger_set ledgers = ledger_set::of({ledger::op_time, ledger::correctness, ledger::memory});
+    std::vector<variant_spec> variants;
+    std::map<std::string, variant_fn> variant_fns;
+    case_factory make_case;
+
+    const variant_spec* find_variant(const std::string& variant) const;
+    const param_spec* find_param(const std::string& param) const;
+    std::vector<std::string> user_variant_names() const;
+    bool supports(dtype t) const;
+    at::Tensor run(const std::string& variant, const workload_case& c, const input_set& in) const;
+    json to_json() const;
+};
+
+class registry {
+public:
+    static registry& instance();
+    workload& add(std::string name);
+    const workload* find(std::string_view name) const;
+    std::vector<const workload*> all() const;
+    std::string names() const;
+    // For test binaries: a variant composed from the workload's own (see tests/).
+    void add_test_variant(const std::string& workload_name, variant_spec spec, variant_fn fn);
+
+private:
+    std::map<std::string, std::unique_ptr<workload>, std::less<>> m_workloads;
+};
+
+// Fluent registration (google/benchmark style): see ops/softmax.cpp.
+template <class Case> class workload_builder {
+public:
+    explicit workload_builder(std::string name) : m_w(&registry::instance().add(std::move(name))) {
+        m_w->make_case = [](const case_args& a) { return std::make_unique<Case>(a); };
+    }
+    workload_builder& describe(std::string text) {
+        m_w->description = std::move(text);
+        return *this;
+    }
+    workload_builder& shape(std::vector<std::string> names) {
+        m_w->shape_params = std::move(names);
+        return *this;
+    }
+    workload_builder& param_int(std::string name, std::int64_t def, std::string help,
+                                std::int64_t min = 1,
+                                std::int64_t max = std::numeric_limits<std::int32_t>::max()) {
+        m_w->params.push_back({std::move(name), param_kind::integer, std::to_string(def),
+                               std::move(help), min, max, {}});
+        return *this;
+    }
+    workload_builder& param_bool(std::string name, bool def, std::string help) {
+        m_w->params.push_back({std::move(name), param_kind::boolean, def ? "true" : "false",
+                               std::move(help), 0, 1, {}});
+        return *this;
+    }
+    workload_builder& param_text(std::string name, std::string def, std::vector<std::string> choices,
+                                 std::string help) {
+        m_w->params.push_back({std::move(name), param_kind::text, std::move(def), std::move(help),
+                               0, 0, std::move(choices)});
+        return *this;
+    }
+    workload_builder& dtypes(std::vector<dtype> types) {
+        m_w->dtypes = std::move(types);
+        return *this;
+    }
+    workload_builder& ledgers(ledger_set set) {
+        m_w->ledgers = set;
+        return *this;
+    }
+    workload_builder& variant(std::string name, at::Tensor (Case::*fn)(const input_set&) const,
+                              std::string help, bool host_sync = false) {
+        m_w->variants.push_back({name, std::move(help), host_sync, false});
+        m_w->variant_fns[name] = [fn](const workload_case& c, const input_set& in) {
+            return (static_cast<const Case&>(c).*fn)(in);
+        };
+        return *this;
+    }
+
+private:
+    workload* m_w;
+};
+
+#define FOURFOLD_CONCAT_INNER(a, b) a##b
+#define FOURFOLD_CONCAT(a, b) FOURFOLD_CONCAT_INNER(a, b)
+// FOURFOLD_WORKLOAD(case_type, "name").describe(...).param_int(...).variant(...);
+#define FOURFOLD_WORKLOAD(case_type, name)                                                         \
+    [[maybe_unused]] static auto FOURFOLD_CONCAT(fourfold_workload_, __LINE__) =                   \
+        ::fourfold::workloads::workload_builder<case_type>(name)
+
+} // namespace fourfold::workloads
