@@ -4,6 +4,7 @@
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/measure/correctness.hpp"
+#include "fourfold/measure/memory_figures.hpp"
 #include "fourfold/measure/memory_sampler.hpp"
 #include "fourfold/measure/timing.hpp"
 
@@ -55,8 +56,6 @@ int rotation_sets(const measure::timing_settings& t, const backend::capabilities
     const auto room = std::max<std::int64_t>(1, caps.memory_bytes / 4 / set_bytes);
     return static_cast<int>(std::clamp<std::int64_t>(want, 1, std::min<std::int64_t>(room, 64)));
 }
-
-json optional_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 class group_runner {
 public:
@@ -263,77 +262,18 @@ private:
             const auto last = probe.now();
             const auto report = sampler.stop();
             const auto counters = probe.counter_peaks();
-            emit(memory_record(variant, probe, baseline, last, counters, report, calls,
-                               dev_inputs.bytes()));
+
+            measure::memory_reading reading{probe.driver_level(), probe.device_wide(),
+                                            probe.unavailable(), baseline, last, counters,
+                                            report, calls, dev_inputs.bytes()};
+            auto r = record::make(ledger::memory, id(variant));
+            r.figures = measure::memory_figures(reading);
+            emit(r);
         } catch (const std::exception& e) {
             const auto f = classify(e);
             emit(f.unsupported ? record::skipped(ledger::memory, id(variant), f.reason)
                                : record::failed(ledger::memory, id(variant), f.reason));
         }
-    }
-
-    record memory_record(const std::string& variant, backend::memory_probe& probe,
-                         const backend::memory_sample& baseline, const backend::memory_sample& last,
-                         const backend::memory_sample& counters, const measure::sampler_report& rep,
-                         std::int64_t calls, std::int64_t inputs_bytes) {
-        auto r = record::make(ledger::memory, id(variant));
-        json unavailable = json::object();
-        for (const auto& [level, why] : probe.unavailable()) unavailable[level] = why;
-        json sources = json::object();
-        // A level's peak: the system's own counter where it keeps one, else the sampled maximum
-        // (and never below the last reading).
-        auto peak_of = [&](const char* level, const std::optional<std::int64_t>& counter,
-                           const std::optional<std::int64_t>& sampled,
-                           const std::optional<std::int64_t>& final_reading) {
-            std::optional<std::int64_t> best;
-            std::string source;
-            if (counter) {
-                best = counter;
-                source = "counter";
-            }
-            for (const auto& [v, name] : {std::pair{sampled, "sampled max"}, std::pair{final_reading, "last reading"}})
-                if (v && (!best || *v > *best)) {
-                    best = v;
-                    source = name;
-                }
-            if (best) sources[level] = source;
-            else if (!unavailable.contains(level)) unavailable[level] = "no reading on this device";
-            return best;
-        };
-        const auto driver = peak_of("driver", counters.driver, rep.max.driver, last.driver);
-        const auto reserved = peak_of("reserved", counters.reserved, rep.max.reserved, last.reserved);
-        const auto allocated = peak_of("allocated", counters.allocated, rep.max.allocated, last.allocated);
-        r.figures["driver_level"] = probe.driver_level();
-        r.figures["device_wide"] = probe.device_wide();
-        r.figures["driver_peak_bytes"] = optional_json(driver);
-        r.figures["reserved_peak_bytes"] = optional_json(reserved);
-        r.figures["allocated_peak_bytes"] = optional_json(allocated);
-        r.figures["outside_allocator_bytes"] =
-            driver && reserved ? json(*driver - *reserved) : json(nullptr);
-        if (!(driver && reserved) && !unavailable.contains("outside_allocator"))
-            unavailable["outside_allocator"] = "needs both the driver and the reserved level";
-        r.figures["baseline"] = json{{"driver_bytes", optional_json(baseline.driver)},
-                                     {"reserved_bytes", optional_json(baseline.reserved)},
-                                     {"allocated_bytes", optional_json(baseline.allocated)}};
-        auto delta = [](const std::optional<std::int64_t>& peak, const std::optional<std::int64_t>& base) {
-            return peak && base ? json(*peak - *base) : json(nullptr);
-        };
-        r.figures["delta_peak_bytes"] = json{{"driver", delta(driver, baseline.driver)},
-                                             {"reserved", delta(reserved, baseline.reserved)},
-                                             {"allocated", delta(allocated, baseline.allocated)}};
-        r.figures["peak_sources"] = sources;
-        r.figures["unavailable"] = unavailable;
-        r.figures["inputs_bytes"] = inputs_bytes;
-        r.figures["calls"] = calls;
-        json timeline = json::array();
-        for (const auto& p : rep.timeline) timeline.push_back(json::array({p.t_ms, p.driver_bytes}));
-        r.figures["sampler"] = json{{"target_hz", rep.target_hz},
-                                    {"achieved_hz", rep.achieved_hz},
-                                    {"polls", rep.polls},
-                                    {"poll_cost_us", rep.poll_cost_us},
-                                    {"duration_s", rep.duration_s}};
-        r.figures["timeline"] = timeline;
-        return r;
     }
 
     const plan& m_plan;

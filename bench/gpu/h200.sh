@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Build, test and measure fourfold on the GPU machine (see README "GPU machine"). Stages, in the
+# order given: build, test, softmax, ... Logs and results land in $OUT (at most 8 files).
+# Needs .deps/ from bench/gpu/stage_deps.sh carried along, and FOURFOLD_GIT_SHA/DIRTY set by the
+# caller (the device's copy of the tree has no .git).
+set -uo pipefail
+OUT=${OUT:-/tmp/fourfold-out}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+BUILD=build-gpu
+BIN=$BUILD/fourfold
+DB=$OUT/h200.db
+export PYTHONUNBUFFERED=1
+
+stage_build() {
+    local prefix
+    prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+    cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_CUDA_ARCHITECTURES=90a -DSQLite3_INCLUDE_DIR="$PWD/.deps/include" \
+        -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0 \
+        -DFOURFOLD_GIT_SHA="${FOURFOLD_GIT_SHA:-unknown}" -DFOURFOLD_GIT_DIRTY="${FOURFOLD_GIT_DIRTY:--1}" \
+        >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; return 1; }
+    ninja -C $BUILD >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; return 1; }
+    echo "build ok"
+}
+
+stage_test() {
+    ctest --test-dir $BUILD --output-on-failure --timeout 600 -j 8 >"$OUT/ctest.log" 2>&1
+    local rc=$?
+    grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest.log" | head -30
+    return $rc
+}
+
+stage_env() { $BIN env --device cuda --json >"$OUT/env.json"; }
+
+# Issue 2: softmax 1x128256 fp32 in event and graph modes, beside torch.utils.benchmark and
+# triton.testing.do_bench measured in the same call.
+stage_softmax() {
+    for mode in event graph; do
+        $BIN run --workload softmax --shape 1x128256 --dtype fp32 --device cuda --timing $mode \
+            --label softmax-$mode --db "$DB" --quiet
+    done
+    python3 bench/softmax_reference.py --rows 1 --vocab 128256 --dtype fp32
+}
+
+for stage in "$@"; do
+    echo "== $stage"
+    "stage_$stage" || echo "!! stage $stage failed"
+done

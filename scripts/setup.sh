@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# fourfold on a fresh Debian 12 machine: dependencies from apt, a Release build, then
+#   run   the main job: the smoke suite on the CPU into ./fourfold.db, printing its ledgers
+#   test  the test suite (ctest; GPU tests carry the label gpu and are left out without a GPU)
+# Idempotent: installed packages are not fetched again and the build is incremental.
+set -euo pipefail
+mode=${1:-run}
+case "$mode" in run | test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build git pkg-config
+          libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
+          googletest libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    echo "fourfold: installing ${missing[*]}"
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build --parallel "$jobs"
+
+if [ "$mode" = run ]; then
+    exec ./build/fourfold run --suite smoke --device cpu --db ./fourfold.db
+fi
+labels=()
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 || labels=(-LE gpu)
+exec ctest --test-dir build --output-on-failure --timeout 900 -j "$jobs" "${labels[@]}"
