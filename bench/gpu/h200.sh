@@ -16,7 +16,7 @@ stage_build() {
     local prefix
     prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
     cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-        -DCMAKE_CUDA_ARCHITECTURES=90a -DSQLite3_INCLUDE_DIR="$PWD/.deps/include" \
+        -DCMAKE_CUDA_ARCHITECTURES=90a -DFOURFOLD_FMT_HEADER_ONLY=ON -DSQLite3_INCLUDE_DIR="$PWD/.deps/include" \
         -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0 \
         -DFOURFOLD_GIT_SHA="${FOURFOLD_GIT_SHA:-unknown}" -DFOURFOLD_GIT_DIRTY="${FOURFOLD_GIT_DIRTY:--1}" \
         >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; return 1; }
