@@ -31,17 +31,8 @@ stage_test() {
     return $rc
 }
 
-stage_env() { $BIN env --device cuda --json >"$OUT/env.json"; }
-
-# Issue 2: softmax 1x128256 fp32 in event and graph modes, beside torch.utils.benchmark and
-# triton.testing.do_bench measured in the same call.
-stage_softmax() {
-    for mode in event graph; do
-        $BIN run --workload softmax --shape 1x128256 --dtype fp32 --device cuda --timing $mode \
-            --label softmax-$mode --db "$DB" --quiet
-    done
-    python3 bench/softmax_reference.py --rows 1 --vocab 128256 --dtype fp32
-}
+# Each workload area keeps its stages in bench/gpu/stages/<area>.sh, defining stage_<name>.
+for f in bench/gpu/stages/*.sh; do source "$f"; done
 
 for stage in "$@"; do
     echo "== $stage"

@@ -143,6 +143,8 @@ public:
         m_sink = m_flush[m_flush.size() / 2];
     }
 
+    void release_scratch() override { std::vector<unsigned char>().swap(m_flush); }
+
     std::unique_ptr<captured_graph> capture(const std::function<void()>&) override {
         throw device_error("graph capture is not available on the CPU; use --timing host");
     }

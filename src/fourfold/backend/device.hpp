@@ -88,6 +88,9 @@ public:
     virtual std::unique_ptr<device_event> make_event() = 0;
     // Evicts the last-level cache (a write over a buffer larger than it), in stream order.
     virtual void flush_cache() = 0;
+    // Frees what the device keeps for its own use (the flush buffer), so that a memory pass
+    // sees the job's memory alone. The next flush allocates it again.
+    virtual void release_scratch() {}
     // Captures `body` (after running it once uncaptured on the capture stream as warm-up).
     // Throws device_error when !caps().graphs or capture fails.
     virtual std::unique_ptr<captured_graph> capture(const std::function<void()>& body) = 0;

@@ -122,6 +122,8 @@ std::optional<std::int64_t> nvml_device::process_used_bytes(std::string& why_not
             return std::nullopt;
         }
         const auto self = static_cast<unsigned>(getpid());
+        std::string listed;
+        for (unsigned i = 0; i < count; ++i) listed += (listed.empty() ? "" : ",") + std::to_string(infos[i].pid);
         for (unsigned i = 0; i < count; ++i) {
             if (infos[i].pid != self) continue;
             if (infos[i].used_gpu_memory == ULLONG_MAX) {
@@ -130,9 +132,9 @@ std::optional<std::int64_t> nvml_device::process_used_bytes(std::string& why_not
             }
             return static_cast<std::int64_t>(infos[i].used_gpu_memory);
         }
-        why_not = fmt::format("NVML does not list this process (pid {}; a PID namespace shows "
-                              "host pids)",
-                              self);
+        why_not = fmt::format("NVML does not list this process (pid {}; it lists {} compute "
+                              "process(es){}{}; a PID namespace or VM shows other pids)",
+                              self, count, count ? ": " : "", listed);
         return std::nullopt;
     }
     why_not = "NVML process list kept growing";

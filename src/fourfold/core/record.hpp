@@ -35,7 +35,8 @@ struct record {
     std::string reason; // why skipped or failed; empty when ok
     std::string unit;   // unit of the headline figure, fixed per ledger (unit_of)
     json figures = json::object();
-    std::vector<double> samples; // raw samples in `unit` (op_time: us per call)
+    std::vector<double> samples; // raw samples (op_time: us per call; throughput: ms per token)
+    std::string samples_unit;    // unit of `samples`; empty means `unit`
 
     static record make(ledger l, job_id job);
     static record skipped(ledger l, job_id job, std::string reason);

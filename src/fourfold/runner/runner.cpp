@@ -54,7 +54,9 @@ int rotation_sets(const measure::timing_settings& t, const backend::capabilities
     if (set_bytes <= 0) return 1;
     const auto want = (3 * caps.cache_bytes + set_bytes - 1) / set_bytes;
     const auto room = std::max<std::int64_t>(1, caps.memory_bytes / 4 / set_bytes);
-    return static_cast<int>(std::clamp<std::int64_t>(want, 1, std::min<std::int64_t>(room, 64)));
+    // each set is read at least once per sample, so the count also bounds calls per sample
+    const auto most = std::min<std::int64_t>(room, t.max_calls_per_sample);
+    return static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
 }
 
 class group_runner {
@@ -93,6 +95,14 @@ public:
             timing_pass(runnable, dev_inputs);
         }
         if (interrupted()) return;
+        if (m_ledgers.has(ledger::throughput)) {
+            progress("throughput");
+            for (const auto& v : runnable) {
+                throughput_pass(v, dev_inputs);
+                if (interrupted()) return;
+            }
+        }
+        if (interrupted()) return;
         if (m_ledgers.has(ledger::memory)) {
             progress("memory");
             for (const auto& v : runnable) {
@@ -108,7 +118,12 @@ private:
         if (m_ctx.progress) m_ctx.progress->pass_started(pass);
     }
 
-    void emit(const record& r) {
+    void emit(record r) {
+        if (!m_g.note.empty()) r.figures["job_note"] = m_g.note; // e.g. "reduced for the CPU"
+        if (r.status == record_status::ok) {
+            auto facts = m_g.c->variant_facts(r.job.variant);
+            if (!facts.empty()) r.figures["facts"] = std::move(facts);
+        }
         m_ctx.sink.write(r);
         switch (r.status) {
         case record_status::ok: ++m_summary.ok; break;
@@ -226,6 +241,16 @@ private:
                 r.figures["pct_of_bandwidth"] =
                     m_ctx.bandwidth.bytes_per_s > 0 ? 100.0 * gbps * 1e9 / m_ctx.bandwidth.bytes_per_s : 0;
                 r.figures["host_sync"] = m_g.w->find_variant(res.name)->host_sync;
+                const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(dev_inputs.bytes());
+                r.figures["rotation_bytes"] = rotated;
+                r.figures["cache_bytes"] = m_ctx.dev.caps().cache_bytes;
+                if (res.input_sets_used > 1 && rotated < 3.0 * static_cast<double>(m_ctx.dev.caps().cache_bytes))
+                    r.figures["note"] = fmt::format(
+                        "{}{}cold cache only in part: {} input sets of {} rotate through {}, less than "
+                        "3x the {} cache",
+                        r.figures.value("note", ""), r.figures.contains("note") ? "; " : "",
+                        res.input_sets_used, human_bytes(static_cast<double>(dev_inputs.bytes())),
+                        human_bytes(rotated), human_bytes(static_cast<double>(m_ctx.dev.caps().cache_bytes)));
                 r.samples = res.samples_us;
                 emit(r);
             }
@@ -239,11 +264,30 @@ private:
         }
     }
 
+    void throughput_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
+        try {
+            workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s, m_plan.settings.timing};
+            auto res = m_g.c->measure_throughput(variant, dev_inputs, tc);
+            auto r = record::make(ledger::throughput, id(variant));
+            r.figures = std::move(res.figures);
+            r.samples = std::move(res.samples_ms);
+            r.samples_unit = "ms/token";
+            emit(r);
+        } catch (const bad_input&) {
+            throw;
+        } catch (const std::exception& e) {
+            const auto f = classify(e);
+            emit(f.unsupported ? record::skipped(ledger::throughput, id(variant), f.reason)
+                               : record::failed(ledger::throughput, id(variant), f.reason));
+        }
+    }
+
     void memory_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
         auto& dev = m_ctx.dev;
         auto& probe = dev.memory();
         try {
             dev.synchronize();
+            dev.release_scratch();
             probe.release_cached();
             const auto baseline = probe.now();
             probe.reset_peaks();

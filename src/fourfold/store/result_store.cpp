@@ -62,7 +62,10 @@ json stored_record::to_json(bool with_samples) const {
              {"figures", rec.figures},
              {"recorded_at", recorded_at}};
     if (rec.status != record_status::ok) out["reason"] = rec.reason;
-    if (with_samples) out["samples"] = rec.samples;
+    if (with_samples) {
+        out["samples"] = rec.samples;
+        out["samples_unit"] = rec.samples_unit.empty() ? rec.unit : rec.samples_unit;
+    }
     return out;
 }
 
@@ -167,7 +170,8 @@ std::int64_t result_store::add_record(std::int64_t run, const record& rec) {
         auto s = m_db.prepare(
             "INSERT INTO samples(ledger, record_id, unit, n, data) VALUES (?, ?, ?, ?, ?)");
         const auto bytes = encode_samples(rec.samples);
-        s.bind(1, to_string(rec.which)).bind(2, id).bind(3, rec.unit);
+        s.bind(1, to_string(rec.which)).bind(2, id);
+        s.bind(3, rec.samples_unit.empty() ? rec.unit : rec.samples_unit);
         s.bind(4, static_cast<std::int64_t>(rec.samples.size())).bind_blob(5, bytes);
         s.step();
     }
@@ -219,7 +223,7 @@ std::vector<stored_record> result_store::records(std::int64_t run, bool with_sam
     for (const auto l : k_all_ledgers) {
         auto st = m_db.prepare(fmt::format(
             "SELECT r.id, r.job_id, r.status, r.reason, r.unit, r.figures, r.recorded_at, "
-            "j.workload, j.variant, j.device, j.dtype, j.params, j.seed, s.data "
+            "j.workload, j.variant, j.device, j.dtype, j.params, j.seed, s.data, s.unit "
             "FROM {} r JOIN jobs j ON j.id = r.job_id "
             "LEFT JOIN samples s ON s.ledger = ? AND s.record_id = r.id "
             "WHERE r.run_id = ? ORDER BY r.id",
@@ -243,6 +247,7 @@ std::vector<stored_record> result_store::records(std::int64_t run, bool with_sam
             s.rec.job.params = json::parse(st.text(11), nullptr, false);
             s.rec.job.seed = static_cast<std::uint64_t>(st.int64(12));
             if (with_samples && !st.is_null(13)) s.rec.samples = decode_samples(st.blob(13));
+            if (!st.is_null(14) && st.text(14) != s.rec.unit) s.rec.samples_unit = st.text(14);
             out.push_back(std::move(s));
         }
     }

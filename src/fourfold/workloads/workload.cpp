@@ -80,6 +80,11 @@ measure::tolerance workload_case::tolerance() const {
     return measure::default_tolerance(output_dtype());
 }
 
+throughput_result workload_case::measure_throughput(const std::string&, const input_set&,
+                                                   const throughput_context&) const {
+    throw std::logic_error(m_args.workload + " declares no throughput ledger");
+}
+
 const variant_spec* workload::find_variant(const std::string& variant) const {
     for (const auto& v : variants)
         if (v.name == variant) return &v;

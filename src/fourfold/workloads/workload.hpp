@@ -8,6 +8,7 @@
 #include "fourfold/core/json.hpp"
 #include "fourfold/core/ledger.hpp"
 #include "fourfold/measure/correctness.hpp"
+#include "fourfold/measure/timing.hpp"
 
 #include <ATen/Tensor.h>
 #include <cstdint>
@@ -91,6 +92,18 @@ struct case_args {
     std::string get_text(const std::string& name) const;
 };
 
+// What a whole-model workload's throughput pass produced for one job.
+struct throughput_result {
+    json figures = json::object(); // tokens_per_s, ms_per_token (stats), prefill_ms, ctx, mode, ...
+    std::vector<double> samples_ms; // ms per token, raw
+};
+
+struct throughput_context {
+    backend::device& dev;
+    double bandwidth_bytes_per_s = 0; // the run's measured ceiling, for the bandwidth limit
+    measure::timing_settings timing;
+};
+
 // A workload bound to parameter values and a dtype.
 class workload_case {
 public:
@@ -108,6 +121,13 @@ public:
         return std::nullopt;
     }
     virtual measure::tolerance tolerance() const;
+    // Facts about a variant that every record of it carries under "facts" (storage bytes of its
+    // weights, the path it takes, whether it synchronised with the host, ...).
+    virtual json variant_facts(const std::string& variant) const { return json::object(); }
+    // The throughput ledger, for workloads that declare it: runs the job (prefill, then decode
+    // steps) on inputs already on the device and returns its figures.
+    virtual throughput_result measure_throughput(const std::string& variant, const input_set& in,
+                                                 const throughput_context& ctx) const;
     // The output dtype (for the tolerance and ULPs); the job dtype unless a workload says other.
     virtual dtype output_dtype() const { return m_args.type; }
 
