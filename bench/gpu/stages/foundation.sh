@@ -23,3 +23,13 @@ stage_memory() {
     $BIN run --workload linear_decode --shape 1x4096x4096,1x128256x4096 --dtype bf16 --device cuda \
         --ledgers memory --label mem-linear --db "$DB" --quiet
 }
+
+# Diagnostics for a crash seen only on the GPU image: which SQLite the test binary binds, and
+# where the store tests stop (cuda-gdb debugs host code; there is no gdb there).
+stage_debug_store() {
+    local t=$BUILD/tests/fourfold_tests
+    LD_DEBUG=bindings LD_DEBUG_OUTPUT=$OUT/ld "$t" --gtest_filter='store.round_trip*' >/dev/null 2>&1
+    grep -h "symbol \`sqlite3_open_v2'\|symbol \`sqlite3_prepare_v2'" $OUT/ld.* | head -5
+    rm -f $OUT/ld.*
+    timeout 120 cuda-gdb -batch -ex run -ex bt --args "$t" --gtest_filter='store.round_trip*' 2>&1 | tail -25
+}
