@@ -64,20 +64,17 @@ public:
     cuda_memory_probe(int index, const std::string& pci_bus_id) : m_index(index) {
         m_nvml = nvml_device::open(pci_bus_id, m_nvml_why_not);
         if (m_nvml) {
-            std::string why;
-            if (!m_nvml->process_used_bytes(why)) {
-                m_nvml_why_not = why;
-                m_nvml.reset();
-            }
+            // NVML may be there (clocks, power) and still not list this process's memory
+            m_per_process = m_nvml->process_used_bytes(m_nvml_why_not).has_value();
         }
     }
 
     std::string driver_level() const override {
-        return m_nvml ? "NVML per-process used GPU memory"
-                      : "cudaMemGetInfo used memory (device-wide, all processes; NVML: " +
-                            m_nvml_why_not + ")";
+        return m_per_process ? "NVML per-process used GPU memory"
+                             : "cudaMemGetInfo used memory (device-wide, all processes; NVML: " +
+                                   m_nvml_why_not + ")";
     }
-    bool device_wide() const override { return !m_nvml; }
+    bool device_wide() const override { return !m_per_process; }
     std::map<std::string, std::string> unavailable() const override { return {}; }
 
     void reset_peaks() override {
@@ -86,7 +83,7 @@ public:
 
     memory_sample now() override {
         memory_sample s;
-        if (m_nvml) {
+        if (m_per_process) {
             std::string why;
             s.driver = m_nvml->process_used_bytes(why);
         } else {
@@ -120,6 +117,7 @@ public:
 private:
     int m_index;
     std::unique_ptr<nvml_device> m_nvml;
+    bool m_per_process = false;
     std::string m_nvml_why_not;
     std::mutex m_mutex;
 };
