@@ -20,7 +20,7 @@ struct result {
 result run_cli(const std::string& args, const temp_dir& dir) {
     const auto out = dir / "stdout.txt";
     const auto err = dir / "stderr.txt";
-    const std::string cmd = std::string(FOURFOLD_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const std::string cmd = std::string(FOURFOLD_BINARY) + " " + args + " >" + out + " 2>" + err;
     const int status = std::system(cmd.c_str());
     result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -37,7 +37,7 @@ const char* k_quick = " --min-time 0.02 --timeout 0.3 --warmup 0.005 --quiet";
 
 TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
     temp_dir dir;
-    const auto db = (dir / "f.db").string();
+    const auto db = (dir / "f.db");
     const auto r = run_cli("run --workload softmax --shape 2x1000 --dtype fp32,bf16 --label first --db " + db + k_quick, dir);
     ASSERT_EQ(r.code, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("median [µs]"), std::string::npos);
@@ -71,7 +71,7 @@ TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
 
 TEST(cli, ledgers_flag_runs_only_that_pass) {
     temp_dir dir;
-    const auto db = (dir / "f.db").string();
+    const auto db = (dir / "f.db");
     ASSERT_EQ(run_cli("run --workload linear_decode --shape 1x64x64 --ledgers correctness --db " + db + k_quick, dir).code, 0);
     const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
     for (const auto& rec : doc["records"]) EXPECT_EQ(rec["ledger"], "correctness");
@@ -80,7 +80,7 @@ TEST(cli, ledgers_flag_runs_only_that_pass) {
 
 TEST(cli, bad_input_is_one_line_exit_2_and_leaves_the_store_untouched) {
     temp_dir dir;
-    const auto db = (dir / "f.db").string();
+    const auto db = (dir / "f.db");
     ASSERT_EQ(run_cli("run --workload softmax --shape 1x100 --ledgers correctness --db " + db + k_quick, dir).code, 0);
     const auto before = fourfold::testing::read_file(db);
     const std::vector<std::pair<std::string, std::string>> cases{
@@ -118,14 +118,14 @@ TEST(cli, bad_input_is_one_line_exit_2_and_leaves_the_store_untouched) {
 TEST(cli, a_dtype_the_device_cannot_hold_is_bad_input) {
     temp_dir dir;
     // float8 exists only from libtorch 2.1; where it exists the CPU holds it, so skip there
-    const auto r = run_cli("run --workload softmax --dtype fp8_e4m3fn --db " + (dir / "f.db").string(), dir);
+    const auto r = run_cli("run --workload softmax --dtype fp8_e4m3fn --db " + (dir / "f.db"), dir);
     if (r.err.find("not supported on device cpu") == std::string::npos &&
         r.err.find("no dtype") != std::string::npos) {
         EXPECT_EQ(r.code, 2); // softmax itself has no fp8
         return;
     }
     EXPECT_EQ(r.code, 2) << r.err;
-    EXPECT_FALSE(std::filesystem::exists(dir / "f.db"));
+    EXPECT_FALSE(fourfold::path_exists(dir / "f.db"));
 }
 
 TEST(cli, corrupt_and_unwritable_stores_are_refused_without_writing) {
@@ -133,7 +133,7 @@ TEST(cli, corrupt_and_unwritable_stores_are_refused_without_writing) {
     const auto bad = dir / "corrupt.db";
     const std::string garbage = "this is not a database, it is a text file\n";
     fourfold::testing::write_file(bad, garbage);
-    const auto r = run_cli("run --workload softmax --shape 1x10 --db " + bad.string() + k_quick, dir);
+    const auto r = run_cli("run --workload softmax --shape 1x10 --db " + bad + k_quick, dir);
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find("corrupt.db"), std::string::npos);
@@ -141,9 +141,9 @@ TEST(cli, corrupt_and_unwritable_stores_are_refused_without_writing) {
     const auto w = run_cli("run --workload softmax --shape 1x10 --db /nonexistent/dir/x.db" + std::string(k_quick), dir);
     EXPECT_EQ(w.code, 2);
     EXPECT_NE(w.err.find("/nonexistent/dir/x.db"), std::string::npos);
-    const auto x = run_cli("export --format json --db " + (dir / "missing.db").string(), dir);
+    const auto x = run_cli("export --format json --db " + (dir / "missing.db"), dir);
     EXPECT_EQ(x.code, 2);
-    EXPECT_FALSE(std::filesystem::exists(dir / "missing.db"));
+    EXPECT_FALSE(fourfold::path_exists(dir / "missing.db"));
 }
 
 TEST(cli, env_and_list_describe_the_build_in_json) {

@@ -147,7 +147,7 @@ TEST(store, unwritable_and_missing_paths_are_bad_input) {
     EXPECT_THROW(result_store::open(dir / "missing.db", open_mode::read_only), bad_input);
     EXPECT_THROW(result_store::open(dir.path(), open_mode::read_write), bad_input);
     if (geteuid() != 0) { // root ignores permissions
-        std::filesystem::create_directory(dir / "ro");
+        fourfold::make_directory(dir / "ro");
         chmod((dir / "ro").c_str(), 0555);
         EXPECT_THROW(result_store::open(dir / "ro/x.db", open_mode::read_write), bad_input);
     }

@@ -171,7 +171,7 @@ int run_command(const run_options& o) {
     for (const auto& r : sink.records)
         if (r.which == ledger::correctness && r.figures.value("verdict", "") == "FAIL")
             std::cout << "  reproduce: " << r.figures.value("repro", "") << '\n';
-    std::cout << fmt::format("store: {} (run {}{}){}\n", store.path().string(), run_id,
+    std::cout << fmt::format("store: {} (run {}{}){}\n", store.path(), run_id,
                              o.label.empty() ? "" : ", label '" + o.label + "'",
                              summary.interrupted ? fmt::format("; interrupted after {} of {} job groups",
                                                                summary.groups_done, plan.groups.size())

@@ -63,7 +63,9 @@ bool stopping_rule::plateaued() const {
     for (auto it = first; it != m_robust.end(); ++it) mean += *it;
     mean /= static_cast<double>(k_window);
     if (mean <= 0) return true; // no spread at all: every further sample is the same
-    return (*hi - *lo) / mean <= m_settings.plateau_spread;
+    // Stable relative to itself, or moving by less than the noise we would call converged
+    // (timers with coarse ticks make a small IQR jump between whole ticks).
+    return (*hi - *lo) / mean <= m_settings.plateau_spread || (*hi - *lo) <= m_settings.max_rel_stdev;
 }
 
 stop_state stopping_rule::check(double elapsed_s) {

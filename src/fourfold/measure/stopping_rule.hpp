@@ -9,7 +9,8 @@
 // deviation of timing samples is ruled by rare outliers (interrupts, page faults) and keeps
 // jumping however many samples are taken. The robust noise is computed at checkpoints spaced
 // geometrically (every 25 % more samples); the plateau is reached when the last four agree
-// within `plateau_spread` of their mean.
+// within `plateau_spread` of their mean, or move by less than `max_rel_stdev` in absolute terms
+// (the noise is then known better than the convergence threshold itself).
 #include "fourfold/core/json.hpp"
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "fourfold/store/result_store.hpp"
 
 #include "fourfold/core/error.hpp"
+#include "fourfold/core/files.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/store/schema.hpp"
 
@@ -69,14 +70,14 @@ json stored_record::to_json(bool with_samples) const {
     return out;
 }
 
-result_store result_store::open(const std::filesystem::path& path, open_mode mode) {
+result_store result_store::open(const std::string& path, open_mode mode) {
     const bool writable = mode == open_mode::read_write;
-    const std::string shown = path.string();
-    if (!writable && !std::filesystem::exists(path))
+    const std::string& shown = path;
+    if (!writable && !path_exists(path))
         throw bad_input(fmt::format("store '{}' does not exist; give --db the path of a store "
                                     "written by 'fourfold run'",
                                     shown));
-    if (std::filesystem::is_directory(path))
+    if (is_directory(path))
         throw bad_input(fmt::format("store '{}' is a directory; give --db a file path", shown));
     try {
         const int flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -215,7 +216,7 @@ run_row result_store::find_run(const std::string& id_or_label) const {
         known.push_back(r.label.empty() ? std::to_string(r.id)
                                         : fmt::format("{} ({})", r.id, r.label));
     throw bad_input(fmt::format("run '{}' is not in store '{}'; runs there: {}", id_or_label,
-                                m_path.string(), known.empty() ? "none" : join(known, ", ")));
+                                m_path, known.empty() ? "none" : join(known, ", ")));
 }
 
 std::vector<stored_record> result_store::records(std::int64_t run, bool with_samples) const {

@@ -6,7 +6,6 @@
 #include "fourfold/store/sqlite.hpp"
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,9 +39,9 @@ class result_store {
 public:
     // Throws bad_input with one line naming the path and what is wrong with it: cannot be
     // created or written, not a database, not a fourfold store, a newer schema, missing.
-    static result_store open(const std::filesystem::path& path, open_mode mode);
+    static result_store open(const std::string& path, open_mode mode);
 
-    const std::filesystem::path& path() const { return m_path; }
+    const std::string& path() const { return m_path; }
     int schema_version() const { return m_schema_version; }
 
     std::int64_t begin_run(const std::string& label, const std::string& device,
@@ -58,12 +57,12 @@ public:
     std::vector<stored_record> records(std::int64_t run, bool with_samples) const;
 
 private:
-    result_store(std::filesystem::path path, database db, int version)
+    result_store(std::string path, database db, int version)
         : m_path(std::move(path)), m_db(std::move(db)), m_schema_version(version) {}
     std::int64_t job_row(std::int64_t run, const job_id& job);
     run_row read_run(const statement& st) const;
 
-    std::filesystem::path m_path;
+    std::string m_path;
     database m_db;
     int m_schema_version;
 };
