@@ -114,6 +114,10 @@ TEST(cuda, memory_outside_the_caching_allocator_shows_at_the_driver_level_only) 
     const double extra = gib(f["driver_peak_bytes"].get<std::int64_t>() -
                              stock->figures["driver_peak_bytes"].get<std::int64_t>());
     EXPECT_NEAR(extra, 1.0, 0.05);
+    std::cout << "outside_allocator: driver peak +" << extra << " GiB over stock; reserved "
+              << f["reserved_peak_bytes"] << " vs " << stock->figures["reserved_peak_bytes"]
+              << " B; allocated " << f["allocated_peak_bytes"] << " vs "
+              << stock->figures["allocated_peak_bytes"] << " B\n";
     for (const char* level : {"reserved_peak_bytes", "allocated_peak_bytes"})
         EXPECT_EQ(f[level], stock->figures[level]) << level;
     // driver >= reserved >= allocated

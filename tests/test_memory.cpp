@@ -88,6 +88,7 @@ TEST(memory, memory_outside_the_allocator_shows_at_the_process_level_only) {
     ASSERT_EQ(mmapped->status, record_status::ok) << mmapped->reason;
     const double extra = gib(peak(mmapped, "driver_peak_bytes") - peak(stock, "driver_peak_bytes"));
     EXPECT_NEAR(extra, 1.0, 0.05) << mmapped->figures.dump();
+    std::cout << "outside_allocator (mmap): RSS peak +" << extra << " GiB over stock\n";
     // the tensor allocator and malloc saw nothing of the mmap
     EXPECT_NEAR(gib(peak(mmapped, "allocated_peak_bytes") - peak(stock, "allocated_peak_bytes")), 0.0, 0.001);
     EXPECT_NEAR(gib(peak(mmapped, "reserved_peak_bytes") - peak(stock, "reserved_peak_bytes")), 0.0, 0.01);

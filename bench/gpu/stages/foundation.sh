@@ -33,3 +33,10 @@ stage_debug_store() {
     rm -f $OUT/ld.*
     timeout 120 cuda-gdb -batch -ex run -ex bt --args "$t" --gtest_filter='store.round_trip*' 2>&1 | tail -25
 }
+
+# Issue 4's proof, with its figures printed: 1 GiB from cudaMalloc held outside the caching
+# allocator must show at the driver level within 5 % and leave the allocator peaks unchanged.
+stage_outside() {
+    $BUILD/tests/fourfold_gpu_tests --gtest_filter='cuda.memory_outside*:cuda.stock_passes*' 2>&1 |
+        grep -E "outside_allocator|driver level|OK|FAILED|Failure"
+}
