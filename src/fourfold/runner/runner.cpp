@@ -216,9 +216,12 @@ private:
 
     void timing_pass(const std::vector<std::string>& variants, const workloads::input_set& dev_inputs) {
         const auto& t = m_plan.settings.timing;
-        // what one call reads of its inputs: the declared traffic, at most the inputs themselves
-        const auto touched = static_cast<std::int64_t>(
-            std::min<double>(static_cast<double>(dev_inputs.bytes()), m_g.c->declared_cost().bytes_read));
+        // what one call reads of its inputs: the declared traffic (of the variant that reads
+        // least, so that every variant's reads rotate out of the cache), at most the inputs
+        double least_read = static_cast<double>(dev_inputs.bytes());
+        for (const auto& v : variants)
+            least_read = std::min(least_read, m_g.c->variant_cost(v).bytes_read);
+        const auto touched = static_cast<std::int64_t>(least_read);
         const int sets = rotation_sets(t, m_ctx.dev.caps(), dev_inputs.bytes(), touched);
         std::vector<workloads::input_set> rotation{dev_inputs};
         std::vector<measure::timing_candidate> candidates;
