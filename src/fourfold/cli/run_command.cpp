@@ -5,6 +5,7 @@
 #include "fourfold/core/text.hpp"
 #include "fourfold/measure/timing.hpp"
 #include "fourfold/report/ledger_tables.hpp"
+#include "fourfold/report/speedup_summary.hpp"
 #include "fourfold/runner/plan.hpp"
 #include "fourfold/runner/runner.hpp"
 #include "fourfold/store/result_store.hpp"
@@ -76,8 +77,9 @@ runner::run_settings settings_from(const run_options& o, const backend::device& 
     s.ledgers = runner::parse_ledgers(o.ledgers);
     s.timing = measure::timing_settings::defaults_for(dev.caps());
     if (o.suite)
-        if (const auto* suite = suites::suite_registry::instance().find(*o.suite); suite && suite->timeout_s > 0)
-            s.timing.stop.timeout_s = suite->timeout_s;
+        if (const auto* suite = suites::suite_registry::instance().find(*o.suite);
+            suite && suite->timeout_for(dev) > 0)
+            s.timing.stop.timeout_s = suite->timeout_for(dev);
     if (o.timing) {
         const auto m = measure::parse_timing_mode(*o.timing);
         if (!m) throw bad_input(fmt::format("--timing '{}' is unknown; valid: host, event, batch, graph", *o.timing));
@@ -163,6 +165,7 @@ int run_command(const run_options& o) {
     report::print_ledger_tables(sink.records, std::cout,
                                 o.format == "md" ? report::table_format::markdown
                                                  : report::table_format::text);
+    report::print_speedup_summaries(report::summarize_speedups(sink.records), std::cout);
     std::cout << fmt::format("device {} ({}); copy bandwidth {:.1f} GB/s ({})\n", dev->name(),
                              dev->fingerprint().value("name", std::string("?")),
                              bandwidth.bytes_per_s / 1e9, bandwidth.method);

@@ -9,6 +9,7 @@
 #include "fourfold/measure/timing.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <c10/util/Exception.h>
 #include <chrono>
 #include <cmath>
@@ -45,14 +46,17 @@ call_failure classify(const std::exception& e) {
     return {unsupported, msg};
 }
 
-// The rotation for a cold cache in batch/graph mode: enough copies of the inputs that together
-// they exceed three times the last-level cache, bounded by a quarter of device memory.
+// The rotation for a cold cache in batch/graph mode: enough copies of the inputs that the bytes
+// a call touches exceed, over all copies, three times the last-level cache, bounded by a quarter
+// of device memory. A call may touch less than its inputs hold (an MoE step reads only the
+// experts its tokens reach), and only what it touches can stay cached between replays.
 int rotation_sets(const measure::timing_settings& t, const backend::capabilities& caps,
-                  std::int64_t set_bytes) {
+                  std::int64_t set_bytes, std::int64_t touched_bytes) {
     if (t.cache != measure::cache_mode::cold) return 1;
     if (t.mode != measure::timing_mode::batch && t.mode != measure::timing_mode::graph) return 1;
     if (set_bytes <= 0) return 1;
-    const auto want = (3 * caps.cache_bytes + set_bytes - 1) / set_bytes;
+    touched_bytes = std::clamp<std::int64_t>(touched_bytes, 1, set_bytes);
+    const auto want = (3 * caps.cache_bytes + touched_bytes - 1) / touched_bytes;
     const auto room = std::max<std::int64_t>(1, caps.memory_bytes / 4 / set_bytes);
     // each set is read at least once per sample, so the count also bounds calls per sample
     const auto most = std::min<std::int64_t>(room, t.max_calls_per_sample);
@@ -170,11 +174,13 @@ private:
 
     void compare_to_reference(const std::map<std::string, at::Tensor>& outputs,
                               const workloads::input_set& cpu_inputs) {
-        const auto tol = m_g.c->tolerance();
+        std::map<std::string, measure::tolerance> tol;
         std::map<std::string, measure::error_accumulator> acc;
-        for (const auto& [v, out] : outputs)
-            acc.emplace(v, measure::error_accumulator(m_g.c->output_dtype(), out.sizes().vec(), tol,
-                                                      measure::rms_of_finite(out)));
+        for (const auto& [v, out] : outputs) {
+            tol.emplace(v, m_g.c->variant_tolerance(v));
+            acc.emplace(v, measure::error_accumulator(m_g.c->output_dtype(), out.sizes().vec(),
+                                                      tol.at(v), measure::rms_of_finite(out)));
+        }
         workloads::reference_plan ref;
         try {
             ref = m_g.c->reference(cpu_inputs);
@@ -195,7 +201,7 @@ private:
             const auto result = a.finish();
             auto r = record::make(ledger::correctness, id(v));
             r.figures = result.to_json();
-            r.figures["tolerance"] = tol.to_json();
+            r.figures["tolerance"] = tol.at(v).to_json();
             r.figures["reference"] = json{{"dtype", "fp64"},
                                           {"device", "cpu"},
                                           {"method", ref.method},
@@ -210,7 +216,13 @@ private:
 
     void timing_pass(const std::vector<std::string>& variants, const workloads::input_set& dev_inputs) {
         const auto& t = m_plan.settings.timing;
-        const int sets = rotation_sets(t, m_ctx.dev.caps(), dev_inputs.bytes());
+        // what one call reads of its inputs: the declared traffic (of the variant that reads
+        // least, so that every variant's reads rotate out of the cache), at most the inputs
+        double least_read = static_cast<double>(dev_inputs.bytes());
+        for (const auto& v : variants)
+            least_read = std::min(least_read, m_g.c->variant_cost(v).bytes_read);
+        const auto touched = static_cast<std::int64_t>(least_read);
+        const int sets = rotation_sets(t, m_ctx.dev.caps(), dev_inputs.bytes(), touched);
         std::vector<workloads::input_set> rotation{dev_inputs};
         std::vector<measure::timing_candidate> candidates;
         try {
@@ -226,8 +238,8 @@ private:
                 candidates.push_back(std::move(c));
             }
             const auto results = measure::measure_interleaved(m_ctx.dev, candidates, t);
-            const auto cost = m_g.c->declared_cost();
             for (const auto& res : results) {
+                const auto cost = m_g.c->variant_cost(res.name);
                 auto r = record::make(ledger::op_time, id(res.name));
                 r.figures = res.to_json();
                 const double median_s = res.stats.median * 1e-6;
@@ -241,15 +253,15 @@ private:
                 r.figures["pct_of_bandwidth"] =
                     m_ctx.bandwidth.bytes_per_s > 0 ? 100.0 * gbps * 1e9 / m_ctx.bandwidth.bytes_per_s : 0;
                 r.figures["host_sync"] = m_g.w->find_variant(res.name)->host_sync;
-                const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(dev_inputs.bytes());
-                r.figures["rotation_bytes"] = rotated;
+                const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(touched);
+                r.figures["rotation_bytes"] = rotated; // bytes the rotation's calls touch together
                 r.figures["cache_bytes"] = m_ctx.dev.caps().cache_bytes;
                 if (res.input_sets_used > 1 && rotated < 3.0 * static_cast<double>(m_ctx.dev.caps().cache_bytes))
                     r.figures["note"] = fmt::format(
-                        "{}{}cold cache only in part: {} input sets of {} rotate through {}, less than "
-                        "3x the {} cache",
+                        "{}{}cold cache only in part: {} input sets touching {} each rotate through {}, "
+                        "less than 3x the {} cache",
                         r.figures.value("note", ""), r.figures.contains("note") ? "; " : "",
-                        res.input_sets_used, human_bytes(static_cast<double>(dev_inputs.bytes())),
+                        res.input_sets_used, human_bytes(static_cast<double>(touched)),
                         human_bytes(rotated), human_bytes(static_cast<double>(m_ctx.dev.caps().cache_bytes)));
                 r.samples = res.samples_us;
                 emit(r);

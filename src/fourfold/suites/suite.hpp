@@ -17,6 +17,12 @@ struct suite {
     std::function<std::vector<runner::job_spec>(const backend::device&)> jobs;
     // A per-job timing budget for this suite (seconds; 0 keeps the default). --timeout overrides.
     double timeout_s = 0;
+    // The budget on the CPU, where a suite runs reduced sizes in CI (0: timeout_s).
+    double cpu_timeout_s = 0;
+    double timeout_for(const backend::device& dev) const {
+        return dev.spec().kind == backend::device_kind::cpu && cpu_timeout_s > 0 ? cpu_timeout_s
+                                                                                  : timeout_s;
+    }
 };
 
 class suite_registry {

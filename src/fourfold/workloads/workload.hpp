@@ -121,6 +121,14 @@ public:
         return std::nullopt;
     }
     virtual measure::tolerance tolerance() const;
+    // The tolerance one variant is held to: the case's, unless a variant computes a documented
+    // approximation of the function (fp8 weights against the bf16 reference, say).
+    virtual measure::tolerance variant_tolerance(const std::string& variant) const {
+        return tolerance();
+    }
+    // The ideal traffic of one variant: the case's, unless variants read the same function's
+    // inputs in different storage (fp8 weights are half the bytes of bf16 ones).
+    virtual cost variant_cost(const std::string& variant) const { return declared_cost(); }
     // Facts about a variant that every record of it carries under "facts" (storage bytes of its
     // weights, the path it takes, whether it synchronised with the host, ...).
     virtual json variant_facts(const std::string& variant) const { return json::object(); }

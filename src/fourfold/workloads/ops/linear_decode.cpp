@@ -1,7 +1,9 @@
 // F.linear at decode time: tokens x K activations times an N x K weight (+ bias). One token is a
-// matrix-vector product that reads the whole weight: bandwidth-bound. Experiment E1.
+// matrix-vector product that reads the whole weight: bandwidth-bound. Experiment E1, over the 96
+// layer shapes of linear_shapes.hpp (the suites `article` and `linear_shapes` sweep them).
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/linear_shapes.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
@@ -58,6 +60,20 @@ public:
     at::Tensor generic(const input_set& in) const {
         auto out = at::matmul(in[0], in[1].t());
         return m_bias ? out + in[2] : out;
+    }
+
+    // Which real layer this shape is (E1's shape table), and how the bias is applied.
+    json variant_facts(const std::string& variant) const override {
+        json f{{"weight_storage_bytes", m_n * m_k * size_bytes(args().type)}};
+        if (m_bias)
+            f["bias_path"] = variant == "stock" ? "at::linear: addmm, bias inside the library's GEMM call"
+                                                : "at::matmul, then a separate add";
+        if (const auto* s = find_linear_shape(m_n, m_k)) {
+            f["layer"] = s->label();
+            f["layer_source"] = s->source;
+            f["layers_sharing_shape"] = s->also.size();
+        }
+        return f;
     }
 
 private:

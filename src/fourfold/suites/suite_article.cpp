@@ -1,0 +1,171 @@
+// article: every operator experiment of REFERENCE_EXPERIMENTS.md (E1 linear over 96 layer shapes,
+// E2 MoE grouped matmul, E3 FP8 storage, E4 softmax, E5/E6 video-VAE padding), sized for the
+// device. On a GPU the sizes are the report's and the baseline table's; on the CPU, where CI runs
+// the suite in minutes, they are reduced and every reduced job says so in its job_note.
+#include "fourfold/suites/suite.hpp"
+#include "fourfold/workloads/linear_shapes.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace fourfold::suites {
+namespace {
+
+using runner::job_spec;
+
+bool on_cpu(const backend::device& dev) {
+    return dev.spec().kind == backend::device_kind::cpu;
+}
+
+// E1: one token, bf16, without bias, and with bias for every layer but the LM heads (no model of
+// the table biases its LM head, and they are the suite's longest jobs). The CPU takes 8 of the 96
+// shapes, spread evenly over those of at most 16 MiB of weights (ranked by size).
+void linear_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    std::vector<const workloads::linear_shape*> shapes;
+    for (const auto& s : workloads::linear_shape_table())
+        shapes.push_back(&s);
+    std::string note;
+    if (on_cpu(dev)) {
+        std::vector<const workloads::linear_shape*> small;
+        for (const auto* s : shapes)
+            if (s->n * s->k * 2 <= (16ll << 20))
+                small.push_back(s);
+        std::stable_sort(small.begin(), small.end(),
+                         [](const auto* a, const auto* b) { return a->n * a->k < b->n * b->k; });
+        constexpr std::size_t k_cpu_shapes = 8;
+        shapes.clear();
+        for (std::size_t i = 0; i < k_cpu_shapes && !small.empty(); ++i)
+            shapes.push_back(small[i * (small.size() - 1) / (k_cpu_shapes - 1)]);
+        note = fmt::format("reduced for the CPU: {} of the {} layer shapes (those of at most "
+                           "16 MiB of weights, evenly spread by size)",
+                           shapes.size(), workloads::k_linear_shape_count);
+    }
+    for (const bool bias : {false, true})
+        for (const auto* s : shapes)
+            if (!bias || s->projection != "lm_head")
+                jobs.push_back({"linear_decode",
+                                json{{"tokens", 1}, {"n", s->n}, {"k", s->k}, {"bias", bias}},
+                                dtype::bf16,
+                                {},
+                                note});
+}
+
+// E4: one to 64 rows of logits over the vocabularies of Llama 2/Mistral, Llama 3, Qwen3 and
+// Gemma 3; fp32 as in the report, bf16 for one row.
+void softmax_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    const std::vector<std::int64_t> rows = on_cpu(dev)
+                                               ? std::vector<std::int64_t>{1, 8}
+                                               : std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64};
+    const std::string note =
+        on_cpu(dev) ? "reduced for the CPU: rows 1 and 8 of the 1..64 sweep" : "";
+    for (const std::int64_t vocab : {32000, 128256, 151936, 262144}) {
+        for (const auto r : rows)
+            jobs.push_back({"softmax", json{{"rows", r}, {"vocab", vocab}}, dtype::fp32, {}, note});
+        jobs.push_back({"softmax", json{{"rows", 1}, {"vocab", vocab}}, dtype::bf16, {}, ""});
+    }
+}
+
+struct moe_config {
+    const char* name;
+    std::int64_t experts, top_k, hidden, width;
+};
+
+// E2: Qwen3-30B-A3B (the report's model family) and two other real SwiGLU MoE layers.
+void moe_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    auto job = [](const moe_config& c, std::int64_t tokens, const char* part, std::string note) {
+        return job_spec{"moe_decode",
+                        json{{"tokens", tokens},
+                             {"experts", c.experts},
+                             {"top_k", c.top_k},
+                             {"hidden", c.hidden},
+                             {"width", c.width},
+                             {"part", part}},
+                        dtype::bf16,
+                        {},
+                        std::move(note)};
+    };
+    const moe_config qwen3_30b{"Qwen3-30B-A3B", 128, 8, 2048, 768};
+    if (on_cpu(dev)) {
+        const moe_config reduced{"Qwen3-30B-A3B", 128, 8, 512, 192};
+        const std::string note = "reduced for the CPU: Qwen3-30B-A3B routing (128 experts, top 8) "
+                                 "with hidden 2048 -> 512 and expert width 768 -> 192";
+        jobs.push_back(job(reduced, 8, "ffn", note));
+        jobs.push_back(job(reduced, 8, "gate_up", note));
+        return;
+    }
+    const std::vector<moe_config> configs{
+        qwen3_30b, {"Qwen3-235B-A22B", 128, 8, 4096, 1536}, {"Mixtral-8x7B", 8, 2, 4096, 14336}};
+    for (const auto& c : configs)
+        for (const std::int64_t tokens : {1, 8})
+            jobs.push_back(job(c, tokens, "ffn", fmt::format("{} expert FFN", c.name)));
+    // the baseline table's pair, the gate/up grouped matmul alone: one decode token routed to 8
+    // of 128 experts is its "8 tokens over 128 experts" (8 rows, 50 MB of weights); 8 tokens
+    // reach about 50 experts
+    for (const std::int64_t tokens : {1, 8})
+        jobs.push_back(job(qwen3_30b, tokens, "gate_up", "Qwen3-30B-A3B gate/up grouped matmul"));
+}
+
+// E5/E6: the pads before the causal 3-D convolutions of a Wan-style VAE decoder (channels
+// 384 -> 96 as the resolution grows) and the two shapes of the baseline tables.
+void pad_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    struct shape {
+        std::int64_t c, t, h, w;
+    };
+    const std::vector<shape> shapes =
+        on_cpu(dev) ? std::vector<shape>{{128, 3, 64, 64}, {96, 5, 130, 130}}
+                    : std::vector<shape>{
+                          {384, 3, 32, 32}, {192, 3, 64, 64}, {128, 3, 64, 64}, {96, 5, 130, 130}};
+    for (const auto t : {dtype::bf16, dtype::fp32})
+        for (const auto& s : shapes) {
+            if (on_cpu(dev) && t == dtype::fp32 && s.h > 64)
+                continue;
+            jobs.push_back({"pad",
+                            json{{"batch", 1},
+                                 {"channels", s.c},
+                                 {"frames", s.t},
+                                 {"height", s.h},
+                                 {"width", s.w}},
+                            t,
+                            {},
+                            ""});
+        }
+}
+
+// E3: the baseline's 16 x 4096 x 4096 and decode-sized (1 token) Llama-3-8B projections.
+void fp8_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    if (on_cpu(dev)) {
+        jobs.push_back({"fp8_linear",
+                        json{{"tokens", 16}, {"n", 1024}, {"k", 1024}},
+                        dtype::bf16,
+                        {},
+                        "reduced for the CPU: 16x1024x1024 instead of 16x4096x4096"});
+        return;
+    }
+    for (const std::int64_t tokens : {16, 1})
+        for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+                 {4096, 4096}, {14336, 4096}, {4096, 14336}})
+            jobs.push_back(
+                {"fp8_linear", json{{"tokens", tokens}, {"n", n}, {"k", k}}, dtype::bf16, {}, ""});
+}
+
+std::vector<job_spec> article_jobs(const backend::device& dev) {
+    std::vector<job_spec> jobs;
+    linear_jobs(dev, jobs);
+    softmax_jobs(dev, jobs);
+    moe_jobs(dev, jobs);
+    pad_jobs(dev, jobs);
+    fp8_jobs(dev, jobs);
+    return jobs;
+}
+
+} // namespace
+
+FOURFOLD_SUITE(article, "article",
+               "every operator experiment of the reference report (linear over 96 layer shapes, "
+               "MoE, FP8, softmax, pad), sized for the device; reduced on the CPU",
+               article_jobs);
+// A GPU job converges well inside 3 s; the CPU's reduced jobs are a CI check, 1.5 s each at most.
+[[maybe_unused]] static const bool article_budget =
+    (fourfold_suite_article.timeout_s = 3.0, fourfold_suite_article.cpu_timeout_s = 1.5, true);
+
+} // namespace fourfold::suites

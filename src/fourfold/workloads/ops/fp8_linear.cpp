@@ -1,0 +1,199 @@
+// A linear layer whose weights are stored as float8_e4m3fn (1 byte per value instead of 2), with
+// per-tensor or per-row (per output feature) scales: experiment E3. The storage of the weight
+// halves, the numerics change (3 mantissa bits), and the time depends on the path. Every variant
+// is checked against the float64 product with the ORIGINAL bf16 weights, so the quantisation
+// error is in the correctness ledger; each variant's weight storage goes with its records.
+//
+// Quantisation of the weights is offline (in make_inputs, like a checkpoint converted once);
+// the activations of the _scaled_mm variants are quantised in the call (dynamic, amax / 448),
+// because a decode step produces them at run time.
+#include "fourfold/backend/dtype_map.hpp"
+#include "fourfold/backend/torch_features.hpp"
+#include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/workload.hpp"
+
+#include <ATen/ATen.h>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace fourfold::workloads {
+namespace {
+
+constexpr double k_e4m3_max = 448.0; // largest finite float8_e4m3fn
+
+// e4m3 keeps 3 mantissa bits: a rounding error up to 1/16 of a value, about 2.7 % RMS for
+// values spread over a binade; the _scaled_mm variants quantise the activations too (about 4 %
+// together). Twice that in relative L2, and elementwise 0.25 of the output RMS (over 6 standard
+// deviations of that error) plus 1/8 of the value.
+measure::tolerance fp8_tolerance() {
+    return {0.08, 0.125, 0.25,
+            "fp8_linear: e4m3 weights (and, for _scaled_mm, activations) against the float64 "
+            "product with the original bf16 weights"};
+}
+
+enum input_index : std::size_t { k_x, k_w, k_wq_tensor, k_scale_tensor, k_wq_row, k_scale_row };
+
+class fp8_linear_case final : public workload_case {
+public:
+    explicit fp8_linear_case(const case_args& a)
+        : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")),
+          m_k(a.get_int("k")) {}
+
+    cost declared_cost() const override { return variant_cost("bf16"); }
+
+    cost variant_cost(const std::string& variant) const override {
+        const double t = static_cast<double>(m_tokens), n = static_cast<double>(m_n),
+                     k = static_cast<double>(m_k);
+        return {2 * t * k + static_cast<double>(weight_storage_bytes(variant)), 2 * t * n,
+                2 * t * n * k,
+                "read bf16 activations and the variant's stored weight (and scales) once, write "
+                "the bf16 output once"};
+    }
+
+    measure::tolerance variant_tolerance(const std::string& variant) const override {
+        return variant == "bf16" ? tolerance() : fp8_tolerance();
+    }
+
+    input_set make_inputs(std::uint64_t seed) const override {
+        const auto bf16 = backend::scalar_type_or_throw(args().type);
+        const double bound = 1.0 / std::sqrt(static_cast<double>(m_k));
+        input_set in{{seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, bf16),
+                      seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, bf16)}};
+#if FOURFOLD_HAS_FLOAT8
+        const auto w = in[k_w].to(at::kFloat);
+        const auto scale_tensor = (w.abs().amax() / k_e4m3_max).clamp_min(1e-12).reshape({1});
+        const auto scale_row = (w.abs().amax(1, true) / k_e4m3_max).clamp_min(1e-12); // (N, 1)
+        auto quantise = [](const at::Tensor& v) {
+            return v.clamp(-k_e4m3_max, k_e4m3_max).to(at::kFloat8_e4m3fn);
+        };
+        in.tensors.push_back(quantise(w / scale_tensor));
+        in.tensors.push_back(scale_tensor);
+        in.tensors.push_back(quantise(w / scale_row));
+        in.tensors.push_back(scale_row.reshape({1, m_n}).contiguous()); // (1, N): _scaled_mm's form
+#endif
+        return in;
+    }
+
+    reference_plan reference(const input_set& in) const override {
+        const auto x64 = in[k_x].to(at::kDouble);
+        const auto w = in[k_w];
+        return chunked_reference(1, m_n, (m_k + m_tokens) * 8,
+                                 "x @ W^T in float64 on the CPU with the original bf16 weights",
+                                 [x64, w](std::int64_t start, std::int64_t length) {
+                                     return at::linear(x64,
+                                                       w.narrow(0, start, length).to(at::kDouble));
+                                 });
+    }
+
+    std::optional<std::string> unsupported(const std::string& variant,
+                                           const backend::device& dev) const override {
+        if (variant == "bf16")
+            return std::nullopt;
+        if (const auto why = dev.caps().missing("float8"))
+            return "float8_e4m3fn: " + *why;
+        if (variant.rfind("scaled_mm", 0) != 0)
+            return std::nullopt;
+        if (dev.spec().kind != backend::device_kind::cuda)
+            return fmt::format("fourfold runs _scaled_mm on CUDA only (the FP8 tensor-core path, "
+                               "sm_89+); device {} is not CUDA",
+                               dev.name());
+        if (const auto why = dev.caps().missing("scaled_mm"))
+            return *why;
+        if (m_k % 16 != 0 || m_n % 16 != 0)
+            return fmt::format("_scaled_mm needs k and n to be multiples of 16; k={}, n={}", m_k,
+                               m_n);
+        return std::nullopt;
+    }
+
+    json variant_facts(const std::string& variant) const override {
+        json f{{"weight_storage_bytes", weight_storage_bytes(variant)},
+               {"weight_dtype", variant == "bf16" ? "bf16" : "float8_e4m3fn"},
+               {"scale_bytes", scale_bytes(variant)},
+               {"bf16_weight_bytes", 2 * m_n * m_k},
+               {"memory_note", "the memory pass holds every variant's weights (the inputs are "
+                               "shared); weight_storage_bytes is this variant's own"}};
+        if (variant == "bf16")
+            f["path"] = "at::linear on the bf16 weights (reference point)";
+        if (variant.rfind("dequant", 0) == 0)
+            f["path"] = "fp8 -> fp32, times the scale, -> bf16, then at::linear: a full-precision "
+                        "copy of the weight is made in every call";
+        if (variant.rfind("scaled_mm", 0) == 0) {
+            f["path"] = "at::_scaled_mm (fp8 x fp8 -> bf16)";
+            f["activation"] = fmt::format("quantised to e4m3 in the call, {} amax / 448",
+                                          variant == "scaled_mm_row" ? "per row" : "per tensor");
+        }
+        if (variant != "bf16")
+            f["scaling"] = variant.find("row") != std::string::npos ? "per_row" : "per_tensor";
+        return f;
+    }
+
+    at::Tensor bf16(const input_set& in) const {
+        return at::linear(in[k_x], in[k_w]);
+    }
+
+    at::Tensor dequant_tensor(const input_set& in) const {
+        return dequant_linear(in[k_x], in[k_wq_tensor], in[k_scale_tensor]);
+    }
+    at::Tensor dequant_row(const input_set& in) const {
+        return dequant_linear(in[k_x], in[k_wq_row], in[k_scale_row].t());
+    }
+
+    at::Tensor scaled_mm_tensor(const input_set& in) const {
+        return scaled_linear(in[k_x], in[k_wq_tensor], in[k_scale_tensor], false);
+    }
+    at::Tensor scaled_mm_row(const input_set& in) const {
+        return scaled_linear(in[k_x], in[k_wq_row], in[k_scale_row], true);
+    }
+
+private:
+    std::int64_t scale_bytes(const std::string& variant) const {
+        if (variant == "bf16")
+            return 0;
+        return 4 * (variant.find("row") != std::string::npos ? m_n : 1);
+    }
+    std::int64_t weight_storage_bytes(const std::string& variant) const {
+        return variant == "bf16" ? 2 * m_n * m_k : m_n * m_k + scale_bytes(variant);
+    }
+
+    static at::Tensor dequant_linear(const at::Tensor& x, const at::Tensor& wq,
+                                     const at::Tensor& scale) {
+        return at::linear(x, (wq.to(at::kFloat) * scale).to(x.scalar_type()));
+    }
+
+    static at::Tensor scaled_linear(const at::Tensor& x, const at::Tensor& wq,
+                                    const at::Tensor& w_scale, bool per_row) {
+#if FOURFOLD_HAS_SCALED_MM && FOURFOLD_HAS_FLOAT8
+        const auto xf = x.to(at::kFloat);
+        const auto amax = per_row ? xf.abs().amax(1, true) : xf.abs().amax().reshape({1});
+        const auto x_scale = (amax / k_e4m3_max).clamp_min(1e-12);
+        const auto xq = (xf / x_scale).clamp(-k_e4m3_max, k_e4m3_max).to(at::kFloat8_e4m3fn);
+        // b column-major: the (N, K) weight seen as (K, N) through t()
+        return at::_scaled_mm(xq, wq.t(), x_scale, w_scale, std::nullopt, std::nullopt,
+                              x.scalar_type(), false);
+#else
+        throw std::logic_error("fp8_linear _scaled_mm ran on a build without it");
+#endif
+    }
+
+    std::int64_t m_tokens, m_n, m_k;
+};
+
+FOURFOLD_WORKLOAD(fp8_linear_case, "fp8_linear")
+    .describe("y = x W^T with W stored as float8_e4m3fn, per-tensor or per-row scales")
+    .shape({"tokens", "n", "k"})
+    .param_int("tokens", 16, "tokens (rows of x)", 1, 1 << 16)
+    .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
+    .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
+    .dtypes({dtype::bf16})
+    .variant("bf16", &fp8_linear_case::bf16, "at::linear on bf16 weights (the reference point)")
+    .variant("dequant_tensor", &fp8_linear_case::dequant_tensor,
+             "fp8 weights, per-tensor scale: dequantise to bf16, then at::linear")
+    .variant("dequant_row", &fp8_linear_case::dequant_row,
+             "fp8 weights, per-row scales: dequantise to bf16, then at::linear")
+    .variant("scaled_mm_tensor", &fp8_linear_case::scaled_mm_tensor,
+             "at::_scaled_mm, per-tensor scales (activations quantised in the call)")
+    .variant("scaled_mm_row", &fp8_linear_case::scaled_mm_row,
+             "at::_scaled_mm, per-row scales (activations quantised per row in the call)");
+
+} // namespace
+} // namespace fourfold::workloads

@@ -1,0 +1,356 @@
+// One MoE expert-FFN step at decode time (experiment E2): T tokens, each routed to its top-k of E
+// SwiGLU experts (gate and up fused into one 2W x H weight per expert, down W -> H), the expert
+// outputs weighted by the normalised router probabilities and summed per token, as in
+// Qwen3-MoE (norm_topk_prob). The report's change is how the grouped matmul learns where each
+// expert's rows start: `generic` copies the routing offsets to the host and loops over experts
+// (the path it replaced); `stock` hands int32 offsets that stay on the device to _grouped_mm.
+//
+// part=ffn times the whole step from router logits to the combined output; part=gate_up times
+// the first grouped matmul alone on rows already sorted by expert (the pair of figures the
+// baseline table of REFERENCE_EXPERIMENTS.md holds: 33 us vs 290 us).
+#include "fourfold/backend/dtype_map.hpp"
+#include "fourfold/backend/torch_features.hpp"
+#include "fourfold/core/error.hpp"
+#include "fourfold/core/rng.hpp"
+#include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/workload.hpp"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <numeric>
+
+namespace fourfold::workloads {
+namespace {
+
+// The routing is a function of the shape alone, not of the job's seed: how many distinct experts
+// the tokens reach decides the bytes a call reads, and declared_cost() must know that before any
+// input exists.
+constexpr std::uint64_t k_routing_seed = 0x6d6f65'726f757465ull; // "moeroute"
+
+struct routing {
+    at::Tensor logits;                 // (T, E) fp32, distinct values in every row
+    std::vector<std::int64_t> expert;  // (T * k) chosen experts, row-major (token, slot)
+    std::vector<double> weight;        // (T * k) normalised top-k probabilities (float64)
+    std::vector<std::int32_t> offsets; // (E) cumulative end of each expert's rows once sorted
+    std::vector<std::int64_t> order;   // (T * k) (token, slot) index of each sorted row
+    std::int64_t active = 0;           // distinct experts with at least one row
+};
+
+// Router logits with a random ranking per token and a gap of at least 3/E between any two
+// values, so that the top-k set is the same in fp32 on any device and in float64 on the CPU.
+at::Tensor routing_logits(std::int64_t tokens, std::int64_t experts) {
+    auto t = at::empty({tokens, experts}, at::TensorOptions().dtype(at::kFloat));
+    auto* p = t.data_ptr<float>();
+    std::vector<std::int64_t> rank(static_cast<std::size_t>(experts));
+    const double step = 6.0 / static_cast<double>(experts);
+    for (std::int64_t i = 0; i < tokens; ++i) {
+        xoshiro256 rng(splitmix64(k_routing_seed ^ static_cast<std::uint64_t>(i)));
+        std::iota(rank.begin(), rank.end(), 0);
+        for (std::int64_t j = experts - 1; j > 0; --j) // Fisher-Yates
+            std::swap(
+                rank[static_cast<std::size_t>(j)],
+                rank[static_cast<std::size_t>(rng.next() % static_cast<std::uint64_t>(j + 1))]);
+        for (std::int64_t e = 0; e < experts; ++e) {
+            const double jitter = 0.5 * unit_interval(rng.next());
+            p[i * experts + e] = static_cast<float>(
+                (static_cast<double>(rank[static_cast<std::size_t>(e)]) + jitter) * step - 3.0);
+        }
+    }
+    return t;
+}
+
+// Softmax, top-k, renormalise (in float64: the reference's own routing), then the stable order
+// of the (token, slot) pairs by expert and each expert's cumulative end offset.
+routing route(std::int64_t tokens, std::int64_t experts, std::int64_t top_k) {
+    routing r;
+    r.logits = routing_logits(tokens, experts);
+    const auto probs = at::softmax(r.logits.to(at::kDouble), -1);
+    const auto top = at::topk(probs, top_k, -1);
+    const auto values = std::get<0>(top);
+    const auto norm = (values / values.sum(-1, true)).contiguous();
+    const auto idx = std::get<1>(top).contiguous();
+    const auto n = tokens * top_k;
+    r.expert.assign(idx.data_ptr<std::int64_t>(), idx.data_ptr<std::int64_t>() + n);
+    r.weight.assign(norm.data_ptr<double>(), norm.data_ptr<double>() + n);
+    r.order.resize(static_cast<std::size_t>(n));
+    std::iota(r.order.begin(), r.order.end(), 0);
+    std::stable_sort(r.order.begin(), r.order.end(), [&](std::int64_t a, std::int64_t b) {
+        return r.expert[static_cast<std::size_t>(a)] < r.expert[static_cast<std::size_t>(b)];
+    });
+    r.offsets.assign(static_cast<std::size_t>(experts), 0);
+    for (const auto e : r.expert)
+        ++r.offsets[static_cast<std::size_t>(e)];
+    for (const auto c : r.offsets)
+        r.active += c > 0 ? 1 : 0;
+    std::partial_sum(r.offsets.begin(), r.offsets.end(), r.offsets.begin());
+    return r;
+}
+
+class moe_decode_case final : public workload_case {
+public:
+    explicit moe_decode_case(const case_args& a)
+        : workload_case(a), m_tokens(a.get_int("tokens")), m_experts(a.get_int("experts")),
+          m_top_k(a.get_int("top_k")), m_hidden(a.get_int("hidden")), m_width(a.get_int("width")),
+          m_gate_up_only(a.get_text("part") == "gate_up") {
+        if (m_top_k > m_experts)
+            throw bad_input(fmt::format("moe_decode: top_k={} is above experts={}; valid: top_k "
+                                        "in 1..{}",
+                                        m_top_k, m_experts, m_experts));
+        if (m_tokens * m_top_k > std::numeric_limits<std::int32_t>::max())
+            throw bad_input(fmt::format("moe_decode: tokens x top_k = {} does not fit the int32 "
+                                        "offsets; choose fewer tokens",
+                                        m_tokens * m_top_k));
+        m_routing = route(m_tokens, m_experts, m_top_k);
+    }
+
+    cost declared_cost() const override {
+        const double e = static_cast<double>(size_bytes(args().type));
+        const double t = static_cast<double>(m_tokens), k = static_cast<double>(m_top_k),
+                     h = static_cast<double>(m_hidden), w = static_cast<double>(m_width),
+                     active = static_cast<double>(m_routing.active),
+                     experts = static_cast<double>(m_experts);
+        if (m_gate_up_only)
+            return {e * (active * 2 * w * h + t * k * h) + 4 * experts, e * t * k * 2 * w,
+                    2 * t * k * h * 2 * w,
+                    "read the gate/up weights of the experts the routing reaches, the sorted "
+                    "rows and the int32 offsets once; write the rows' gate/up outputs once"};
+        return {e * (active * 3 * w * h + t * h) + 4 * t * experts, e * t * h,
+                2 * t * k * (h * 2 * w + w * h),
+                "read the gate/up and down weights of the experts the routing reaches, the "
+                "tokens and the fp32 router logits once; write the combined outputs once"};
+    }
+
+    input_set make_inputs(std::uint64_t seed) const override {
+        const auto type = backend::scalar_type_or_throw(args().type);
+        // Kaiming-uniform expert weights keep every stage near unit scale.
+        const double gate_up_bound = 1.0 / std::sqrt(static_cast<double>(m_hidden));
+        const double down_bound = 1.0 / std::sqrt(static_cast<double>(m_width));
+        const auto w_gate_up = seeded_uniform({m_experts, 2 * m_width, m_hidden}, sub_seed(seed, 1),
+                                              -gate_up_bound, gate_up_bound, type);
+        if (m_gate_up_only) {
+            const auto rows =
+                seeded_normal({m_tokens * m_top_k, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type);
+            return {{rows, offsets_tensor(), w_gate_up}};
+        }
+        const auto x = seeded_normal({m_tokens, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type);
+        const auto w_down = seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2),
+                                           -down_bound, down_bound, type);
+        return {{x, m_routing.logits.clone(), w_gate_up, w_down}};
+    }
+
+    // One expert at a time: only the experts the routing reaches are upcast to float64.
+    reference_plan reference(const input_set& in) const override {
+        reference_plan plan;
+        plan.chunks = 1;
+        plan.chunk_bytes_bound =
+            3 * m_hidden * m_width * 8 + m_tokens * m_top_k * (m_hidden + 2 * m_width) * 8;
+        plan.method = m_gate_up_only
+                          ? "per expert in float64 on the CPU: rows @ W_gate_up[e]^T"
+                          : "per token in float64 on the CPU: softmax routing, top-k renormalised, "
+                            "sum_j p_j * W_down[e_j] (silu(gate) * up)";
+        const auto r = m_routing;
+        const auto tokens = m_tokens, experts = m_experts, top_k = m_top_k, width = m_width;
+        const bool gate_up_only = m_gate_up_only;
+        plan.chunk = [=](std::int64_t) {
+            const auto w_gate_up = in[2];
+            if (gate_up_only) {
+                const auto rows = in[0].to(at::kDouble);
+                auto out = at::empty({rows.size(0), 2 * width}, rows.options());
+                std::int64_t start = 0;
+                for (std::int64_t e = 0; e < experts; ++e) {
+                    const std::int64_t stop = r.offsets[static_cast<std::size_t>(e)];
+                    if (stop > start)
+                        out.narrow(0, start, stop - start)
+                            .copy_(at::matmul(rows.narrow(0, start, stop - start),
+                                              w_gate_up[e].to(at::kDouble).t()));
+                    start = stop;
+                }
+                return reference_chunk{0, 0, out};
+            }
+            const auto x = in[0].to(at::kDouble);
+            const auto w_down = in[3];
+            auto out = at::zeros({tokens, x.size(1)}, x.options());
+            std::size_t pos = 0;
+            for (std::int64_t e = 0; e < experts; ++e) {
+                const std::size_t stop =
+                    static_cast<std::size_t>(r.offsets[static_cast<std::size_t>(e)]);
+                if (stop == pos)
+                    continue;
+                std::vector<std::int64_t> token_ids;
+                std::vector<double> weights;
+                for (; pos < stop; ++pos) {
+                    const auto pair = r.order[pos];
+                    token_ids.push_back(pair / top_k);
+                    weights.push_back(r.weight[static_cast<std::size_t>(pair)]);
+                }
+                const auto ids = at::tensor(token_ids);
+                const auto gu =
+                    at::matmul(x.index_select(0, ids), w_gate_up[e].to(at::kDouble).t());
+                const auto h = at::silu(gu.narrow(1, 0, width)) * gu.narrow(1, width, width);
+                const auto y = at::matmul(h, w_down[e].to(at::kDouble).t());
+                out.index_add_(0, ids, y * at::tensor(weights).unsqueeze(1));
+            }
+            return reference_chunk{0, 0, out};
+        };
+        return plan;
+    }
+
+    std::optional<std::string> unsupported(const std::string& variant,
+                                           const backend::device& dev) const override {
+        if (variant != "stock")
+            return std::nullopt;
+        if (const auto why = dev.caps().missing("grouped_mm"))
+            return "_grouped_mm: " + *why;
+        const auto e = size_bytes(args().type);
+        if ((m_hidden * e) % 16 != 0 || (m_width * e) % 16 != 0)
+            return fmt::format("_grouped_mm needs 16-byte aligned strides: hidden={} and width={} "
+                               "must be multiples of {} {} elements",
+                               m_hidden, m_width, 16 / e, to_string(args().type));
+        if (dev.spec().kind == backend::device_kind::cuda) {
+            if (const auto why = dev.caps().missing("grouped_mm_fast"))
+                return *why;
+            if (args().type != dtype::bf16)
+                return fmt::format("_grouped_mm's fast path takes bf16 only; in {} it falls back "
+                                   "to a per-group mm loop that syncs with the host (the generic "
+                                   "variant's path)",
+                                   to_string(args().type));
+        }
+        return std::nullopt;
+    }
+
+    json variant_facts(const std::string& variant) const override {
+        const auto e = size_bytes(args().type);
+        json f{
+            {"active_experts", m_routing.active},
+            {"routed_rows", m_tokens * m_top_k},
+            {"expert_weight_bytes_read",
+             m_routing.active * (m_gate_up_only ? 2 : 3) * m_width * m_hidden * e},
+            {"weight_storage_bytes", m_experts * (m_gate_up_only ? 2 : 3) * m_width * m_hidden * e},
+            {"routing", "fixed per shape (seeded ranking of router logits), the same on "
+                        "every device"}};
+        if (variant == "stock") {
+            f["host_sync"] = false;
+            f["offsets"] = "int32 cumulative end indices, kept on the device";
+            f["path"] = "at::_grouped_mm, 2D rows x 3D expert weights";
+        } else {
+            f["host_sync"] = true;
+            f["offsets"] = "copied to the host (.cpu()) before the loop";
+            f["path"] = fmt::format("host loop over experts: {} at::mm_out call(s) per grouped "
+                                    "matmul, one per active expert",
+                                    m_routing.active);
+        }
+        return f;
+    }
+
+    // Routes on the device as a decode step does: fp32 softmax, top-k, renormalise; the
+    // (token, slot) pairs sorted by expert; per-expert counts by scatter_add (bincount would
+    // read its maximum on the host) and their cumulative int32 ends.
+    struct device_routing {
+        at::Tensor rows;    // (T*k, H) tokens in expert order
+        at::Tensor order;   // (T*k) (token, slot) index of each sorted row
+        at::Tensor weights; // (T, k) fp32
+        at::Tensor offsets; // (E) int32
+    };
+
+    device_routing route_on_device(const input_set& in) const {
+        const auto& x = in[0];
+        const auto probs = at::softmax(in[1], -1);
+        const auto top = at::topk(probs, m_top_k, -1);
+        const auto values = std::get<0>(top);
+        const auto flat = std::get<1>(top).reshape({-1});
+        // rows of one expert may come in any order: each row's result is its own
+        const auto order = std::get<1>(at::sort(flat, 0, false));
+        const auto counts =
+            at::zeros({m_experts}, flat.options()).scatter_add_(0, flat, at::ones_like(flat));
+        return {x.index_select(0, at::floor_divide(order, m_top_k)), order,
+                values / values.sum(-1, true), at::cumsum(counts, 0).to(at::kInt)};
+    }
+
+    // Expert outputs back in (token, slot) order, weighted and summed per token in fp32.
+    at::Tensor combine(const at::Tensor& expert_rows, const device_routing& r) const {
+        const auto unsorted = at::empty_like(expert_rows).index_copy_(0, r.order, expert_rows);
+        const auto weighted =
+            unsorted.view({m_tokens, m_top_k, m_hidden}).to(at::kFloat) * r.weights.unsqueeze(-1);
+        return weighted.sum(1).to(expert_rows.scalar_type());
+    }
+
+    at::Tensor swiglu(const at::Tensor& gate_up) const {
+        return at::silu(gate_up.narrow(1, 0, m_width)) * gate_up.narrow(1, m_width, m_width);
+    }
+
+    at::Tensor stock(const input_set& in) const {
+#if FOURFOLD_HAS_GROUPED_MM
+        // (E, N, K) weights seen as (E, K, N) column-major: the layout _grouped_mm's fast path
+        // takes
+        auto grouped = [](const at::Tensor& rows, const at::Tensor& w, const at::Tensor& offs) {
+            return at::_grouped_mm(rows, w.transpose(1, 2), offs);
+        };
+        if (m_gate_up_only)
+            return grouped(in[0], in[2], in[1]);
+        const auto r = route_on_device(in);
+        const auto h = swiglu(grouped(r.rows, in[2], r.offsets));
+        return combine(grouped(h, in[3], r.offsets), r);
+#else
+        throw std::logic_error("moe_decode stock ran on a build without _grouped_mm");
+#endif
+    }
+
+    // The path the report replaced: the offsets go to the host, which then issues one mm per
+    // active expert (a sync that drains the queue, then E launches instead of one).
+    at::Tensor generic(const input_set& in) const {
+        if (m_gate_up_only)
+            return expert_loop(in[0], in[1], in[2]);
+        const auto r = route_on_device(in);
+        const auto h = swiglu(expert_loop(r.rows, r.offsets, in[2]));
+        return combine(expert_loop(h, r.offsets, in[3]), r);
+    }
+
+private:
+    at::Tensor offsets_tensor() const {
+        return at::tensor(m_routing.offsets);
+    }
+
+    static at::Tensor expert_loop(const at::Tensor& rows, const at::Tensor& offsets_dev,
+                                  const at::Tensor& w) {
+        const auto offsets = offsets_dev.to(at::kCPU); // the host copy: waits for the routing
+        const auto* end = offsets.data_ptr<std::int32_t>();
+        auto out = at::empty({rows.size(0), w.size(1)}, rows.options());
+        std::int64_t start = 0;
+        for (std::int64_t e = 0; e < offsets.size(0); ++e) {
+            const std::int64_t stop = end[e];
+            if (stop > start) {
+                auto dst = out.narrow(0, start, stop - start);
+                at::mm_out(dst, rows.narrow(0, start, stop - start), w[e].t());
+            }
+            start = stop;
+        }
+        return out;
+    }
+
+    std::int64_t m_tokens, m_experts, m_top_k, m_hidden, m_width;
+    bool m_gate_up_only;
+    routing m_routing;
+};
+
+FOURFOLD_WORKLOAD(moe_decode_case, "moe_decode")
+    .describe("one MoE expert-FFN step at decode time: tokens routed top-k over SwiGLU experts")
+    .shape({"tokens", "experts", "top_k", "hidden", "width"})
+    .param_int("tokens", 8, "tokens in the decode step", 1, 1 << 16)
+    .param_int("experts", 128, "experts in the layer (num_experts)", 1, 1 << 12)
+    .param_int("top_k", 8, "experts per token (num_experts_per_tok)", 1, 1 << 12)
+    .param_int("hidden", 2048, "model width (hidden_size)", 1, 1 << 16)
+    .param_int("width", 768, "expert width (moe_intermediate_size)", 1, 1 << 16)
+    .param_text("part", "ffn", {"ffn", "gate_up"},
+                "ffn: routing, gate/up, SwiGLU, down, combine; gate_up: the first grouped "
+                "matmul alone on rows already sorted by expert")
+    .dtypes({dtype::bf16, dtype::fp32})
+    .variant("stock", &moe_decode_case::stock,
+             "at::_grouped_mm with int32 offsets on the device (no host sync)")
+    .variant("generic", &moe_decode_case::generic,
+             "offsets copied to the host, then one mm per active expert", /*host_sync=*/true);
+
+} // namespace
+} // namespace fourfold::workloads

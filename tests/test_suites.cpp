@@ -1,0 +1,55 @@
+// The named suites as plans: the article suite covers every operator workload, sized for the
+// device (reduced on the CPU, and saying so), and linear_shapes sweeps all 96 layer shapes.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/suites/suite.hpp"
+#include "fourfold/workloads/linear_shapes.hpp"
+
+#include <gtest/gtest.h>
+#include <set>
+#include <tuple>
+
+using namespace fourfold;
+
+TEST(suites, article_on_the_cpu_covers_every_operator_workload_and_marks_what_it_reduced) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    const auto jobs = suites::expand_suite("article", *dev);
+    std::set<std::string> workloads;
+    std::size_t reduced = 0, linear = 0;
+    for (const auto& j : jobs) {
+        workloads.insert(j.workload);
+        if (j.note.find("reduced for the CPU") != std::string::npos)
+            ++reduced;
+        if (j.workload == "linear_decode") {
+            ++linear;
+            EXPECT_NE(workloads::find_linear_shape(j.params["n"].get<std::int64_t>(),
+                                                   j.params["k"].get<std::int64_t>()),
+                      nullptr)
+                << "CPU sizes are a subset of the real layer shapes";
+            EXPECT_FALSE(j.note.empty());
+        }
+    }
+    EXPECT_EQ(workloads, (std::set<std::string>{"linear_decode", "softmax", "moe_decode", "pad",
+                                                "fp8_linear"}));
+    EXPECT_EQ(linear, 16u); // 8 shapes, with and without bias
+    EXPECT_GT(reduced, linear);
+    // the plan is valid as it stands: every parameter in range, every dtype supported
+    EXPECT_NO_THROW(runner::make_plan(jobs, runner::run_settings{}, *dev));
+    const auto* s = suites::suite_registry::instance().find("article");
+    ASSERT_NE(s, nullptr);
+    EXPECT_GT(s->timeout_for(*dev), 0);
+    EXPECT_LE(s->timeout_for(*dev), s->timeout_s);
+}
+
+TEST(suites, linear_shapes_sweeps_every_layer_shape_with_and_without_bias) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    const auto jobs = suites::expand_suite("linear_shapes", *dev);
+    ASSERT_EQ(jobs.size(), 2 * workloads::k_linear_shape_count);
+    std::set<std::tuple<std::int64_t, std::int64_t, bool>> cases;
+    for (const auto& j : jobs) {
+        EXPECT_EQ(j.type, dtype::bf16);
+        EXPECT_EQ(j.params["tokens"], 1);
+        cases.emplace(j.params["n"].get<std::int64_t>(), j.params["k"].get<std::int64_t>(),
+                      j.params["bias"].get<bool>());
+    }
+    EXPECT_EQ(cases.size(), jobs.size());
+}
