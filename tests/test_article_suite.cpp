@@ -9,36 +9,19 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
-#include <sys/wait.h>
 
 using fourfold::json;
+using fourfold::testing::run_cli;
 using fourfold::testing::temp_dir;
 
 namespace {
 
-struct result {
-    int code = -1;
-    std::string out, err;
-};
-
-result run_cli(const std::string& args, const temp_dir& dir) {
-    const auto out = dir / "stdout.txt";
-    const auto err = dir / "stderr.txt";
-    const std::string cmd =
-        std::string(FOURFOLD_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = fourfold::testing::read_file(out);
-    r.err = fourfold::testing::read_file(err);
-    return r;
-}
 
 } // namespace
 
 TEST(article_suite, runs_on_the_cpu_with_no_failures_and_reasons_for_every_skip) {
     temp_dir dir;
-    const auto db = (dir / "a.db").string();
+    const auto db = (dir / "a.db");
     const auto t0 = std::chrono::steady_clock::now();
     const auto r =
         run_cli("run --suite article --device cpu --label article-cpu --quiet --db " + db, dir);

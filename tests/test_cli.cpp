@@ -5,29 +5,13 @@
 
 #include <cstdlib>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 using fourfold::json;
+using fourfold::testing::run_cli;
 using fourfold::testing::temp_dir;
 
 namespace {
 
-struct result {
-    int code = -1;
-    std::string out, err;
-};
-
-result run_cli(const std::string& args, const temp_dir& dir) {
-    const auto out = dir / "stdout.txt";
-    const auto err = dir / "stderr.txt";
-    const std::string cmd = std::string(FOURFOLD_BINARY) + " " + args + " >" + out + " 2>" + err;
-    const int status = std::system(cmd.c_str());
-    result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = fourfold::testing::read_file(out);
-    r.err = fourfold::testing::read_file(err);
-    return r;
-}
 
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 

@@ -3,10 +3,12 @@
 // whole-file reads and writes. POSIX only, see core/files.hpp for why not std::filesystem.
 #include "fourfold/core/files.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <stdlib.h>
 #include <string>
+#include <sys/wait.h>
 
 namespace fourfold::testing {
 
@@ -35,5 +37,25 @@ inline void write_file(const std::string& p, const std::string& text) {
     std::ofstream out(p, std::ios::binary);
     out << text;
 }
+
+struct cli_result {
+    int code = -1;
+    std::string out, err;
+};
+
+#ifdef FOURFOLD_BINARY
+// Runs the real fourfold binary with `args`, capturing stdout and stderr through files in `dir`.
+inline cli_result run_cli(const std::string& args, const temp_dir& dir) {
+    const auto out = dir / "stdout.txt";
+    const auto err = dir / "stderr.txt";
+    const std::string cmd = std::string(FOURFOLD_BINARY) + " " + args + " >" + out + " 2>" + err;
+    const int status = std::system(cmd.c_str());
+    cli_result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+}
+#endif
 
 } // namespace fourfold::testing

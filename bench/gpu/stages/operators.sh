@@ -3,7 +3,7 @@
 # performance_table.md (the figures docs/performance.md records, beside the baseline ones).
 
 # The article suite on the GPU: every operator experiment, default timing (CUDA graph over
-# rotated inputs, cold cache). Budget: under 10 minutes.
+# rotated inputs, cold cache). Budget: under 10 minutes (about 4 expected).
 stage_article() {
     local t0=$SECONDS rc
     $BIN run --suite article --device cuda --label article-h200 --db "$DB" --quiet \
