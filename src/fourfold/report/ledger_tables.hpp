@@ -8,7 +8,7 @@
 
 namespace fourfold::report {
 
-enum class table_format { text, markdown };
+enum class table_format { text, markdown, html };
 
 void print_ledger_tables(const std::vector<record>& records, std::ostream& out,
                          table_format format = table_format::text);
