@@ -352,6 +352,8 @@ TEST(compare, ledgers_get_their_own_rows_units_and_directions) {
     EXPECT_EQ(c.not_compared[0].a, record_status::skipped);
     const auto j = c.to_json();
     EXPECT_EQ(j["op_time"][0]["verdict"], "SLOWER");
+    EXPECT_EQ(j["op_time"][0]["a"]["dtype"], "fp32"); // the jobs, beside their figures
+    EXPECT_DOUBLE_EQ(j["op_time"][0]["value_b"].get<double>(), c.op_time[0].b_value);
     EXPECT_TRUE(j["regression"].get<bool>());
 }
 

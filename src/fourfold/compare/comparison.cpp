@@ -344,8 +344,8 @@ json pair_id::to_json() const {
 json timed_row::to_json() const {
     json out = id.to_json();
     out["unit"] = unit;
-    out["a"] = a_value;
-    out["b"] = b_value;
+    out["value_a"] = a_value;
+    out["value_b"] = b_value;
     out["n_a"] = n_a;
     out["n_b"] = n_b;
     out["ratio_b_over_a"] = ratio_json(ratio);
