@@ -13,7 +13,7 @@ namespace fourfold::cli {
 
 std::string compare_help_footer() {
     return fmt::format(
-        "\nVerdicts: {}.\n"
+        "\n{}.\n"
         "Ratios are B/A against one baseline (run A, or the --baseline-variant of one run); "
         "geometric means are taken per workload and variant over pairs of that one baseline; "
         "ratios from different baselines are never multiplied or chained.\n"

@@ -12,7 +12,7 @@ namespace {
 const std::vector<diff_name> k_names{
     {"device", "the job's device (cpu, cuda:0, mps): records paired across devices"},
     {"dtype", "the job's dtype: records paired across dtypes (fp32 vs bf16)"},
-    {"device_model", "device model and its properties (device.name, SMs, memory, capabilities)"},
+    {"device_model", "device model and its properties (device.name, SMs, memory, caches)"},
     {"device_instance", "another unit of the same model (device.uuid, PCI bus id, index)"},
     {"device_config", "clock and power limits of the device"},
     {"driver", "GPU driver version"},

@@ -221,7 +221,8 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
         line(out, format,
              fmt::format("{} {} — device {}, started {}, fourfold {}", role, run_text(r), r.device,
                          r.started_at,
-                         r.provenance.value("/fourfold/git_sha"_json_pointer, std::string("?"))));
+                         r.provenance.value("/fourfold/git_sha"_json_pointer, std::string("?"))) +
+                 (r.status == "complete" ? "" : fmt::format(" (run {})", r.status)));
     };
     if (c.one_run) {
         run_line("run:", c.a);
