@@ -195,15 +195,20 @@ TEST(compare_tables, every_ledger_prints_in_its_unit_with_the_rule_and_the_basel
 
 TEST(progress_line, shows_job_i_of_n_the_pass_elapsed_and_an_estimate_within_the_width) {
     const auto first =
-        report::progress_line(0, 10, "softmax rows=1 vocab=128256 fp32", "op_time", 1.2, 200);
+        report::progress_line(0, 10, "softmax rows=1 vocab=128256 fp32", "op_time", 1.2, 0, 200);
     EXPECT_EQ(first,
               "[job 1/10] softmax rows=1 vocab=128256 fp32: op_time  (1 s elapsed, estimating)");
+    // 4 groups done in 100 s: 25 s each; the 5th began at 100 s and has run 10 s of its 25
     const auto later =
-        report::progress_line(4, 10, "linear_decode n=4096 k=4096 bf16", "memory", 100, 200);
+        report::progress_line(4, 10, "linear_decode n=4096 k=4096 bf16", "memory", 110, 100, 200);
     EXPECT_NE(later.find("[job 5/10]"), std::string::npos);
-    EXPECT_NE(later.find("1 min 40 s elapsed, ~2 min 30 s left"), std::string::npos) << later;
-    const auto narrow = report::progress_line(4, 10, std::string(300, 'x'), "memory", 100, 80);
+    EXPECT_NE(later.find("1 min 50 s elapsed, ~2 min 20 s left"), std::string::npos) << later;
+    // a group running longer than the average adds nothing of its own, never a negative time
+    const auto slow = report::progress_line(9, 10, "x", "memory", 200, 100, 200);
+    EXPECT_NE(slow.find("~0 s left"), std::string::npos) << slow;
+    const auto narrow =
+        report::progress_line(4, 10, std::string(300, 'x'), "memory", 110, 100, 80);
     EXPECT_LE(report::display_width(narrow), 80u);
-    EXPECT_NE(narrow.find("~2 min 30 s left"), std::string::npos);
+    EXPECT_NE(narrow.find("~2 min 20 s left"), std::string::npos);
     EXPECT_EQ(report::duration_text(7300), "2 h 01 min");
 }

@@ -48,6 +48,7 @@ public:
         m_index = index;
         m_total = total;
         m_title = g.title();
+        m_group_start_s = seconds();
         draw("start");
     }
     void pass_started(std::string_view pass) override { draw(pass); }
@@ -58,18 +59,22 @@ public:
 private:
     void draw(std::string_view pass) {
         if (!m_enabled) return;
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - m_t0).count();
+        const double elapsed = seconds();
         // a line longer than the terminal wraps, and '\r' would then redraw only its tail
         winsize ws{};
         const std::size_t width =
             ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col - 1 : 0;
-        const auto line = report::progress_line(m_index, m_total, m_title, pass, elapsed, width);
+        const auto line =
+            report::progress_line(m_index, m_total, m_title, pass, elapsed, m_group_start_s, width);
         std::fprintf(stderr, "\r\033[K%s", line.c_str());
         std::fflush(stderr);
     }
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_t0).count();
+    }
     bool m_enabled;
     std::chrono::steady_clock::time_point m_t0;
+    double m_group_start_s = 0;
     std::size_t m_index = 0, m_total = 0;
     std::string m_title;
 };

@@ -18,10 +18,15 @@ std::string duration_text(double seconds) {
 }
 
 std::string progress_line(std::size_t index, std::size_t total, std::string_view title,
-                          std::string_view pass, double elapsed_s, std::size_t width) {
+                          std::string_view pass, double elapsed_s, double group_start_s,
+                          std::size_t width) {
     std::string eta = "estimating";
-    if (index > 0 && total > index)
-        eta = fmt::format("~{} left", duration_text(elapsed_s / double(index) * double(total - index)));
+    if (index > 0 && total > index) {
+        const double per_group = group_start_s / double(index);
+        const double left = per_group * double(total - index - 1) +
+                            std::max(0.0, per_group - (elapsed_s - group_start_s));
+        eta = fmt::format("~{} left", duration_text(left));
+    }
     const auto head = fmt::format("[job {}/{}] ", index + 1, total);
     const auto tail = fmt::format(": {}  ({} elapsed, {})", pass, duration_text(elapsed_s), eta);
     std::string name(title);
