@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build git pkg-config
           libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
           googletest libgtest-dev)
+# the report's browser test (ctest label `browser`) loads the HTML report in headless Chromium
+if [ "$mode" = test ]; then packages+=(chromium); fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

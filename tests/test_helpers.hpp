@@ -3,6 +3,7 @@
 // whole-file reads and writes. POSIX only, see core/files.hpp for why not std::filesystem.
 #include "fourfold/core/files.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -57,5 +58,9 @@ inline cli_result run_cli(const std::string& args, const temp_dir& dir) {
     return r;
 }
 #endif
+
+inline int line_count(const std::string& s) {
+    return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 } // namespace fourfold::testing

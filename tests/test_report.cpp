@@ -1,123 +1,214 @@
-// The report layer over one run's records: per-workload tables with units in their headers, and
-// the geometric-mean speed-up lines (pairing, the one-baseline rule, the small/bandwidth-bound
-// split, boolean-parameter facets, and the notes that qualify a figure).
-#include "fourfold/report/ledger_tables.hpp"
-#include "fourfold/report/speedup_summary.hpp"
+// report: HTML escaping, the self-contained page (no script, nothing fetched), a chart for
+// every ledger that has data with its unit and baseline, and the Markdown and CSV views of the
+// same figures; the compare tables; the progress line.
+#include "compare_fixtures.hpp"
+#include "fourfold/report/compare_tables.hpp"
+#include "fourfold/report/html.hpp"
+#include "fourfold/report/html_report.hpp"
+#include "fourfold/report/progress_line.hpp"
+#include "fourfold/report/text_table.hpp"
+#include "test_helpers.hpp"
 
-#include <cmath>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <map>
+#include <regex>
 #include <sstream>
 
 using namespace fourfold;
-using namespace fourfold::report;
+using namespace fourfold::testing;
 
 namespace {
 
-// An op_time record as the runner writes one (the fields the report reads).
-record timed(const std::string& workload, const std::string& variant, json params, double median_us,
-             double bytes_moved, std::string mode = "graph", std::string stop = "converged") {
-    job_id id;
-    id.workload = workload;
-    id.variant = variant;
-    id.device = "cuda:0";
-    id.dtype = "bf16";
-    id.params = std::move(params);
-    auto r = record::make(ledger::op_time, id);
-    r.figures = json{{"stats",
-                      {{"median", median_us},
-                       {"ci95_low", median_us},
-                       {"ci95_high", median_us},
-                       {"iqr", 0.1},
-                       {"n", 10}}},
-                     {"mode", mode},
-                     {"cache", "cold"},
-                     {"stop", stop},
-                     {"bytes_moved", bytes_moved},
-                     {"cache_bytes", 50.0 * (1 << 20)},
-                     {"gb_per_s", bytes_moved / median_us / 1e3},
-                     {"pct_of_bandwidth", 10.0},
-                     {"host_sync", variant == "generic" && workload == "moe_decode"}};
-    return r;
+const char* k_evil = "<script>alert(1)</script>";
+
+std::size_t count(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+        ++n;
+    return n;
 }
 
-json linear(int n, bool bias) {
-    return json{{"tokens", 1}, {"n", n}, {"k", 4096}, {"bias", bias}};
-}
+// Two runs with every ledger, the second labelled with markup.
+struct two_runs {
+    temp_dir dir;
+    store::result_store s = store::result_store::open(dir / "r.db", store::open_mode::read_write);
+    two_runs() {
+        for (int run = 0; run < 2; ++run) {
+            std::vector<record> recs;
+            for (const char* v : {"stock", "generic"}) {
+                for (int n : {256, 512}) {
+                    const auto j = job_of("linear_decode", v, "bf16",
+                                          json{{"n", n}, {"k", 64}, {"tokens", 1}});
+                    const double us =
+                        (v == std::string("stock") ? 10.0 : 13.0) * (run ? 0.8 : 1.0) * n / 256;
+                    recs.push_back(op_time_record(j, lognormal_samples(us, 0.02, 40, n + run)));
+                    recs.push_back(
+                        correctness_record(j, "PASS", v == std::string("stock") ? 1e-6 : 3e-6));
+                    recs.push_back(memory_record(
+                        j, v == std::string("stock") ? std::optional<double>(3e9) : std::nullopt,
+                        2e9, 1e9));
+                }
+                for (int ctx : {512, 2048}) {
+                    const auto jt =
+                        job_of("decode", v, "bf16", json{{"model", "tiny"}, {"ctx", ctx}});
+                    recs.push_back(throughput_record(
+                        jt, ctx, lognormal_samples(20.0 + ctx / 512.0, 0.02, 30, ctx + run)));
+                }
+            }
+            write_run(s, run ? k_evil : "before",
+                      provenance("Test CPU", "abc123", "host", run ? "t1" : "t0"), recs);
+        }
+    }
+    std::string write(report::report_format f) const {
+        report::report_request req;
+        req.runs = {"1", "2"};
+        std::ostringstream out;
+        report::write_report(report::load_report(s, req), f, out);
+        return out.str();
+    }
+};
 
 } // namespace
 
-TEST(speedup_summary, geometric_mean_over_pairs_sharing_one_baseline_split_by_the_cache) {
-    const double small = 8.0 * (1 << 20), large = 200.0 * (1 << 20);
-    std::vector<record> rs{
-        timed("linear_decode", "stock", linear(1024, false), 10, small),
-        timed("linear_decode", "generic", linear(1024, false), 20, small), // 2x
-        timed("linear_decode", "stock", linear(2048, true), 10, small),
-        timed("linear_decode", "generic", linear(2048, true), 40, small), // 4x
-        timed("linear_decode", "stock", linear(50000, false), 100, large),
-        timed("linear_decode", "generic", linear(50000, false), 100, large), // 1x
-        timed("linear_decode", "stock", linear(60000, true), 100, large), // no baseline: unpaired
-        timed("softmax", "stock", json{{"rows", 1}, {"vocab", 1000}}, 5, 8000),
-        timed("softmax", "generic", json{{"rows", 1}, {"vocab", 1000}}, 15, 8000),
-    };
-    rs.push_back(record::skipped(ledger::op_time, rs[1].job, "not here")); // ignored
-    const auto s = summarize_speedups(rs, "stock", "generic");
-    ASSERT_EQ(s.size(), 2u);
-    const auto& lin = s[0].workload == "linear_decode" ? s[0] : s[1];
-    EXPECT_EQ(lin.all.pairs, 3u);
-    EXPECT_NEAR(lin.all.geomean, std::cbrt(2.0 * 4.0 * 1.0), 1e-12);
-    EXPECT_DOUBLE_EQ(lin.all.min, 1.0);
-    EXPECT_DOUBLE_EQ(lin.all.max, 4.0);
-    EXPECT_EQ(lin.small.pairs, 2u);
-    EXPECT_NEAR(lin.small.geomean, std::sqrt(8.0), 1e-12);
-    EXPECT_EQ(lin.large.pairs, 1u);
-    EXPECT_DOUBLE_EQ(lin.large.geomean, 1.0);
-    ASSERT_EQ(lin.facets.size(), 2u); // bias=false, bias=true
-    EXPECT_EQ(lin.facets[0].label, "bias=false");
-    EXPECT_NEAR(lin.facets[0].geomean, std::sqrt(2.0), 1e-12);
-    EXPECT_DOUBLE_EQ(lin.facets[1].geomean, 4.0);
-    EXPECT_TRUE(lin.notes.empty());
-
-    std::ostringstream out;
-    print_speedup_summaries(s, out);
-    const auto text = out.str();
-    EXPECT_NE(text.find("speed-up of stock over generic"), std::string::npos) << text;
-    EXPECT_NE(text.find("linear_decode bf16 cuda:0: all: 2.00x over 3 cases"), std::string::npos)
-        << text;
-    EXPECT_NE(text.find("small (bytes moved < 50.000 MiB last-level cache): 2.83x over 2 cases"),
-              std::string::npos)
-        << text;
-    EXPECT_NE(text.find("bias=true: 4.00x over 1 case"), std::string::npos) << text;
+TEST(report, html_escape_turns_markup_into_text) {
+    EXPECT_EQ(report::html_escape(k_evil), "&lt;script&gt;alert(1)&lt;/script&gt;");
+    EXPECT_EQ(report::html_escape("a&b \"c\" 'd'"), "a&amp;b &quot;c&quot; &#39;d&#39;");
 }
 
-TEST(speedup_summary, a_figure_timed_differently_or_not_converged_says_so) {
-    std::vector<record> rs{
-        timed("moe_decode", "stock", json{{"tokens", 8}}, 40, 1e6, "graph"),
-        timed("moe_decode", "generic", json{{"tokens", 8}}, 300, 1e6, "event", "timed_out"),
-    };
-    const auto s = summarize_speedups(rs);
-    ASSERT_EQ(s.size(), 1u);
-    EXPECT_DOUBLE_EQ(s[0].all.geomean, 7.5);
-    ASSERT_EQ(s[0].notes.size(), 2u);
-    EXPECT_NE(s[0].notes[0].find("did not converge"), std::string::npos);
-    EXPECT_NE(s[0].notes[1].find("generic by event/cold"), std::string::npos) << s[0].notes[1];
-    EXPECT_TRUE(summarize_speedups({rs[0]}).empty()); // nothing to pair: no line
+TEST(report, html_is_self_contained_and_charts_every_ledger_with_unit_and_baseline) {
+    two_runs fx;
+    const auto html = fx.write(report::report_format::html);
+    // nothing to fetch, nothing to run: a CSP that forbids both, no script element, no URL
+    EXPECT_NE(html.find("script-src 'none'"), std::string::npos);
+    EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
+    EXPECT_EQ(count(html, "<script"), 0u);
+    EXPECT_EQ(count(html, "https://"), 0u);
+    // the only URL is the SVG namespace, once per chart: a name, never fetched
+    EXPECT_EQ(count(html, "http://"), count(html, "<svg "));
+    EXPECT_EQ(count(html, "xmlns=\"http://www.w3.org/2000/svg\""), count(html, "<svg "));
+    // the label shows as text wherever it appears
+    EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+    // each kind of chart is drawn: a figure with an svg holding marks, a unit and a baseline
+    const std::regex figure_re(
+        "<figure class=\"chart\" data-chart=\"([a-z-]+)\" data-unit=\"([^\"]+)\" "
+        "data-baseline=\"([^\"]+)\">([\\s\\S]*?)</figure>");
+    std::map<std::string, int> drawn;
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), figure_re);
+         it != std::sregex_iterator(); ++it) {
+        const auto body = (*it)[4].str();
+        EXPECT_NE(body.find("<svg"), std::string::npos) << (*it)[1];
+        EXPECT_NE(body.find("class=\"mark"), std::string::npos) << (*it)[1];
+        EXPECT_FALSE((*it)[2].str().empty());
+        EXPECT_FALSE((*it)[3].str().empty());
+        ++drawn[(*it)[1]];
+    }
+    // speed-up: within each run (generic vs stock) and run 2 vs run 1 (two variants)
+    EXPECT_EQ(drawn["speedup"], 4);
+    EXPECT_EQ(drawn["throughput"], 1);
+    EXPECT_EQ(drawn["correctness"], 2);
+    EXPECT_EQ(drawn["memory-levels"], 2);
+    EXPECT_EQ(drawn["memory-timeline"], 8);
+    EXPECT_EQ(count(html, "class=\"chart empty\""), 0u);
+    // an unavailable level is drawn as n/a with its reason, never as a zero-length bar
+    EXPECT_NE(html.find("unavailable: no driver probe on this test device"), std::string::npos);
+    EXPECT_NE(html.find(report::chart_engine_text().substr(0, 30)), std::string::npos);
 }
 
-TEST(ledger_tables, a_run_over_several_workloads_prints_one_table_per_workload_with_units) {
-    auto lin = timed("linear_decode", "stock", linear(1024, false), 10, 8e6);
-    lin.figures["facts"] = json{{"layer", "Llama-3-8B k_proj"}};
-    std::vector<record> rs{lin,
-                           timed("moe_decode", "generic", json{{"tokens", 8}}, 300, 1e6, "event")};
+TEST(report, a_run_without_a_ledger_says_so_instead_of_an_empty_chart) {
+    temp_dir dir;
+    auto s = store::result_store::open(dir / "r.db", store::open_mode::read_write);
+    write_run(s, "only op_time", provenance(),
+              {op_time_record(job_of("softmax", "stock", "fp32", json{{"rows", 1}}), {1, 2, 3})});
+    report::report_request req;
+    req.runs = {"1"};
     std::ostringstream out;
-    print_ledger_tables(rs, out);
-    const auto text = out.str();
-    EXPECT_NE(text.find("linear_decode - op_time: microseconds per call"), std::string::npos)
-        << text;
-    EXPECT_NE(text.find("moe_decode - op_time: microseconds per call"), std::string::npos) << text;
-    EXPECT_NE(text.find("median [µs]"), std::string::npos);
-    EXPECT_NE(text.find("Llama-3-8B k_proj"), std::string::npos);
-    EXPECT_NE(text.find("host sync"), std::string::npos); // moe's table says who synchronised
-    std::ostringstream one;
-    print_ledger_tables({lin}, one);
-    EXPECT_EQ(one.str().find("linear_decode - "), std::string::npos) << one.str();
+    report::write_report(report::load_report(s, req), report::report_format::html, out);
+    const auto html = out.str();
+    EXPECT_NE(html.find("data-chart=\"throughput\""), std::string::npos);
+    EXPECT_NE(html.find("no throughput records in these runs"), std::string::npos);
+    EXPECT_NE(html.find("only the variant &#39;stock&#39; in this run"), std::string::npos);
+    EXPECT_GE(count(html, "class=\"chart empty\""), 4u);
+}
+
+TEST(report, runs_that_differ_beyond_the_treatment_are_shown_refused_not_charted) {
+    temp_dir dir;
+    auto s = store::result_store::open(dir / "r.db", store::open_mode::read_write);
+    const auto j = job_of("softmax", "stock", "fp32", json{{"rows", 1}});
+    write_run(s, "cpu", provenance(), {op_time_record(j, {1, 2, 3})});
+    write_run(s, "gpu", provenance("NVIDIA H200"), {op_time_record(j, {1, 2, 3})});
+    report::report_request req;
+    req.runs = {"cpu", "gpu"};
+    const auto d = report::load_report(s, req);
+    ASSERT_EQ(d.across.size(), 1u);
+    EXPECT_FALSE(d.across[0]);
+    EXPECT_NE(d.across_refused[0].find("device_model"), std::string::npos);
+    std::ostringstream out;
+    report::write_report(d, report::report_format::html, out);
+    EXPECT_NE(out.str().find("class=\"refused\""), std::string::npos);
+    req.options.allowed = {"device_model"};
+    EXPECT_TRUE(report::load_report(s, req).across[0]);
+}
+
+TEST(report, markdown_and_csv_views_hold_the_same_figures) {
+    two_runs fx;
+    const auto md = fx.write(report::report_format::markdown);
+    const auto csv = fx.write(report::report_format::csv);
+    const auto c = compare::compare_in_store(fx.s, {"1", "2"}, {});
+    ASSERT_FALSE(c.op_time.empty());
+    const auto ratio = report::ratio_cell(c.op_time[0].ratio);
+    EXPECT_NE(md.find(ratio), std::string::npos) << ratio;
+    EXPECT_NE(md.find("geometric mean of the B/A time ratios"), std::string::npos);
+    // a Markdown viewer renders inline HTML: the label is escaped there too
+    EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+    EXPECT_EQ(md.find(k_evil), std::string::npos);
+    EXPECT_NE(csv.find(fmt::format("{:.9g}", c.op_time[0].ratio.ratio)), std::string::npos);
+    EXPECT_NE(csv.find("tokens_per_s"), std::string::npos);
+    EXPECT_NE(csv.find("outside_allocator_bytes"), std::string::npos);
+    EXPECT_NE(csv.find("unavailable"), std::string::npos);
+    EXPECT_EQ(csv.substr(0, csv.find('\n')), "section,run,run_label,ledger,workload,variant,device,"
+                                             "dtype,params,quantity,unit,value,baseline");
+}
+
+TEST(compare_tables, every_ledger_prints_in_its_unit_with_the_rule_and_the_baseline) {
+    two_runs fx;
+    const auto c = compare::compare_in_store(fx.s, {"before", "2"}, {});
+    std::ostringstream text;
+    report::print_comparison(c, text, report::table_format::text);
+    const auto t = text.str();
+    for (const char* needle :
+         {"throughput: decode tokens/s", "op_time: microseconds per call",
+          "correctness: against the float64 CPU reference", "memory: peaks in GiB", "A [µs]",
+          "B/A tokens/s", "Δ B-A [GiB]", "none: A and B have the same provenance",
+          "never multiplied or chained", "FASTER when the whole CI",
+          "geometric mean of the B/A time ratios", "not treatment (differ between any two runs)"})
+        EXPECT_NE(t.find(needle), std::string::npos) << needle;
+    std::ostringstream csv;
+    report::write_comparison_csv(c, csv);
+    std::size_t op_time_geomeans = 0;
+    for (const auto& g : c.geomeans)
+        op_time_geomeans += g.which == ledger::op_time ? 1 : 0;
+    EXPECT_EQ(op_time_geomeans, 2u); // linear_decode stock and generic, 2 shapes each
+    EXPECT_EQ(count(csv.str(), "\nop_time,"), c.op_time.size() + op_time_geomeans);
+    EXPECT_NE(csv.str().find("geomean_ratio_over_2_pairs"), std::string::npos);
+}
+
+TEST(progress_line, shows_job_i_of_n_the_pass_elapsed_and_an_estimate_within_the_width) {
+    const auto first =
+        report::progress_line(0, 10, "softmax rows=1 vocab=128256 fp32", "op_time", 1.2, 0, 200);
+    EXPECT_EQ(first,
+              "[job 1/10] softmax rows=1 vocab=128256 fp32: op_time  (1 s elapsed, estimating)");
+    // 4 groups done in 100 s: 25 s each; the 5th began at 100 s and has run 10 s of its 25
+    const auto later =
+        report::progress_line(4, 10, "linear_decode n=4096 k=4096 bf16", "memory", 110, 100, 200);
+    EXPECT_NE(later.find("[job 5/10]"), std::string::npos);
+    EXPECT_NE(later.find("1 min 50 s elapsed, ~2 min 20 s left"), std::string::npos) << later;
+    // a group running longer than the average adds nothing of its own, never a negative time
+    const auto slow = report::progress_line(9, 10, "x", "memory", 200, 100, 200);
+    EXPECT_NE(slow.find("~0 s left"), std::string::npos) << slow;
+    const auto narrow =
+        report::progress_line(4, 10, std::string(300, 'x'), "memory", 110, 100, 80);
+    EXPECT_LE(report::display_width(narrow), 80u);
+    EXPECT_NE(narrow.find("~2 min 20 s left"), std::string::npos);
+    EXPECT_EQ(report::duration_text(7300), "2 h 01 min");
 }

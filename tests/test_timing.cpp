@@ -71,3 +71,32 @@ TEST(timing, mode_names_round_trip) {
     EXPECT_FALSE(parse_timing_mode("wall"));
     EXPECT_EQ(parse_cache_mode("cold"), cache_mode::cold);
 }
+
+// The variants of one job are sampled in turn, A B C A B C ..., not one after the other, so that
+// drift during the job (clocks, temperature, other tenants) falls on every variant alike.
+TEST(timing, variants_are_sampled_in_turn) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    auto x = at::ones({1 << 12});
+    std::vector<int> order; // the candidate of every call, warm-up included
+    std::vector<timing_candidate> c(3);
+    for (int i = 0; i < 3; ++i) {
+        c[static_cast<std::size_t>(i)].name = "v" + std::to_string(i);
+        c[static_cast<std::size_t>(i)].call = [&, i](int) {
+            (void)(x * 2);
+            order.push_back(i);
+        };
+    }
+    timing_settings s;
+    s.stop.min_samples = 10;
+    s.stop.min_time_s = 0.02;
+    s.stop.timeout_s = 1;
+    s.warmup_s = 0.005;
+    const auto r = measure_interleaved(*dev, c, s);
+    ASSERT_EQ(r.size(), 3u);
+    std::vector<int> blocks; // runs of calls of one candidate
+    for (const int i : order)
+        if (blocks.empty() || blocks.back() != i) blocks.push_back(i);
+    // every candidate gets at least 10 samples, each its own block, taken in turn
+    ASSERT_GE(blocks.size(), 30u);
+    for (std::size_t k = 0; k < 30; ++k) EXPECT_EQ(blocks[k], static_cast<int>(k % 3)) << k;
+}

@@ -33,9 +33,34 @@ struct export_options {
     std::string output;
 };
 
+struct compare_options {
+    std::string db = "fourfold.db";
+    std::vector<std::string> runs; // A [B]
+    std::vector<std::string> allow_diff;
+    std::string threshold = "2%";
+    std::string baseline_variant;
+    bool fail_on_regression = false;
+    std::string format = "text";
+    std::string output;
+};
+
+struct report_options {
+    std::string db = "fourfold.db";
+    std::vector<std::string> runs;
+    std::vector<std::string> allow_diff;
+    std::string threshold = "2%";
+    std::string baseline_variant = "stock";
+    std::string format; // empty: from the -o extension, else html
+    std::string output;
+};
+
 int run_command(const run_options& o);
 int env_command(const std::optional<std::string>& device, bool as_json);
 int list_command(bool as_json);
 int export_command(const export_options& o);
+int compare_command(const compare_options& o);
+int report_command(const report_options& o);
+// The --help texts of compare and report: the verdict rule and the --allow-diff names.
+std::string compare_help_footer();
 
 } // namespace fourfold::cli

@@ -79,6 +79,32 @@ int main(int argc, char** argv) {
     exp->add_flag("--samples", eo.samples, "include raw samples");
     exp->add_option("-o,--output", eo.output, "write to this file instead of stdout");
 
+    cli::compare_options co;
+    auto* cmp = app.add_subcommand("compare", "A against B, ledger by ledger: treatment, ratios with CIs, verdicts");
+    cmp->add_option("runs", co.runs, "A [B]: run ids or labels; one run needs --baseline-variant")->required();
+    cmp->add_option("--db", co.db, "the SQLite store")->capture_default_str();
+    cmp->add_option("--allow-diff", co.allow_diff, "declare a difference as the treatment (names below)")
+        ->allow_extra_args(false);
+    cmp->add_option("--threshold", co.threshold, "practical threshold of the verdicts")->capture_default_str();
+    cmp->add_option("--baseline-variant", co.baseline_variant, "one run: compare every variant with this one (e.g. stock)");
+    cmp->add_flag("--fail-on-regression", co.fail_on_regression, "exit 1 on any SLOWER or PASS->FAIL");
+    cmp->add_option("--format", co.format, "text | md | csv | json")->capture_default_str();
+    cmp->add_option("-o,--output", co.output, "write to this file instead of stdout");
+    cmp->footer(cli::compare_help_footer());
+
+    cli::report_options rpo;
+    auto* rep = app.add_subcommand("report", "one self-contained HTML file (or Markdown, CSV) with charts of runs");
+    rep->add_option("runs", rpo.runs, "run ids or labels; later runs are compared with the first")->required();
+    rep->add_option("--db", rpo.db, "the SQLite store")->capture_default_str();
+    rep->add_option("-o,--output", rpo.output, "report.html | report.md | report.csv (default: HTML on stdout)");
+    rep->add_option("--format", rpo.format, "html | md | csv (default: from -o)");
+    rep->add_option("--baseline-variant", rpo.baseline_variant, "within each run, the variant the others are compared to")
+        ->capture_default_str();
+    rep->add_option("--allow-diff", rpo.allow_diff, "as for compare: declared differences between runs")
+        ->allow_extra_args(false);
+    rep->add_option("--threshold", rpo.threshold, "practical threshold of the verdicts")->capture_default_str();
+    rep->footer(cli::compare_help_footer());
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -107,6 +133,8 @@ int main(int argc, char** argv) {
             return cli::run_command(ro);
         }
         if (*exp) return cli::export_command(eo);
+        if (*cmp) return cli::compare_command(co);
+        if (*rep) return cli::report_command(rpo);
     } catch (const bad_input& e) {
         return fail(2, e.what());
     } catch (const device_error& e) {

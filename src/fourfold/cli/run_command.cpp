@@ -6,6 +6,7 @@
 #include "fourfold/measure/timing.hpp"
 #include "fourfold/report/ledger_tables.hpp"
 #include "fourfold/report/speedup_summary.hpp"
+#include "fourfold/report/progress_line.hpp"
 #include "fourfold/runner/plan.hpp"
 #include "fourfold/runner/runner.hpp"
 #include "fourfold/store/result_store.hpp"
@@ -16,6 +17,7 @@
 #include <csignal>
 #include <fmt/format.h>
 #include <iostream>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace fourfold::cli {
@@ -47,6 +49,7 @@ public:
         m_index = index;
         m_total = total;
         m_title = g.title();
+        m_group_start_s = seconds();
         draw("start");
     }
     void pass_started(std::string_view pass) override { draw(pass); }
@@ -57,17 +60,22 @@ public:
 private:
     void draw(std::string_view pass) {
         if (!m_enabled) return;
-        const double elapsed =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - m_t0).count();
-        std::string eta = "estimating";
-        if (m_index > 0)
-            eta = fmt::format("~{:.0f} s left", elapsed / double(m_index) * double(m_total - m_index));
-        std::fprintf(stderr, "\r\033[K[%zu/%zu] %s: %s  (%.1f s, %s)", m_index + 1, m_total,
-                     m_title.c_str(), std::string(pass).c_str(), elapsed, eta.c_str());
+        const double elapsed = seconds();
+        // a line longer than the terminal wraps, and '\r' would then redraw only its tail
+        winsize ws{};
+        const std::size_t width =
+            ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col - 1 : 0;
+        const auto line =
+            report::progress_line(m_index, m_total, m_title, pass, elapsed, m_group_start_s, width);
+        std::fprintf(stderr, "\r\033[K%s", line.c_str());
         std::fflush(stderr);
+    }
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_t0).count();
     }
     bool m_enabled;
     std::chrono::steady_clock::time_point m_t0;
+    double m_group_start_s = 0;
     std::size_t m_index = 0, m_total = 0;
     std::string m_title;
 };

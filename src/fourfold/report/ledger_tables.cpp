@@ -50,6 +50,7 @@ std::vector<column> identity_columns() {
 void emit(const text_table& t, std::ostream& out, table_format format) {
     if (t.empty()) return;
     if (format == table_format::markdown) t.print_markdown(out);
+    else if (format == table_format::html) t.print_html(out);
     else {
         t.print(out);
         out << '\n';

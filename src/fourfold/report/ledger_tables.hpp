@@ -8,7 +8,7 @@
 
 namespace fourfold::report {
 
-enum class table_format { text, markdown };
+enum class table_format { text, markdown, html };
 // per_ledger: one table per ledger; per_workload: one table per ledger and workload (what a
 // suite prints); automatic: per_workload when the records span more than one workload.
 enum class table_layout { automatic, per_ledger, per_workload };

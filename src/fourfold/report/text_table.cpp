@@ -1,5 +1,7 @@
 #include "fourfold/report/text_table.hpp"
 
+#include "fourfold/report/html.hpp"
+
 #include <algorithm>
 
 namespace fourfold::report {
@@ -39,15 +41,22 @@ void text_table::print(std::ostream& out) const {
     }
 }
 
-void text_table::print_markdown(std::ostream& out) const {
-    auto escape = [](const std::string& s) {
-        std::string r;
-        for (const char ch : s) {
-            if (ch == '|') r += '\\';
-            r += ch;
+std::string markdown_escape(const std::string& text) {
+    std::string r;
+    for (const char ch : text) {
+        switch (ch) {
+        case '|': r += "\\|"; break;
+        case '<': r += "&lt;"; break;
+        case '>': r += "&gt;"; break;
+        case '&': r += "&amp;"; break;
+        default: r += ch;
         }
-        return r;
-    };
+    }
+    return r;
+}
+
+void text_table::print_markdown(std::ostream& out) const {
+    const auto escape = markdown_escape;
     out << "### " << m_title << "\n\n|";
     for (const auto& c : m_columns) out << ' ' << escape(c.header) << " |";
     out << "\n|";
@@ -59,6 +68,23 @@ void text_table::print_markdown(std::ostream& out) const {
         out << '\n';
     }
     out << '\n';
+}
+
+void text_table::print_html(std::ostream& out) const {
+    auto cls = [&](std::size_t c) {
+        return m_columns[c].alignment == align::right ? " class=\"num\"" : "";
+    };
+    out << "<table>\n<caption>" << html_escape(m_title) << "</caption>\n<thead><tr>";
+    for (std::size_t c = 0; c < m_columns.size(); ++c)
+        out << "<th" << cls(c) << ">" << html_escape(m_columns[c].header) << "</th>";
+    out << "</tr></thead>\n<tbody>\n";
+    for (const auto& row : m_rows) {
+        out << "<tr>";
+        for (std::size_t c = 0; c < m_columns.size(); ++c)
+            out << "<td" << cls(c) << ">" << html_escape(row[c]) << "</td>";
+        out << "</tr>\n";
+    }
+    out << "</tbody>\n</table>\n";
 }
 
 } // namespace fourfold::report

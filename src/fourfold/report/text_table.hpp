@@ -22,12 +22,18 @@ public:
     bool empty() const { return m_rows.empty(); }
     void print(std::ostream& out) const;
     void print_markdown(std::ostream& out) const;
+    // A <table> with the title as caption; every cell escaped.
+    void print_html(std::ostream& out) const;
 
 private:
     std::string m_title;
     std::vector<column> m_columns;
     std::vector<std::vector<std::string>> m_rows;
 };
+
+// Text for Markdown: '|' would end a table cell, and a Markdown viewer renders inline HTML, so
+// < > & become entities (a label like <script> stays text).
+std::string markdown_escape(const std::string& text);
 
 // Width of a UTF-8 string in terminal columns (counts code points; our text has no wide glyphs).
 std::size_t display_width(const std::string& text);
