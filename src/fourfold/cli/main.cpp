@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
     exp->add_flag("--samples", eo.samples, "include raw samples");
     exp->add_option("-o,--output", eo.output, "write to this file instead of stdout");
 
+    cli::decode_options dopt;
+    auto* decode = cli::add_decode_command(app, dopt);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -107,6 +110,10 @@ int main(int argc, char** argv) {
             return cli::run_command(ro);
         }
         if (*exp) return cli::export_command(eo);
+        if (*decode) {
+            dopt.command_line = joined_args(argc, argv);
+            return cli::decode_command(dopt);
+        }
     } catch (const bad_input& e) {
         return fail(2, e.what());
     } catch (const device_error& e) {
