@@ -494,9 +494,10 @@ decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
     m_v = at::zeros_like(m_k);
     const auto freqs = at::outer(at::arange(capacity, opts.dtype(at::kFloat)),
                                  inv_freq_tensor(c, at::kFloat).to(m_w->device()));
+    // computed in float32 and rounded to the job dtype once, as Hugging Face rounds them per use
     const auto emb = at::cat({freqs, freqs}, -1);
-    m_cos = emb.cos();
-    m_sin = emb.sin();
+    m_cos = emb.cos().to(m_w->dtype());
+    m_sin = emb.sin().to(m_w->dtype());
     m_seq = at::zeros({capacity + 1}, opts.dtype(at::kLong));
     m_pos = at::zeros({1}, opts.dtype(at::kLong));
     m_positions = at::arange(capacity, opts.dtype(at::kLong));
@@ -567,12 +568,11 @@ at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer, con
 at::Tensor decoder_session::forward_prefill(const at::Tensor& tokens, bool all_logits) {
     const auto& c = m_w->config;
     const auto t = tokens.size(0);
-    const auto type = m_w->dtype();
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
     const auto groups = c.heads / c.kv_heads;
     auto x = m_w->embed.index_select(0, tokens);
-    const auto cos = m_cos.narrow(0, 0, t).to(type).unsqueeze(1);
-    const auto sin = m_sin.narrow(0, 0, t).to(type).unsqueeze(1);
+    const auto cos = m_cos.narrow(0, 0, t).unsqueeze(1);
+    const auto sin = m_sin.narrow(0, 0, t).unsqueeze(1);
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
         const auto qkv = at::linear(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv);
@@ -625,11 +625,10 @@ at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t lay
 
 void decoder_session::step_body(bool static_shapes) {
     const auto& c = m_w->config;
-    const auto type = m_w->dtype();
     const auto token = m_seq.index_select(0, m_pos);
     auto x = m_w->embed.index_select(0, token);
-    const auto cos = m_cos.index_select(0, m_pos).to(type).unsqueeze(1);
-    const auto sin = m_sin.index_select(0, m_pos).to(type).unsqueeze(1);
+    const auto cos = m_cos.index_select(0, m_pos).unsqueeze(1);
+    const auto sin = m_sin.index_select(0, m_pos).unsqueeze(1);
     // Static shapes (a captured step): attention over the whole cache, positions after the
     // current one masked out, so the same kernels serve every position.
     const auto mask = static_shapes ? m_positions.le(m_pos) : Tensor();

@@ -129,7 +129,7 @@ private:
     std::int64_t m_capacity;
     moe_path m_moe;
     at::Tensor m_k, m_v;          // [layers, kv_heads, capacity, head_dim]
-    at::Tensor m_cos, m_sin;      // [capacity, head_dim], float32
+    at::Tensor m_cos, m_sin;      // [capacity, head_dim], in the weights' dtype
     at::Tensor m_seq;             // int64 [capacity + 1]
     at::Tensor m_pos;             // int64 [1]: the position the next step processes
     at::Tensor m_positions;       // int64 [capacity]: 0..capacity-1, for the static mask
