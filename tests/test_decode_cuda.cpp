@@ -15,23 +15,30 @@ using namespace fourfold::workloads::models;
 namespace {
 
 std::unique_ptr<backend::device> gpu() {
-    if (backend::cuda_device_count() == 0) return nullptr;
+    if (backend::cuda_device_count() == 0)
+        return nullptr;
     return backend::open_device({backend::device_kind::cuda, 0});
 }
 
 #define REQUIRE_GPU(dev)                                                                           \
     auto dev = gpu();                                                                              \
-    if (!dev) GTEST_SKIP() << "no CUDA device visible"
+    if (!dev)                                                                                      \
+    GTEST_SKIP() << "no CUDA device visible"
 
 runner::job_spec job(const std::string& model, const std::string& mode) {
-    return {"decode", json{{"model", model}, {"ctx", 100}, {"tokens", 8}, {"mode", mode}}, dtype::bf16, {}, ""};
+    return {"decode",
+            json{{"model", model}, {"ctx", 100}, {"tokens", 8}, {"mode", mode}},
+            dtype::bf16,
+            {},
+            ""};
 }
 
 at::Tensor teacher_forced(std::shared_ptr<const decoder_weights> w, const at::Tensor& tokens,
                           moe_path moe, backend::device* capture_on) {
     decoder_session s(std::move(w), 64, moe);
     std::vector<at::Tensor> rows{s.prefill_teacher_forced(tokens, 6)};
-    if (capture_on) s.capture(*capture_on);
+    if (capture_on)
+        s.capture(*capture_on);
     for (std::int64_t p = 6; p < tokens.size(0); ++p) {
         s.step();
         rows.push_back(s.logits().clone());
@@ -49,24 +56,28 @@ TEST(decode_cuda, tiny_presets_pass_in_both_modes_and_both_moe_paths) {
     REQUIRE_GPU(dev);
     std::vector<runner::job_spec> jobs;
     for (const char* m : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"})
-        for (const char* mode : {"eager", "graph"}) jobs.push_back(job(m, mode));
+        for (const char* mode : {"eager", "graph"})
+            jobs.push_back(job(m, mode));
     const auto r = fourfold::testing::run_jobs(*dev, jobs, "throughput,correctness,memory");
     int graph_ok = 0, moe_stock_ok = 0;
     for (const auto& rec : r.records) {
-        ASSERT_NE(rec.status, record_status::failed) << rec.job.params.dump() << " " << rec.job.variant
-                                                     << ": " << rec.reason;
+        ASSERT_NE(rec.status, record_status::failed)
+            << rec.job.params.dump() << " " << rec.job.variant << ": " << rec.reason;
         if (rec.status == record_status::skipped) {
             // only the host-syncing generic path under graph, and generic on dense models
             EXPECT_EQ(rec.job.variant, "generic") << rec.reason;
             continue;
         }
         if (rec.which == ledger::correctness)
-            EXPECT_EQ(rec.figures["verdict"], "PASS") << rec.job.params.dump() << rec.figures["failed_checks"].dump();
+            EXPECT_EQ(rec.figures["verdict"], "PASS")
+                << rec.job.params.dump() << rec.figures["failed_checks"].dump();
         if (rec.which == ledger::throughput) {
-            EXPECT_NE(rec.figures["timing"].get<std::string>().find("device events"), std::string::npos);
+            EXPECT_NE(rec.figures["timing"].get<std::string>().find("device events"),
+                      std::string::npos);
             EXPECT_GT(rec.figures["tokens_per_s"].get<double>(), 0);
             graph_ok += rec.job.params["mode"] == "graph";
-            moe_stock_ok += rec.job.params["model"] == "tiny-qwen3-moe" && rec.job.variant == "stock";
+            moe_stock_ok +=
+                rec.job.params["model"] == "tiny-qwen3-moe" && rec.job.variant == "stock";
         }
     }
     EXPECT_EQ(graph_ok, 3);
@@ -78,7 +89,10 @@ TEST(decode_cuda, a_replayed_step_computes_what_the_eager_step_computes) {
     for (const char* name : {"tiny-llama", "tiny-qwen3-moe"}) {
         const auto w = std::make_shared<const decoder_weights>(
             random_weights(*find_preset(name), at::kBFloat16, dev->torch_device(), 9));
-        const auto tokens = at::arange(20, at::TensorOptions().dtype(at::kLong)).mul(31).remainder(w->config.vocab).to(dev->torch_device());
+        const auto tokens = at::arange(20, at::TensorOptions().dtype(at::kLong))
+                                .mul(31)
+                                .remainder(w->config.vocab)
+                                .to(dev->torch_device());
         const auto eager = teacher_forced(w, tokens, moe_path::grouped_mm, nullptr);
         const auto graph = teacher_forced(w, tokens, moe_path::grouped_mm, dev.get());
         EXPECT_LT(rel_l2(graph, eager), 2e-2) << name;

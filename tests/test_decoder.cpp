@@ -25,7 +25,8 @@ const std::vector<std::string> k_tiny{"tiny-llama", "tiny-qwen3", "tiny-qwen3-mo
 
 model_config preset(const std::string& name) {
     auto p = find_preset(name);
-    if (!p) throw std::runtime_error("no preset " + name);
+    if (!p)
+        throw std::runtime_error("no preset " + name);
     return *p;
 }
 
@@ -76,10 +77,12 @@ TEST(model_config, presets_count_the_parameters_of_the_published_models) {
     EXPECT_EQ(moe.params_read_per_token(), 3041869824);
     EXPECT_LT(moe.params_read_per_token(), moe.total_params() / 9);
     const auto llama = preset("llama3-8b");
-    EXPECT_EQ(llama.params_read_per_token(), llama.total_params() - llama.vocab * llama.hidden + llama.hidden);
+    EXPECT_EQ(llama.params_read_per_token(),
+              llama.total_params() - llama.vocab * llama.hidden + llama.hidden);
     // 128 KiB of bf16 KV cache per position for Llama-3-8B: 32 layers x 2 x 8 heads x 128
     EXPECT_EQ(llama.kv_elements_per_position() * 2, 131072);
-    for (const auto& name : preset_names()) EXPECT_NO_THROW(preset(name).validate()) << name;
+    for (const auto& name : preset_names())
+        EXPECT_NO_THROW(preset(name).validate()) << name;
 }
 
 TEST(model_config, hf_config_json_in_both_transformers_forms) {
@@ -122,7 +125,10 @@ TEST(model_config, what_cannot_be_built_is_bad_input_naming_the_field) {
         {[](json& j) { j["num_key_value_heads"] = 3; }, "num_key_value_heads"},
         {[](json& j) { j["attention_bias"] = true; }, "attention_bias"},
         {[](json& j) { j["hidden_act"] = "gelu"; }, "gelu"},
-        {[](json& j) { j["rope_scaling"] = json{{"rope_type", "yarn"}}; }, "yarn"},
+        {[](json& j) {
+             j["rope_scaling"] = json{{"rope_type", "yarn"}};
+         },
+         "yarn"},
         {[](json& j) { j["head_dim"] = 15; }, "even"},
         {[](json& j) { j["vocab_size"] = 0; }, "vocab_size"},
         {[](json& j) {
@@ -156,7 +162,8 @@ TEST(decoder, kv_cache_decode_equals_one_causal_pass_and_the_float64_reference) 
         const auto stepwise = stepwise_logits(w, tokens, 4, cpu_moe_path());
         ASSERT_EQ(stepwise.sizes(), one_pass.sizes());
         EXPECT_LT(rel_l2(stepwise, one_pass), 1e-5) << name;
-        const auto ref = reference_logits_f64(*w, reference_hidden_f64(*w, tokens), 0, w->config.vocab);
+        const auto ref =
+            reference_logits_f64(*w, reference_hidden_f64(*w, tokens), 0, w->config.vocab);
         EXPECT_LT(rel_l2(one_pass, ref), 1e-5) << name;
         EXPECT_LT(rel_l2(stepwise, ref), 1e-5) << name;
         EXPECT_TRUE(at::isfinite(stepwise).all().item<bool>()) << name;
@@ -173,7 +180,8 @@ TEST(decoder, moe_paths_compute_the_same_function) {
     const auto loop = stepwise_logits(w, tokens, 5, moe_path::host_loop);
     const auto ref = reference_logits_f64(*w, reference_hidden_f64(*w, tokens), 0, w->config.vocab);
     EXPECT_LT(rel_l2(loop, ref), 1e-5);
-    if (!FOURFOLD_HAS_GROUPED_MM) GTEST_SKIP() << "no at::_grouped_mm in this libtorch";
+    if (!FOURFOLD_HAS_GROUPED_MM)
+        GTEST_SKIP() << "no at::_grouped_mm in this libtorch";
     const auto grouped = stepwise_logits(w, tokens, 5, moe_path::grouped_mm);
     EXPECT_LT(rel_l2(grouped, loop), 1e-5);
 }
@@ -191,7 +199,8 @@ TEST(decoder, greedy_decoding_samples_the_argmax_into_the_sequence) {
     }
     EXPECT_EQ(s.position(), 15);
     EXPECT_TRUE(at::equal(s.tokens().narrow(0, 0, 10), prompt));
-    EXPECT_EQ(s.kv_cache_bytes(), 2 * 2 * 2 * 64 * 16 * 4); // k and v, 2 layers, 2 kv heads, 64 x 16 fp32
+    EXPECT_EQ(s.kv_cache_bytes(),
+              2 * 2 * 2 * 64 * 16 * 4); // k and v, 2 layers, 2 kv heads, 64 x 16 fp32
 }
 
 TEST(decoder, random_weights_are_seeded_and_rounded_from_float32) {
@@ -215,7 +224,8 @@ TEST(decoder, random_weights_are_seeded_and_rounded_from_float32) {
 TEST(decoder, a_checkpoint_on_disk_loads_into_the_same_logits) {
     for (const auto& name : k_tiny) {
         for (const bool fused : {false, true}) {
-            if (fused && name != "tiny-qwen3-moe") continue;
+            if (fused && name != "tiny-qwen3-moe")
+                continue;
             temp_dir dir;
             const auto w = tiny_weights(name, at::kFloat, 3);
             auto tensors = hf_tensors(*w);
@@ -223,11 +233,14 @@ TEST(decoder, a_checkpoint_on_disk_loads_into_the_same_logits) {
                 // transformers 5 keeps each layer's experts in two stacked tensors
                 named_tensors out;
                 for (auto& [n, t] : tensors)
-                    if (n.find(".mlp.experts.") == std::string::npos) out.emplace_back(n, t);
+                    if (n.find(".mlp.experts.") == std::string::npos)
+                        out.emplace_back(n, t);
                 for (std::int64_t l = 0; l < w->config.layers; ++l) {
                     const auto p = "model.layers." + std::to_string(l) + ".mlp.experts.";
-                    out.emplace_back(p + "gate_up_proj", w->layers[static_cast<std::size_t>(l)].experts_gate_up);
-                    out.emplace_back(p + "down_proj", w->layers[static_cast<std::size_t>(l)].experts_down);
+                    out.emplace_back(p + "gate_up_proj",
+                                     w->layers[static_cast<std::size_t>(l)].experts_gate_up);
+                    out.emplace_back(p + "down_proj",
+                                     w->layers[static_cast<std::size_t>(l)].experts_down);
                 }
                 tensors = out;
             }
@@ -290,7 +303,8 @@ TEST(decoder, float8_weights_are_dequantised_with_their_block_scales) {
     }
     write_config(dir.path(), w->config);
     write_safetensors(dir / "model.safetensors", tensors);
-    const auto loaded = load_weights(w->config, checkpoint(dir.path()), at::kFloat, c10::Device(c10::DeviceType::CPU));
+    const auto loaded = load_weights(w->config, checkpoint(dir.path()), at::kFloat,
+                                     c10::Device(c10::DeviceType::CPU));
     const auto expect = (w->layers[0].down / 0.5).to(at::kFloat8_e4m3fn).to(at::kFloat) * 0.5;
     EXPECT_TRUE(at::equal(loaded.layers[0].down, expect));
 }
@@ -306,7 +320,9 @@ runner::job_spec decode_job(const std::string& model, dtype t, const std::string
             std::move(variants), ""};
 }
 
-std::unique_ptr<backend::device> cpu() { return backend::open_device({backend::device_kind::cpu, 0}); }
+std::unique_ptr<backend::device> cpu() {
+    return backend::open_device({backend::device_kind::cpu, 0});
+}
 
 } // namespace
 
@@ -317,7 +333,8 @@ TEST(decode_workload, three_ledgers_on_the_cpu_for_every_tiny_preset) {
                                                    "throughput,correctness,memory");
         std::map<ledger, int> ok;
         for (const auto& rec : r.records) {
-            EXPECT_NE(rec.status, record_status::failed) << name << " " << rec.job.variant << ": " << rec.reason;
+            EXPECT_NE(rec.status, record_status::failed)
+                << name << " " << rec.job.variant << ": " << rec.reason;
             if (rec.status == record_status::skipped) {
                 EXPECT_FALSE(rec.reason.empty());
                 continue;
@@ -331,7 +348,8 @@ TEST(decode_workload, three_ledgers_on_the_cpu_for_every_tiny_preset) {
                 EXPECT_EQ(f["ctx"], 24);
                 EXPECT_EQ(f["mode"], "eager");
                 EXPECT_GT(f["tokens_per_s"].get<double>(), 0);
-                EXPECT_NEAR(f["tokens_per_s"].get<double>(), 1000.0 / f["ms_per_token"]["median"].get<double>(), 1e-6);
+                EXPECT_NEAR(f["tokens_per_s"].get<double>(),
+                            1000.0 / f["ms_per_token"]["median"].get<double>(), 1e-6);
                 EXPECT_GT(f["prefill_ms"].get<double>(), 0);
                 EXPECT_GT(f["bandwidth_limit_tokens_per_s"].get<double>(), 0);
                 EXPECT_EQ(rec.samples.size(), static_cast<std::size_t>(6 * f["rounds"].get<int>()));
@@ -348,7 +366,8 @@ TEST(decode_workload, three_ledgers_on_the_cpu_for_every_tiny_preset) {
                 EXPECT_LT(f["metrics"]["kl_max"].get<double>(), 1e-8) << name;
                 EXPECT_EQ(f["metrics"]["positions"], 16);
             }
-            if (rec.which == ledger::memory) EXPECT_GT(f["driver_peak_bytes"].get<double>(), 0);
+            if (rec.which == ledger::memory)
+                EXPECT_GT(f["driver_peak_bytes"].get<double>(), 0);
         }
         EXPECT_EQ(ok[ledger::throughput], ok[ledger::correctness]) << name;
         EXPECT_EQ(ok[ledger::memory], ok[ledger::correctness]) << name;
@@ -360,10 +379,13 @@ TEST(decode_workload, three_ledgers_on_the_cpu_for_every_tiny_preset) {
 TEST(decode_workload, bf16_twins_pass_their_documented_tolerance) {
     auto dev = cpu();
     for (const auto& name : k_tiny) {
-        const auto r = fourfold::testing::run_jobs(*dev, {decode_job(name, dtype::bf16)}, "correctness");
+        const auto r =
+            fourfold::testing::run_jobs(*dev, {decode_job(name, dtype::bf16)}, "correctness");
         for (const auto& rec : r.records) {
-            if (rec.status != record_status::ok) continue;
-            EXPECT_EQ(rec.figures["verdict"], "PASS") << name << rec.figures["failed_checks"].dump();
+            if (rec.status != record_status::ok)
+                continue;
+            EXPECT_EQ(rec.figures["verdict"], "PASS")
+                << name << rec.figures["failed_checks"].dump();
             EXPECT_GT(rec.figures["metrics"]["rel_l2"].get<double>(), 0); // bf16 is not exact
         }
     }
@@ -371,10 +393,11 @@ TEST(decode_workload, bf16_twins_pass_their_documented_tolerance) {
 
 TEST(decode_workload, what_cannot_run_here_is_a_skip_with_its_reason) {
     auto dev = cpu();
-    const auto r = fourfold::testing::run_jobs(
-        *dev, {decode_job("tiny-llama", dtype::fp32, "graph"), decode_job("tiny-llama", dtype::fp32, "eager"),
-               decode_job("tiny-qwen3-moe", dtype::fp32, "eager")},
-        "throughput,correctness");
+    const auto r = fourfold::testing::run_jobs(*dev,
+                                               {decode_job("tiny-llama", dtype::fp32, "graph"),
+                                                decode_job("tiny-llama", dtype::fp32, "eager"),
+                                                decode_job("tiny-qwen3-moe", dtype::fp32, "eager")},
+                                               "throughput,correctness");
     for (const auto& rec : r.records) {
         EXPECT_NE(rec.status, record_status::failed) << rec.reason;
         const auto mode = rec.job.params["mode"].get<std::string>();
@@ -386,7 +409,8 @@ TEST(decode_workload, what_cannot_run_here_is_a_skip_with_its_reason) {
             EXPECT_EQ(rec.status, record_status::skipped);
             EXPECT_NE(rec.reason.find("mode=graph"), std::string::npos) << rec.reason;
         }
-        if (model == "tiny-qwen3-moe" && rec.job.variant == "generic") EXPECT_EQ(rec.status, record_status::ok);
+        if (model == "tiny-qwen3-moe" && rec.job.variant == "generic")
+            EXPECT_EQ(rec.status, record_status::ok);
         if (model == "tiny-qwen3-moe" && rec.job.variant == "stock" && !FOURFOLD_HAS_GROUPED_MM) {
             EXPECT_EQ(rec.status, record_status::skipped);
             EXPECT_NE(rec.reason.find("_grouped_mm"), std::string::npos) << rec.reason;
@@ -404,16 +428,20 @@ TEST(decode_workload, bad_parameters_are_bad_input_before_anything_runs) {
         (void)runner::make_plan({too_long}, s, *dev);
         ADD_FAILURE() << "ctx past max positions accepted";
     } catch (const bad_input& e) {
-        EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos)
+            << e.what();
     }
 }
 
 TEST(decode_workload, deliberately_wrong_logits_fail_correctness) {
     auto dev = cpu();
     const auto r = fourfold::testing::run_jobs(
-        *dev, {decode_job("tiny-qwen3", dtype::fp32, "eager", {"stock", "wrong_one_element", "bf16_rounded", "nan_one"})},
+        *dev,
+        {decode_job("tiny-qwen3", dtype::fp32, "eager",
+                    {"stock", "wrong_one_element", "bf16_rounded", "nan_one"})},
         "correctness");
-    EXPECT_EQ(fourfold::testing::find_record(r, ledger::correctness, "stock")->figures["verdict"], "PASS");
+    EXPECT_EQ(fourfold::testing::find_record(r, ledger::correctness, "stock")->figures["verdict"],
+              "PASS");
     for (const char* wrong : {"wrong_one_element", "bf16_rounded", "nan_one"}) {
         const auto* rec = fourfold::testing::find_record(r, ledger::correctness, wrong);
         ASSERT_NE(rec, nullptr);

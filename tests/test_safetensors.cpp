@@ -44,7 +44,8 @@ void expect_refused(const std::filesystem::path& path, const std::vector<std::st
     } catch (const bad_input& e) {
         const std::string msg = e.what();
         EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
-        for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
+        for (const auto& n : needles)
+            EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
     }
 }
 
@@ -89,7 +90,8 @@ TEST(safetensors, every_float_dtype_round_trips_with_metadata) {
     // the format's alignment: the data starts at a multiple of 8
     const auto bytes = fourfold::testing::read_file(path);
     std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+    for (int i = 7; i >= 0; --i)
+        n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
     EXPECT_EQ((8 + n) % 8, 0u);
 }
 
@@ -98,7 +100,8 @@ TEST(safetensors, truncated_files_and_lengths_past_the_end_are_refused) {
     const auto good = dir / "good.safetensors";
     write_safetensors(good, {{"w", at::randn({16, 16})}});
     const auto bytes = fourfold::testing::read_file(good);
-    expect_file_refused(dir, bytes.substr(0, bytes.size() - 1), {"'w'", "past the end of the data", "truncated"});
+    expect_file_refused(dir, bytes.substr(0, bytes.size() - 1),
+                        {"'w'", "past the end of the data", "truncated"});
     expect_file_refused(dir, bytes.substr(0, 100), {"past the end"});
     expect_file_refused(dir, bytes.substr(0, 5), {"too short"});
     expect_file_refused(dir, "", {"too short"});
@@ -122,15 +125,20 @@ TEST(safetensors, overlapping_offsets_holes_and_wrong_sizes_are_refused) {
                                  data.substr(0, 12)),
                         {"[4, 8)", "no tensor"});
     // wrong dtype size: 3 F32 values need 12 bytes, the offsets give 6
-    expect_file_refused(dir, raw_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,6]}})", data.substr(0, 6)),
-                        {"'w'", "holds 6 bytes", "needs 12", "wrong dtype size"});
+    expect_file_refused(
+        dir,
+        raw_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,6]}})", data.substr(0, 6)),
+        {"'w'", "holds 6 bytes", "needs 12", "wrong dtype size"});
     // a BF16 tensor declared with F32's byte count
-    expect_file_refused(dir, raw_file(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,16]}})", data),
-                        {"needs 8", "2 bytes per element"});
-    expect_file_refused(dir, raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", data),
+    expect_file_refused(
+        dir, raw_file(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,16]}})", data),
+        {"needs 8", "2 bytes per element"});
+    expect_file_refused(dir,
+                        raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", data),
                         {"end before they begin"});
     // data after the last tensor
-    expect_file_refused(dir, raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", data),
+    expect_file_refused(dir,
+                        raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", data),
                         {"holds 16 bytes", "cover 4"});
 }
 
@@ -143,23 +151,27 @@ TEST(safetensors, hostile_headers_are_refused_with_the_reason) {
         {R"({"w":{"dtype":"F7","shape":[1],"data_offsets":[0,4]}})", "valid: BOOL"},
         {R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "not a whole number"},
         {R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "not a whole number"},
-        {R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,4]}})", "overflows"},
+        {R"({"w":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,4]}})",
+         "overflows"},
         {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", "data_offsets"},
         {R"({"w":{"dtype":"F32","shape":[1]}})", "data_offsets"},
         {R"({"w":{"shape":[1],"data_offsets":[0,4]}})", "no dtype"},
         {R"({"w":"tensor"})", "not an object"},
         {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
          "named twice"},
-        {R"({"__metadata__":[1],"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "__metadata__"},
+        {R"({"__metadata__":[1],"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+         "__metadata__"},
         {std::string(1000, '[') + std::string(1000, ']'), "nests deeper"},
     };
-    for (const auto& [header, needle] : cases) expect_file_refused(dir, raw_file(header, four), {needle});
+    for (const auto& [header, needle] : cases)
+        expect_file_refused(dir, raw_file(header, four), {needle});
 }
 
 TEST(safetensors, random_corruption_never_crashes) {
     temp_dir dir;
     const auto good = dir / "good.safetensors";
-    write_safetensors(good, {{"a", at::randn({8, 3})}, {"b", at::randn({5}).to(at::kBFloat16)},
+    write_safetensors(good, {{"a", at::randn({8, 3})},
+                             {"b", at::randn({5}).to(at::kBFloat16)},
                              {"c", at::arange(4, at::TensorOptions().dtype(at::kLong))}});
     const auto bytes = fourfold::testing::read_file(good);
     xoshiro256 rng(7);
@@ -168,7 +180,8 @@ TEST(safetensors, random_corruption_never_crashes) {
     for (int i = 0; i < 400; ++i) {
         auto m = bytes;
         const auto kind = rng.below(3);
-        if (kind == 0) m.resize(rng.below(m.size()));
+        if (kind == 0)
+            m.resize(rng.below(m.size()));
         else
             for (std::uint64_t k = 0, n = 1 + rng.below(4); k < n; ++k)
                 m[rng.below(m.size())] = static_cast<char>(rng.below(256));
@@ -193,13 +206,15 @@ TEST(safetensors, random_corruption_never_crashes) {
 TEST(safetensors, a_sharded_checkpoint_reads_through_its_index) {
     temp_dir dir;
     named_tensors tensors;
-    for (int i = 0; i < 6; ++i) tensors.emplace_back("t" + std::to_string(i), at::randn({32, 8}));
+    for (int i = 0; i < 6; ++i)
+        tensors.emplace_back("t" + std::to_string(i), at::randn({32, 8}));
     write_sharded_checkpoint(dir.path(), tensors, 3 * 32 * 8 * 4);
     EXPECT_TRUE(std::filesystem::exists(dir / "model-00001-of-00002.safetensors"));
     checkpoint ck(dir.path());
     EXPECT_TRUE(ck.indexed());
     EXPECT_EQ(ck.file_count(), 2u);
-    for (const auto& [name, t] : tensors) EXPECT_TRUE(at::equal(ck.read(name), t)) << name;
+    for (const auto& [name, t] : tensors)
+        EXPECT_TRUE(at::equal(ck.read(name), t)) << name;
     EXPECT_THROW((void)ck.entry("nosuch"), bad_input);
 }
 

@@ -16,8 +16,8 @@
 #include <ATen/ATen.h>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <fmt/format.h>
+#include <limits>
 
 namespace fourfold::workloads {
 namespace {
@@ -38,13 +38,14 @@ constexpr std::int64_t k_cache_block = 64;
 struct loaded_model {
     std::string key;
     std::shared_ptr<const decoder_weights> weights;
-    std::shared_ptr<const decoder_weights> cpu_twin;   // for the reference, made on first use
-    std::vector<std::int64_t> reference_tokens;        // the tokens reference_hidden is for
-    at::Tensor reference_hidden;                       // float64 [T, hidden]
+    std::shared_ptr<const decoder_weights> cpu_twin; // for the reference, made on first use
+    std::vector<std::int64_t> reference_tokens;      // the tokens reference_hidden is for
+    at::Tensor reference_hidden;                     // float64 [T, hidden]
 
     const decoder_weights& twin_on_cpu() {
         if (!cpu_twin)
-            cpu_twin = std::make_shared<const decoder_weights>(weights->first_layers(k_twin_layers).to_cpu());
+            cpu_twin = std::make_shared<const decoder_weights>(
+                weights->first_layers(k_twin_layers).to_cpu());
         return *cpu_twin;
     }
     const at::Tensor& hidden_f64(const at::Tensor& tokens) {
@@ -59,11 +60,12 @@ struct loaded_model {
 };
 
 class model_slot {
-public:
-    static std::shared_ptr<loaded_model> acquire(const std::string& key,
-                                                 const std::function<std::shared_ptr<loaded_model>()>& build) {
+  public:
+    static std::shared_ptr<loaded_model>
+    acquire(const std::string& key, const std::function<std::shared_ptr<loaded_model>()>& build) {
         auto& s = slot();
-        if (s && s->key == key) return s;
+        if (s && s->key == key)
+            return s;
         s.reset(); // frees the previous model before the next one is built
         s = build();
         s->key = key;
@@ -71,10 +73,11 @@ public:
     }
     static void release(const std::string& key) {
         auto& s = slot();
-        if (s && s->key == key) s.reset();
+        if (s && s->key == key)
+            s.reset();
     }
 
-private:
+  private:
     static std::shared_ptr<loaded_model>& slot() {
         static std::shared_ptr<loaded_model> s;
         return s;
@@ -84,7 +87,8 @@ private:
 std::vector<std::int64_t> seeded_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
     xoshiro256 rng(seed);
     std::vector<std::int64_t> out(static_cast<std::size_t>(n));
-    for (auto& t : out) t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(vocab)));
+    for (auto& t : out)
+        t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(vocab)));
     return out;
 }
 
@@ -98,11 +102,12 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v) {
 // reference, per position; the reference arrives in vocabulary slices and is gathered here
 // (positions x vocab float64: 19 MB for 16 positions of a 151,936 vocabulary).
 class logit_metrics final : public extra_metrics {
-public:
+  public:
     logit_metrics(std::int64_t rows, std::int64_t vocab, double kl_max, double margin)
         : m_rows(rows), m_vocab(vocab), m_kl_max(kl_max), m_margin(margin) {}
 
-    void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim, std::int64_t start) override {
+    void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim,
+             std::int64_t start) override {
         if (!m_out.defined()) {
             m_out = at::empty({m_rows, m_vocab}, out.options());
             m_ref = at::empty({m_rows, m_vocab}, ref.options());
@@ -113,7 +118,8 @@ public:
 
     result finish() override {
         result r;
-        if (!m_out.defined()) return r;
+        if (!m_out.defined())
+            return r;
         const auto out = m_out.to(at::kDouble);
         const auto log_p = at::log_softmax(m_ref, -1);
         const auto log_q = at::log_softmax(out, -1);
@@ -129,9 +135,9 @@ public:
             const double m = margin[row].item<double>();
             rows.push_back(json{{"position", row}, {"reference_margin", m}});
             if (m > m_margin)
-                r.failed_checks.push_back(fmt::format(
-                    "top-1 token differs at position {} where the reference leads by {:.4g} > {:.4g}",
-                    row, m, m_margin));
+                r.failed_checks.push_back(fmt::format("top-1 token differs at position {} where "
+                                                      "the reference leads by {:.4g} > {:.4g}",
+                                                      row, m, m_margin));
         }
         const double kl_max = kl.max().item<double>();
         const auto row_rel_l2 = (out - m_ref).norm(2, {1}) / m_ref.norm(2, {1});
@@ -141,10 +147,12 @@ public:
                                         {"rel_l2", row_rel_l2[i].item<double>()},
                                         {"reference_margin", margin[i].item<double>()}});
         if (!(kl_max <= m_kl_max))
-            r.failed_checks.push_back(fmt::format("KL divergence {:.4g} > {:.4g}", kl_max, m_kl_max));
+            r.failed_checks.push_back(
+                fmt::format("KL divergence {:.4g} > {:.4g}", kl_max, m_kl_max));
         const auto contiguous = m_out.contiguous();
-        const std::string bytes(static_cast<const char*>(contiguous.data_ptr()),
-                                static_cast<std::size_t>(contiguous.numel() * contiguous.element_size()));
+        const std::string bytes(
+            static_cast<const char*>(contiguous.data_ptr()),
+            static_cast<std::size_t>(contiguous.numel() * contiguous.element_size()));
         r.metrics = json{{"positions", m_rows},
                          {"top1_agreement", agree.to(at::kDouble).mean().item<double>()},
                          {"top1_disagreements", rows},
@@ -158,23 +166,25 @@ public:
         return r;
     }
 
-private:
+  private:
     std::int64_t m_rows, m_vocab;
     double m_kl_max, m_margin;
     at::Tensor m_out, m_ref;
 };
 
 class decode_case final : public workload_case {
-public:
+  public:
     explicit decode_case(const case_args& a)
         : workload_case(a), m_model(a.get_text("model")), m_source(resolve_model(m_model)),
-          m_ctx(a.get_int("ctx")), m_tokens(a.get_int("tokens")), m_graph(a.get_text("mode") == "graph"),
+          m_ctx(a.get_int("ctx")), m_tokens(a.get_int("tokens")),
+          m_graph(a.get_text("mode") == "graph"),
           m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))) {
         const auto& c = m_source.config;
         if (m_ctx + m_tokens > c.max_positions)
-            throw bad_input(fmt::format("ctx + tokens = {} exceeds {}'s max_position_embeddings {}; "
-                                        "choose ctx + tokens <= {}",
-                                        m_ctx + m_tokens, m_model, c.max_positions, c.max_positions));
+            throw bad_input(
+                fmt::format("ctx + tokens = {} exceeds {}'s max_position_embeddings {}; "
+                            "choose ctx + tokens <= {}",
+                            m_ctx + m_tokens, m_model, c.max_positions, c.max_positions));
         // A checkpoint is validated whole (every header, name and shape) before anything runs.
         if (m_source.has_weights) {
             m_checkpoint = std::make_unique<checkpoint>(*m_source.directory);
@@ -183,7 +193,8 @@ public:
     }
 
     ~decode_case() override {
-        if (!m_key.empty()) model_slot::release(m_key);
+        if (!m_key.empty())
+            model_slot::release(m_key);
     }
 
     const model_config& config() const { return m_source.config; }
@@ -210,17 +221,20 @@ public:
 
     reference_plan reference(const input_set& in) const override {
         const auto model = m_last.lock();
-        if (!model) throw std::logic_error("decode: the reference runs after a variant built the model");
+        if (!model)
+            throw std::logic_error("decode: the reference runs after a variant built the model");
         const auto tokens = in[1];
         const auto hidden_bytes = config().hidden * 8 + k_twin_tokens * 8;
         return chunked_reference(
             1, config().vocab, hidden_bytes,
-            fmt::format("the first {} layer(s) in float64 on the CPU over {} teacher-forced tokens in "
-                        "one causal pass, no KV cache; weights upcast from the job's values in "
-                        "blocks of at most {} MiB",
-                        twin_layers(), k_twin_tokens, k_reference_block_bytes >> 20),
+            fmt::format(
+                "the first {} layer(s) in float64 on the CPU over {} teacher-forced tokens in "
+                "one causal pass, no KV cache; weights upcast from the job's values in "
+                "blocks of at most {} MiB",
+                twin_layers(), k_twin_tokens, k_reference_block_bytes >> 20),
             [model, tokens](std::int64_t start, std::int64_t length) {
-                return reference_logits_f64(model->twin_on_cpu(), model->hidden_f64(tokens), start, length);
+                return reference_logits_f64(model->twin_on_cpu(), model->hidden_f64(tokens), start,
+                                            length);
             });
     }
 
@@ -233,7 +247,8 @@ public:
                                "stock is the one path here",
                                m_model);
         if (m_graph) {
-            if (const auto why = dev.caps().missing("graphs")) return "mode=graph: " + *why;
+            if (const auto why = dev.caps().missing("graphs"))
+                return "mode=graph: " + *why;
             if (variant == "generic")
                 return "mode=graph: the generic MoE path copies the expert counts to the host in "
                        "every MoE layer, and a CUDA graph cannot capture a host sync";
@@ -243,16 +258,18 @@ public:
                                    "cannot capture",
                                    to_string(args().type));
             if (moe)
-                if (const auto why = dev.caps().missing("grouped_mm_fast")) return "mode=graph: " + *why;
+                if (const auto why = dev.caps().missing("grouped_mm_fast"))
+                    return "mode=graph: " + *why;
         }
         if (variant == "stock" && moe)
             if (const auto why = dev.caps().missing("grouped_mm"))
                 return "the stock MoE path needs at::_grouped_mm: " + *why;
         const double need = weights_bytes() + kv_cache_bytes();
         if (need > 0.92 * static_cast<double>(dev.caps().memory_bytes))
-            return fmt::format("{} in {} needs {} (weights {} + KV cache {}) but {} has {}", m_model,
-                               to_string(args().type), human_bytes(need), human_bytes(weights_bytes()),
-                               human_bytes(kv_cache_bytes()), dev.name(),
+            return fmt::format("{} in {} needs {} (weights {} + KV cache {}) but {} has {}",
+                               m_model, to_string(args().type), human_bytes(need),
+                               human_bytes(weights_bytes()), human_bytes(kv_cache_bytes()),
+                               dev.name(),
                                human_bytes(static_cast<double>(dev.caps().memory_bytes)));
         return std::nullopt;
     }
@@ -272,13 +289,30 @@ public:
         const bool moe = config().has_moe();
         switch (args().type) {
         case dtype::fp32:
-            return {{1e-4, 1e-3, 1e-3, "decode logits, fp32 twin: float32 accumulation"}, 1e-6, 1e-3};
+            return {
+                {1e-4, 1e-3, 1e-3, "decode logits, fp32 twin: float32 accumulation"}, 1e-6, 1e-3};
         case dtype::fp16:
-            return moe ? decode_tolerance{{1e-2, 0.1, 0.1, "decode logits, fp16 MoE twin: rounding, routing near-ties"}, 2e-3, 0.1}
-                       : decode_tolerance{{5e-3, 5e-2, 5e-2, "decode logits, fp16 twin: rounding in every projection"}, 2e-4, 0.05};
+            return moe ? decode_tolerance{{1e-2, 0.1, 0.1,
+                                           "decode logits, fp16 MoE twin: rounding, routing "
+                                           "near-ties"},
+                                          2e-3,
+                                          0.1}
+                       : decode_tolerance{
+                             {5e-3, 5e-2, 5e-2,
+                              "decode logits, fp16 twin: rounding in every projection"},
+                             2e-4,
+                             0.05};
         default:
-            return moe ? decode_tolerance{{5e-2, 0.5, 0.5, "decode logits, bf16 MoE twin: rounding, routing near-ties"}, 1e-2, 0.25}
-                       : decode_tolerance{{2.5e-2, 0.25, 0.25, "decode logits, bf16 twin: rounding in every projection"}, 1e-3, 0.25};
+            return moe ? decode_tolerance{{5e-2, 0.5, 0.5,
+                                           "decode logits, bf16 MoE twin: rounding, routing "
+                                           "near-ties"},
+                                          1e-2,
+                                          0.25}
+                       : decode_tolerance{
+                             {2.5e-2, 0.25, 0.25,
+                              "decode logits, bf16 twin: rounding in every projection"},
+                             1e-3,
+                             0.25};
         }
     }
 
@@ -286,42 +320,50 @@ public:
 
     std::unique_ptr<extra_metrics> make_extra_metrics() const override {
         const auto p = policy();
-        return std::make_unique<logit_metrics>(k_twin_tokens, config().vocab, p.kl_max, p.top1_margin);
+        return std::make_unique<logit_metrics>(k_twin_tokens, config().vocab, p.kl_max,
+                                               p.top1_margin);
     }
 
     json variant_facts(const std::string& variant) const override {
         const auto& c = config();
-        json f{{"model", c.to_json()},
-               {"weights", m_checkpoint ? fmt::format("checkpoint {}", m_checkpoint->directory().string())
-                                        : fmt::format("random, seed {} (init_seed {})", weights_seed(), m_seed)},
-               {"weights_bytes", weights_bytes()},
-               {"weights_bytes_read_per_token", static_cast<double>(c.params_read_per_token()) * element_bytes()},
-               {"kv_cache_bytes", kv_cache_bytes()},
-               {"kv_cache_positions", cache_capacity()},
-               {"kv_cache_bytes_per_position", static_cast<double>(c.kv_elements_per_position()) * element_bytes()},
-               {"attention", attention_path()},
-               {"rms_norm", rms_norm_path()},
-               {"mode", m_graph ? "graph: one decode step captured as a CUDA graph, replayed per token; "
-                                  "attention over the whole cache with a position mask"
-                                : "eager: ops launched per step; attention over the filled prefix"},
-               {"sampling", "greedy: softmax over the vocabulary in float32, argmax, on the device"},
-               {"correctness_twin",
-                json{{"layers", twin_layers()},
-                     {"tokens", k_twin_tokens},
-                     {"prefill", k_twin_prompt},
-                     {"decode_steps", k_twin_tokens - k_twin_prompt},
-                     {"what", "the first layers of this very model (same widths, same weights), its "
-                              "final norm and LM head; prefill then teacher-forced decode steps in the "
-                              "job's mode; logits of every position checked"}}},
-               {"memory_pass", "the full model's session (weights, KV cache, captured step in graph "
-                               "mode) made first; each call one whole decode: prefill, every decode "
-                               "step"}};
+        json f{
+            {"model", c.to_json()},
+            {"weights",
+             m_checkpoint ? fmt::format("checkpoint {}", m_checkpoint->directory().string())
+                          : fmt::format("random, seed {} (init_seed {})", weights_seed(), m_seed)},
+            {"weights_bytes", weights_bytes()},
+            {"weights_bytes_read_per_token",
+             static_cast<double>(c.params_read_per_token()) * element_bytes()},
+            {"kv_cache_bytes", kv_cache_bytes()},
+            {"kv_cache_positions", cache_capacity()},
+            {"kv_cache_bytes_per_position",
+             static_cast<double>(c.kv_elements_per_position()) * element_bytes()},
+            {"attention", attention_path()},
+            {"rms_norm", rms_norm_path()},
+            {"mode", m_graph
+                         ? "graph: one decode step captured as a CUDA graph, replayed per token; "
+                           "attention over the whole cache with a position mask"
+                         : "eager: ops launched per step; attention over the filled prefix"},
+            {"sampling", "greedy: softmax over the vocabulary in float32, argmax, on the device"},
+            {"correctness_twin",
+             json{{"layers", twin_layers()},
+                  {"tokens", k_twin_tokens},
+                  {"prefill", k_twin_prompt},
+                  {"decode_steps", k_twin_tokens - k_twin_prompt},
+                  {"what",
+                   "the first layers of this very model (same widths, same weights), its "
+                   "final norm and LM head; prefill then teacher-forced decode steps in the "
+                   "job's mode; logits of every position checked"}}},
+            {"memory_pass", "the full model's session (weights, KV cache, captured step in graph "
+                            "mode) made first; each call one whole decode: prefill, every decode "
+                            "step"}};
         if (c.has_moe())
-            f["moe"] = variant == "generic"
-                           ? "host loop: expert counts copied to the host (a sync per MoE layer), "
-                             "then per expert hit two at::linear calls"
-                           : "at::_grouped_mm over rows sorted by expert, group offsets computed and "
-                             "kept on the device (no host sync)";
+            f["moe"] =
+                variant == "generic"
+                    ? "host loop: expert counts copied to the host (a sync per MoE layer), "
+                      "then per expert hit two at::linear calls"
+                    : "at::_grouped_mm over rows sorted by expert, group offsets computed and "
+                      "kept on the device (no host sync)";
         return f;
     }
 
@@ -330,12 +372,14 @@ public:
         using clock = std::chrono::steady_clock;
         const auto model = acquire(in[0].device());
         decoder_session s(model->weights, cache_capacity(), path(variant));
-        if (m_graph) s.capture(tc.dev);
+        if (m_graph)
+            s.capture(tc.dev);
         const auto& prompt = in[0];
         const bool events = tc.dev.caps().events;
         std::vector<std::unique_ptr<backend::device_event>> marks;
         if (events)
-            for (std::int64_t i = 0; i < m_tokens + 2; ++i) marks.push_back(tc.dev.make_event());
+            for (std::int64_t i = 0; i < m_tokens + 2; ++i)
+                marks.push_back(tc.dev.make_event());
 
         std::vector<double> step_ms, prefill_ms;
         auto round = [&](bool timed) {
@@ -348,7 +392,8 @@ public:
                     marks[static_cast<std::size_t>(i + 2)]->record();
                 }
                 tc.dev.synchronize();
-                if (!timed) return;
+                if (!timed)
+                    return;
                 prefill_ms.push_back(marks[1]->elapsed_ms_since(*marks[0]));
                 for (std::size_t i = 1; i + 1 < marks.size(); ++i)
                     step_ms.push_back(marks[i + 1]->elapsed_ms_since(*marks[i]));
@@ -361,12 +406,14 @@ public:
             auto t = clock::now();
             s.prefill(prompt);
             tc.dev.synchronize();
-            if (timed) prefill_ms.push_back(ms_since(t));
+            if (timed)
+                prefill_ms.push_back(ms_since(t));
             for (std::int64_t i = 0; i < m_tokens; ++i) {
                 t = clock::now();
                 s.step();
                 tc.dev.synchronize();
-                if (timed) step_ms.push_back(ms_since(t));
+                if (timed)
+                    step_ms.push_back(ms_since(t));
             }
         };
         round(false); // warm-up: lazy handles, workspaces, allocator pools
@@ -383,10 +430,12 @@ public:
         const auto stats = measure::summarize(step_ms);
         const auto prefill = measure::summarize(prefill_ms);
         const double per_token = bytes_read_per_token();
-        const double limit = tc.bandwidth_bytes_per_s > 0 ? tc.bandwidth_bytes_per_s / per_token : 0;
+        const double limit =
+            tc.bandwidth_bytes_per_s > 0 ? tc.bandwidth_bytes_per_s / per_token : 0;
         const double tokens_per_s = stats.median > 0 ? 1000.0 / stats.median : 0;
         double total_ms = 0;
-        for (const auto v : step_ms) total_ms += v;
+        for (const auto v : step_ms)
+            total_ms += v;
         const auto generated = s.tokens().narrow(0, m_ctx, m_tokens + 1).to(at::kCPU);
         std::vector<std::int64_t> gen(generated.data_ptr<std::int64_t>(),
                                       generated.data_ptr<std::int64_t>() + generated.numel());
@@ -399,11 +448,13 @@ public:
             {"rounds", rounds},
             {"tokens_per_s", tokens_per_s},
             {"tokens_per_s_basis", "1000 / median ms per token"},
-            {"tokens_per_s_mean", total_ms > 0 ? 1000.0 * static_cast<double>(step_ms.size()) / total_ms : 0},
+            {"tokens_per_s_mean",
+             total_ms > 0 ? 1000.0 * static_cast<double>(step_ms.size()) / total_ms : 0},
             {"ms_per_token", stats.to_json()},
             {"prefill_ms", prefill.median},
             {"prefill_ms_stats", prefill.to_json()},
-            {"prefill_tokens_per_s", prefill.median > 0 ? 1000.0 * static_cast<double>(m_ctx) / prefill.median : 0},
+            {"prefill_tokens_per_s",
+             prefill.median > 0 ? 1000.0 * static_cast<double>(m_ctx) / prefill.median : 0},
             {"timing", events ? "device events at each step boundary, no host sync between steps; "
                                 "prefill includes sampling the first token"
                               : "host clock around each step with the device synchronised; prefill "
@@ -412,13 +463,15 @@ public:
             {"bandwidth_bytes_per_s", tc.bandwidth_bytes_per_s},
             {"bandwidth_limit_tokens_per_s", limit},
             {"bandwidth_limit_formula",
-             fmt::format("measured copy bandwidth / (weights read per token {} B + KV cache {} B per "
-                         "position x mean cache length {:.1f}); weights read = embedding row, attention, "
-                         "norms, {}LM head",
-                         static_cast<double>(config().params_read_per_token()) * element_bytes(),
-                         static_cast<double>(config().kv_elements_per_position()) * element_bytes(),
-                         mean_kv_length(),
-                         config().has_moe() ? "router and the top-k experts of each MoE layer, " : "MLPs, ")},
+             fmt::format(
+                 "measured copy bandwidth / (weights read per token {} B + KV cache {} B per "
+                 "position x mean cache length {:.1f}); weights read = embedding row, attention, "
+                 "norms, {}LM head",
+                 static_cast<double>(config().params_read_per_token()) * element_bytes(),
+                 static_cast<double>(config().kv_elements_per_position()) * element_bytes(),
+                 mean_kv_length(),
+                 config().has_moe() ? "router and the top-k experts of each MoE layer, "
+                                    : "MLPs, ")},
             {"pct_of_bandwidth_limit", limit > 0 ? 100.0 * tokens_per_s / limit : 0},
             {"kv_cache_bytes", s.kv_cache_bytes()},
             {"generated_tokens", gen}};
@@ -431,20 +484,23 @@ public:
     // captured while the sampler thread polls the driver.
     std::function<void()> memory_call(const std::string& variant, const input_set& in,
                                       backend::device& dev) const override {
-        if (!own_variant(variant)) return {}; // a test's variant: the runner calls its function
+        if (!own_variant(variant))
+            return {}; // a test's variant: the runner calls its function
         const auto model = acquire(in[0].device());
         auto s = std::make_shared<decoder_session>(model->weights, cache_capacity(), path(variant));
-        if (m_graph) s->capture(dev);
+        if (m_graph)
+            s->capture(dev);
         return [s, model, steps = m_tokens, prompt = in[0]] {
             s->prefill(prompt);
-            for (std::int64_t i = 0; i < steps; ++i) s->step();
+            for (std::int64_t i = 0; i < steps; ++i)
+                s->step();
         };
     }
 
     at::Tensor stock(const input_set& in) const { return twin_logits(in, moe_path::grouped_mm); }
     at::Tensor generic(const input_set& in) const { return twin_logits(in, moe_path::host_loop); }
 
-private:
+  private:
     double element_bytes() const { return static_cast<double>(size_bytes(args().type)); }
     std::int64_t twin_layers() const { return std::min(k_twin_layers, config().layers); }
     std::int64_t cache_capacity() const {
@@ -453,9 +509,12 @@ private:
     double mean_kv_length() const {
         return static_cast<double>(m_ctx) + static_cast<double>(m_tokens - 1) / 2.0;
     }
-    double weights_bytes() const { return static_cast<double>(config().total_params()) * element_bytes(); }
+    double weights_bytes() const {
+        return static_cast<double>(config().total_params()) * element_bytes();
+    }
     double kv_cache_bytes() const {
-        return static_cast<double>(config().kv_elements_per_position() * cache_capacity()) * element_bytes();
+        return static_cast<double>(config().kv_elements_per_position() * cache_capacity()) *
+               element_bytes();
     }
     double bytes_read_per_token() const {
         return (static_cast<double>(config().params_read_per_token()) +
@@ -468,7 +527,8 @@ private:
     }
     static moe_path path(const std::string& variant) {
         if (!own_variant(variant))
-            throw std::invalid_argument("decode runs whole decodes for stock and generic only, not " + variant);
+            throw std::invalid_argument(
+                "decode runs whole decodes for stock and generic only, not " + variant);
         return variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm;
     }
 
@@ -497,10 +557,12 @@ private:
 
     at::Tensor twin_logits(const input_set& in, moe_path moe) const {
         const auto model = acquire(in[1].device());
-        auto twin = std::make_shared<const decoder_weights>(model->weights->first_layers(twin_layers()));
+        auto twin =
+            std::make_shared<const decoder_weights>(model->weights->first_layers(twin_layers()));
         decoder_session s(twin, k_cache_block, moe);
         std::vector<at::Tensor> rows{s.prefill_teacher_forced(in[1], k_twin_prompt)};
-        if (m_graph) s.capture(capture_device(in[1].device()));
+        if (m_graph)
+            s.capture(capture_device(in[1].device()));
         for (std::int64_t p = k_twin_prompt; p < k_twin_tokens; ++p) {
             s.step();
             rows.push_back(s.logits().clone());
@@ -538,9 +600,10 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
     .ledgers(ledger_set::of({ledger::throughput, ledger::correctness, ledger::memory}))
     .variant("stock", &decode_case::stock,
              "libtorch's own ops; MoE layers through at::_grouped_mm with device-side offsets")
-    .variant("generic", &decode_case::generic,
-             "MoE layers through a host loop over the experts hit (expert counts copied to the host)",
-             true);
+    .variant(
+        "generic", &decode_case::generic,
+        "MoE layers through a host loop over the experts hit (expert counts copied to the host)",
+        true);
 
 } // namespace
 } // namespace fourfold::workloads

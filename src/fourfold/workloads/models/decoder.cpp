@@ -9,8 +9,8 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
-#include <limits>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <set>
 #if FOURFOLD_WITH_CUDA
@@ -51,7 +51,8 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 std::vector<double> rope_inv_freq(const model_config& c) {
     std::vector<double> f(static_cast<std::size_t>(c.head_dim / 2));
     for (std::size_t i = 0; i < f.size(); ++i)
-        f[i] = 1.0 / std::pow(c.rope.theta, 2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim));
+        f[i] = 1.0 / std::pow(c.rope.theta,
+                              2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim));
     if (c.rope.type == "llama3") {
         // Llama 3.1: long wavelengths slowed by `factor`, short ones kept, a smooth blend between.
         const double pi = 3.14159265358979323846;
@@ -60,7 +61,8 @@ std::vector<double> rope_inv_freq(const model_config& c) {
         const double high_wavelen = orig / c.rope.high_freq_factor;
         for (auto& v : f) {
             const double wavelen = 2 * pi / v;
-            if (wavelen < high_wavelen) continue;
+            if (wavelen < high_wavelen)
+                continue;
             if (wavelen > low_wavelen) {
                 v /= c.rope.factor;
                 continue;
@@ -75,7 +77,8 @@ std::vector<double> rope_inv_freq(const model_config& c) {
 
 Tensor inv_freq_tensor(const model_config& c, c10::ScalarType type) {
     const auto f = rope_inv_freq(c);
-    auto t = at::empty({static_cast<std::int64_t>(f.size())}, at::TensorOptions().dtype(at::kDouble));
+    auto t =
+        at::empty({static_cast<std::int64_t>(f.size())}, at::TensorOptions().dtype(at::kDouble));
     std::copy(f.begin(), f.end(), t.data_ptr<double>());
     return t.to(type);
 }
@@ -88,13 +91,16 @@ Tensor explicit_attention(const Tensor& q, const Tensor& k, const Tensor& v, std
                           bool causal, const Tensor& mask, double scale) {
     const auto tq = q.size(0), kv_heads = k.size(0), hd = q.size(2), len = k.size(1);
     const auto qg = q.reshape({tq, kv_heads, groups, hd}).permute({1, 2, 0, 3}); // [KVH, G, Tq, hd]
-    auto scores = at::matmul(qg, k.unsqueeze(1).transpose(-1, -2)).mul_(scale); // [KVH, G, Tq, L]
+    auto scores = at::matmul(qg, k.unsqueeze(1).transpose(-1, -2)).mul_(scale);  // [KVH, G, Tq, L]
     const double neg_inf = -std::numeric_limits<double>::infinity();
     if (causal)
         scores.masked_fill_(at::ones({tq, len}, q.options().dtype(at::kBool)).triu(1), neg_inf);
-    if (mask.defined()) scores.masked_fill_(mask.logical_not(), neg_inf);
+    if (mask.defined())
+        scores.masked_fill_(mask.logical_not(), neg_inf);
     const auto p = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
-    return at::matmul(p, v.unsqueeze(1)).permute({2, 0, 1, 3}).reshape({tq, kv_heads * groups * hd});
+    return at::matmul(p, v.unsqueeze(1))
+        .permute({2, 0, 1, 3})
+        .reshape({tq, kv_heads * groups * hd});
 }
 
 #if FOURFOLD_HAS_SDPA
@@ -125,7 +131,8 @@ Tensor attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v, std:
         vh = vh.repeat_interleave(groups, 1);
     }
 #endif
-    const auto out = sdpa(q.transpose(0, 1).unsqueeze(0), kh, vh, std::nullopt, true, scale, groups > 1);
+    const auto out =
+        sdpa(q.transpose(0, 1).unsqueeze(0), kh, vh, std::nullopt, true, scale, groups > 1);
     return out.squeeze(0).transpose(0, 1).reshape({t, q.size(1) * q.size(2)});
 #else
     return explicit_attention(q, k, v, groups, true, Tensor(), scale);
@@ -140,7 +147,8 @@ Tensor attention_decode(const Tensor& q, const Tensor& k, const Tensor& v, std::
 #if FOURFOLD_HAS_SDPA
     const auto kv_heads = k.size(0), hd = q.size(2);
     std::optional<Tensor> m;
-    if (mask.defined()) m = mask.view({1, 1, 1, mask.size(0)});
+    if (mask.defined())
+        m = mask.view({1, 1, 1, mask.size(0)});
     const auto out = sdpa(q.reshape({1, kv_heads, groups, hd}), k.unsqueeze(0), v.unsqueeze(0), m,
                           false, scale, false);
     return out.reshape({1, kv_heads * groups * hd});
@@ -163,7 +171,9 @@ at::Generator make_generator(c10::Device device, std::uint64_t seed) {
 
 // --- Hugging Face names ----------------------------------------------------------------------
 
-std::string layer_prefix(std::int64_t l) { return fmt::format("model.layers.{}.", l); }
+std::string layer_prefix(std::int64_t l) {
+    return fmt::format("model.layers.{}.", l);
+}
 
 struct expected_tensor {
     std::string name;
@@ -177,7 +187,8 @@ bool fused_experts_in(const checkpoint& ck, std::int64_t layer) {
 std::vector<expected_tensor> expected_tensors(const model_config& c, const checkpoint* ck) {
     std::vector<expected_tensor> out{{"model.embed_tokens.weight", {c.vocab, c.hidden}},
                                      {"model.norm.weight", {c.hidden}}};
-    if (!c.tie_embeddings) out.push_back({"lm_head.weight", {c.vocab, c.hidden}});
+    if (!c.tie_embeddings)
+        out.push_back({"lm_head.weight", {c.vocab, c.hidden}});
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto p = layer_prefix(l);
         out.push_back({p + "input_layernorm.weight", {c.hidden}});
@@ -198,7 +209,8 @@ std::vector<expected_tensor> expected_tensors(const model_config& c, const check
         }
         out.push_back({p + "mlp.gate.weight", {c.experts, c.hidden}});
         if (ck && fused_experts_in(*ck, l)) {
-            out.push_back({p + "mlp.experts.gate_up_proj", {c.experts, 2 * c.moe_intermediate, c.hidden}});
+            out.push_back(
+                {p + "mlp.experts.gate_up_proj", {c.experts, 2 * c.moe_intermediate, c.hidden}});
             out.push_back({p + "mlp.experts.down_proj", {c.experts, c.hidden, c.moe_intermediate}});
             continue;
         }
@@ -214,12 +226,14 @@ std::vector<expected_tensor> expected_tensors(const model_config& c, const check
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
     std::vector<std::string> parts;
-    for (const auto d : s) parts.push_back(std::to_string(d));
+    for (const auto d : s)
+        parts.push_back(std::to_string(d));
     return fmt::format("[{}]", join(parts, ", "));
 }
 
 bool floating_dtype(const std::string& d) {
-    return d == "F16" || d == "BF16" || d == "F32" || d == "F64" || d == "F8_E4M3" || d == "F8_E5M2";
+    return d == "F16" || d == "BF16" || d == "F32" || d == "F64" || d == "F8_E4M3" ||
+           d == "F8_E5M2";
 }
 
 // One checkpoint tensor as `type` on the CPU; float8 weights multiplied by their
@@ -227,17 +241,21 @@ bool floating_dtype(const std::string& d) {
 Tensor read_as(const checkpoint& ck, const std::string& name, c10::ScalarType type) {
     auto t = ck.read(name);
     const auto& dtype = ck.entry(name).dtype;
-    if (dtype.rfind("F8_", 0) != 0) return t.to(type);
+    if (dtype.rfind("F8_", 0) != 0)
+        return t.to(type);
     auto w = t.to(at::kFloat);
     const auto scale_name = name + "_scale_inv";
-    if (!ck.contains(scale_name)) return w.to(type);
+    if (!ck.contains(scale_name))
+        return w.to(type);
     const auto s = ck.read(scale_name).to(at::kFloat);
-    if (s.numel() == 1) return (w * s.reshape({})).to(type);
+    if (s.numel() == 1)
+        return (w * s.reshape({})).to(type);
     if (s.dim() != 2 || w.dim() != 2 || s.size(0) < 1 || s.size(1) < 1 || s.size(0) > w.size(0) ||
         s.size(1) > w.size(1))
-        throw bad_input(fmt::format("{}: scale {} has shape {}, which does not tile weight shape {}",
-                                    ck.directory().string(), scale_name, shape_text(s.sizes().vec()),
-                                    shape_text(w.sizes().vec())));
+        throw bad_input(
+            fmt::format("{}: scale {} has shape {}, which does not tile weight shape {}",
+                        ck.directory().string(), scale_name, shape_text(s.sizes().vec()),
+                        shape_text(w.sizes().vec())));
     const auto rows = (w.size(0) + s.size(0) - 1) / s.size(0);
     const auto cols = (w.size(1) + s.size(1) - 1) / s.size(1);
     const auto full = s.repeat_interleave(rows, 0)
@@ -257,9 +275,10 @@ std::string attention_path() {
         TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
         FOURFOLD_TORCH_AT_LEAST(2, 5) ? " with enable_gqa" : " with k/v repeated per query head");
 #else
-    return fmt::format("explicit softmax(q k^T / sqrt(d)) v, float32 softmax, grouped over kv heads "
-                       "by broadcasting (libtorch {}.{} has no public scaled_dot_product_attention)",
-                       TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+    return fmt::format(
+        "explicit softmax(q k^T / sqrt(d)) v, float32 softmax, grouped over kv heads "
+        "by broadcasting (libtorch {}.{} has no public scaled_dot_product_attention)",
+        TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
 #endif
 }
 
@@ -267,24 +286,32 @@ std::string rms_norm_path() {
 #if FOURFOLD_HAS_RMS_NORM
     return "at::rms_norm";
 #else
-    return "composite: float32 mean of squares, rsqrt, scale (libtorch has no at::rms_norm before 2.4)";
+    return "composite: float32 mean of squares, rsqrt, scale (libtorch has no at::rms_norm before "
+           "2.4)";
 #endif
 }
 
-c10::ScalarType decoder_weights::dtype() const { return embed.scalar_type(); }
-c10::Device decoder_weights::device() const { return embed.device(); }
+c10::ScalarType decoder_weights::dtype() const {
+    return embed.scalar_type();
+}
+c10::Device decoder_weights::device() const {
+    return embed.device();
+}
 
 std::int64_t decoder_weights::bytes() const {
     std::int64_t n = 0;
     auto add = [&](const Tensor& t) {
-        if (t.defined()) n += t.numel() * static_cast<std::int64_t>(t.element_size());
+        if (t.defined())
+            n += t.numel() * static_cast<std::int64_t>(t.element_size());
     };
     add(embed);
     add(final_norm);
-    if (!lm_head.is_same(embed)) add(lm_head);
+    if (!lm_head.is_same(embed))
+        add(lm_head);
     for (const auto& l : layers)
-        for (const auto* t : {&l.input_norm, &l.post_attention_norm, &l.qkv, &l.o, &l.q_norm, &l.k_norm,
-                              &l.gate_up, &l.down, &l.router, &l.experts_gate_up, &l.experts_down})
+        for (const auto* t :
+             {&l.input_norm, &l.post_attention_norm, &l.qkv, &l.o, &l.q_norm, &l.k_norm, &l.gate_up,
+              &l.down, &l.router, &l.experts_gate_up, &l.experts_down})
             add(*t);
     return n;
 }
@@ -335,7 +362,9 @@ decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10:
         t.mul_(stdev);
         return t.to(device, type);
     };
-    auto ones = [&](std::int64_t n) { return at::ones({n}, at::TensorOptions().dtype(type).device(device)); };
+    auto ones = [&](std::int64_t n) {
+        return at::ones({n}, at::TensorOptions().dtype(type).device(device));
+    };
     auto fan_in = [](std::int64_t n) { return 1.0 / std::sqrt(static_cast<double>(n)); };
 
     decoder_weights w;
@@ -353,8 +382,10 @@ decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10:
         }
         if (c.is_moe_layer(l)) {
             lw.router = normal({c.experts, c.hidden}, fan_in(c.hidden));
-            lw.experts_gate_up = normal({c.experts, 2 * c.moe_intermediate, c.hidden}, fan_in(c.hidden));
-            lw.experts_down = normal({c.experts, c.hidden, c.moe_intermediate}, fan_in(c.moe_intermediate));
+            lw.experts_gate_up =
+                normal({c.experts, 2 * c.moe_intermediate, c.hidden}, fan_in(c.hidden));
+            lw.experts_down =
+                normal({c.experts, c.hidden, c.moe_intermediate}, fan_in(c.moe_intermediate));
         } else {
             lw.gate_up = normal({2 * c.intermediate, c.hidden}, fan_in(c.hidden));
             lw.down = normal({c.hidden, c.intermediate}, fan_in(c.intermediate));
@@ -363,10 +394,11 @@ decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10:
     }
     w.final_norm = ones(c.hidden);
     w.lm_head = c.tie_embeddings ? w.embed : normal({c.vocab, c.hidden}, fan_in(c.hidden));
-    w.source = fmt::format("random: projections normal(0, 1/sqrt(fan_in)), RMSNorm weights 1, "
-                           "embedding normal(0, {}); float32 from a {} generator seeded {}, rounded "
-                           "to the job dtype",
-                           c.tie_embeddings ? "1/sqrt(hidden)" : "1", gen_device.str(), seed);
+    w.source =
+        fmt::format("random: projections normal(0, 1/sqrt(fan_in)), RMSNorm weights 1, "
+                    "embedding normal(0, {}); float32 from a {} generator seeded {}, rounded "
+                    "to the job dtype",
+                    c.tie_embeddings ? "1/sqrt(hidden)" : "1", gen_device.str(), seed);
     return w;
 }
 
@@ -382,9 +414,10 @@ void check_checkpoint(const model_config& c, const checkpoint& ck) {
                                         ck.directory().string(), e.name, shape_text(entry.shape),
                                         shape_text(e.shape)));
         if (!floating_dtype(entry.dtype))
-            throw bad_input(fmt::format("{}: tensor {} has dtype {}; weights must be F16, BF16, F32, "
-                                        "F64, F8_E4M3 or F8_E5M2",
-                                        ck.directory().string(), e.name, entry.dtype));
+            throw bad_input(
+                fmt::format("{}: tensor {} has dtype {}; weights must be F16, BF16, F32, "
+                            "F64, F8_E4M3 or F8_E5M2",
+                            ck.directory().string(), e.name, entry.dtype));
     }
 }
 
@@ -426,8 +459,10 @@ decoder_weights load_weights(const model_config& c, const checkpoint& ck, c10::S
                 lw.experts_down = at::empty({c.experts, c.hidden, mi}, opts);
                 for (std::int64_t e = 0; e < c.experts; ++e) {
                     const auto ep = fmt::format("{}mlp.experts.{}.", p, e);
-                    lw.experts_gate_up[e].narrow(0, 0, mi).copy_(read_as(ck, ep + "gate_proj.weight", type));
-                    lw.experts_gate_up[e].narrow(0, mi, mi).copy_(read_as(ck, ep + "up_proj.weight", type));
+                    lw.experts_gate_up[e].narrow(0, 0, mi).copy_(
+                        read_as(ck, ep + "gate_proj.weight", type));
+                    lw.experts_gate_up[e].narrow(0, mi, mi).copy_(
+                        read_as(ck, ep + "up_proj.weight", type));
                     lw.experts_down[e].copy_(read_as(ck, ep + "down_proj.weight", type));
                 }
             }
@@ -437,12 +472,14 @@ decoder_weights load_weights(const model_config& c, const checkpoint& ck, c10::S
     w.final_norm = get("model.norm.weight");
     w.lm_head = c.tie_embeddings ? w.embed : get("lm_head.weight");
     std::set<std::string> dtypes;
-    for (const auto& name : ck.names()) dtypes.insert(ck.entry(name).dtype);
-    w.source = fmt::format("checkpoint {} ({} safetensors file{}{}, stored as {}), converted to the "
-                           "job dtype",
-                           ck.directory().string(), ck.file_count(), ck.file_count() == 1 ? "" : "s",
-                           ck.indexed() ? " with index" : "",
-                           join(std::vector<std::string>(dtypes.begin(), dtypes.end()), ", "));
+    for (const auto& name : ck.names())
+        dtypes.insert(ck.entry(name).dtype);
+    w.source =
+        fmt::format("checkpoint {} ({} safetensors file{}{}, stored as {}), converted to the "
+                    "job dtype",
+                    ck.directory().string(), ck.file_count(), ck.file_count() == 1 ? "" : "s",
+                    ck.indexed() ? " with index" : "",
+                    join(std::vector<std::string>(dtypes.begin(), dtypes.end()), ", "));
     return w;
 }
 
@@ -456,7 +493,8 @@ named_tensors hf_tensors(const decoder_weights& w) {
         out.emplace_back(p + "post_attention_layernorm.weight", lw.post_attention_norm);
         out.emplace_back(p + "self_attn.q_proj.weight", lw.qkv.narrow(0, 0, c.q_dim()));
         out.emplace_back(p + "self_attn.k_proj.weight", lw.qkv.narrow(0, c.q_dim(), c.kv_dim()));
-        out.emplace_back(p + "self_attn.v_proj.weight", lw.qkv.narrow(0, c.q_dim() + c.kv_dim(), c.kv_dim()));
+        out.emplace_back(p + "self_attn.v_proj.weight",
+                         lw.qkv.narrow(0, c.q_dim() + c.kv_dim(), c.kv_dim()));
         out.emplace_back(p + "self_attn.o_proj.weight", lw.o);
         if (c.qk_norm) {
             out.emplace_back(p + "self_attn.q_norm.weight", lw.q_norm);
@@ -464,7 +502,8 @@ named_tensors hf_tensors(const decoder_weights& w) {
         }
         if (!c.is_moe_layer(l)) {
             out.emplace_back(p + "mlp.gate_proj.weight", lw.gate_up.narrow(0, 0, c.intermediate));
-            out.emplace_back(p + "mlp.up_proj.weight", lw.gate_up.narrow(0, c.intermediate, c.intermediate));
+            out.emplace_back(p + "mlp.up_proj.weight",
+                             lw.gate_up.narrow(0, c.intermediate, c.intermediate));
             out.emplace_back(p + "mlp.down_proj.weight", lw.down);
             continue;
         }
@@ -478,17 +517,19 @@ named_tensors hf_tensors(const decoder_weights& w) {
         }
     }
     out.emplace_back("model.norm.weight", w.final_norm);
-    if (!c.tie_embeddings) out.emplace_back("lm_head.weight", w.lm_head);
+    if (!c.tie_embeddings)
+        out.emplace_back("lm_head.weight", w.lm_head);
     return out;
 }
 
 // --- the session ------------------------------------------------------------------------------
 
-decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights, std::int64_t capacity,
-                                 moe_path moe)
+decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
+                                 std::int64_t capacity, moe_path moe)
     : m_w(std::move(weights)), m_capacity(capacity), m_moe(moe) {
     const auto& c = m_w->config;
-    if (capacity < 1) throw std::invalid_argument("decoder_session: capacity must be >= 1");
+    if (capacity < 1)
+        throw std::invalid_argument("decoder_session: capacity must be >= 1");
     const auto opts = at::TensorOptions().device(m_w->device());
     m_k = at::zeros({c.layers, c.kv_heads, capacity, c.head_dim}, opts.dtype(m_w->dtype()));
     m_v = at::zeros_like(m_k);
@@ -510,13 +551,17 @@ std::int64_t decoder_session::kv_cache_bytes() const {
     return 2 * m_k.numel() * static_cast<std::int64_t>(m_k.element_size());
 }
 
-bool decoder_session::captured() const { return m_graph != nullptr; }
+bool decoder_session::captured() const {
+    return m_graph != nullptr;
+}
 
-at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer, const at::Tensor& h) const {
+at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer,
+                                const at::Tensor& h) const {
     const auto& c = m_w->config;
     if (!c.is_moe_layer(layer)) {
         const auto gu = at::linear(h, lw.gate_up);
-        return at::linear(at::silu(gu.narrow(1, 0, c.intermediate)) * gu.narrow(1, c.intermediate, c.intermediate),
+        return at::linear(at::silu(gu.narrow(1, 0, c.intermediate)) *
+                              gu.narrow(1, c.intermediate, c.intermediate),
                           lw.down);
     }
     // Qwen3-MoE routing: softmax over the experts in float32, top-k, renormalised when
@@ -524,7 +569,8 @@ at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer, con
     const auto t = h.size(0), k = c.experts_per_token, mi = c.moe_intermediate;
     const auto probs = at::softmax(at::linear(h, lw.router), -1, at::kFloat);
     auto [top_w, top_i] = probs.topk(k, -1);
-    if (c.norm_topk) top_w = top_w / top_w.sum(-1, true);
+    if (c.norm_topk)
+        top_w = top_w / top_w.sum(-1, true);
     top_w = top_w.to(h.scalar_type());
     // Rows (token, choice) sorted by expert: each expert's rows are one contiguous group.
     const auto flat_e = top_i.reshape({-1});
@@ -533,7 +579,8 @@ at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer, con
     Tensor y;
     if (m_moe == moe_path::grouped_mm) {
 #if FOURFOLD_HAS_GROUPED_MM
-        const auto counts = at::zeros({c.experts}, flat_e.options()).scatter_add_(0, flat_e, at::ones_like(flat_e));
+        const auto counts =
+            at::zeros({c.experts}, flat_e.options()).scatter_add_(0, flat_e, at::ones_like(flat_e));
         const auto offs = counts.cumsum(0, at::kInt); // group END offsets, on the device
         const auto gu = at::_grouped_mm(rows, lw.experts_gate_up.transpose(1, 2), offs);
         const auto act = at::silu(gu.narrow(1, 0, mi)) * gu.narrow(1, mi, mi);
@@ -552,7 +599,8 @@ at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer, con
         y = at::empty({rows.size(0), c.hidden}, h.options());
         std::int64_t start = 0;
         for (std::int64_t e = 0; e < c.experts; ++e) {
-            if (n[e] == 0) continue;
+            if (n[e] == 0)
+                continue;
             const auto gu = at::linear(rows.narrow(0, start, n[e]), lw.experts_gate_up[e]);
             const auto act = at::silu(gu.narrow(1, 0, mi)) * gu.narrow(1, mi, mi);
             y.narrow(0, start, n[e]).copy_(at::linear(act, lw.experts_down[e]));
@@ -578,7 +626,8 @@ at::Tensor decoder_session::forward_prefill(const at::Tensor& tokens, bool all_l
         const auto qkv = at::linear(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv);
         auto q = qkv.narrow(1, 0, c.q_dim()).view({t, c.heads, c.head_dim});
         auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
-        const auto v = qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
+        const auto v =
+            qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
         if (c.qk_norm) {
             q = rms_norm(q, lw.q_norm, c.rms_eps);
             k = rms_norm(k, lw.k_norm, c.rms_eps);
@@ -591,7 +640,8 @@ at::Tensor decoder_session::forward_prefill(const at::Tensor& tokens, bool all_l
         x = x + at::linear(attention_prefill(q, kt, vt, groups, scale), lw.o);
         x = x + mlp(lw, l, rms_norm(x, lw.post_attention_norm, c.rms_eps));
     }
-    if (!all_logits) x = x.narrow(0, t - 1, 1);
+    if (!all_logits)
+        x = x.narrow(0, t - 1, 1);
     return at::linear(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head);
 }
 
@@ -603,7 +653,8 @@ at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t lay
     const auto qkv = at::linear(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv);
     auto q = qkv.narrow(1, 0, c.q_dim()).view({1, c.heads, c.head_dim});
     auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).view({1, c.kv_heads, c.head_dim});
-    const auto v = qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).view({1, c.kv_heads, c.head_dim});
+    const auto v =
+        qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).view({1, c.kv_heads, c.head_dim});
     if (c.qk_norm) {
         q = rms_norm(q, lw.q_norm, c.rms_eps);
         k = rms_norm(k, lw.k_norm, c.rms_eps);
@@ -633,7 +684,8 @@ void decoder_session::step_body(bool static_shapes) {
     // current one masked out, so the same kernels serve every position.
     const auto mask = static_shapes ? m_positions.le(m_pos) : Tensor();
     for (std::int64_t l = 0; l < c.layers; ++l)
-        x = layer_step(m_w->layers[static_cast<std::size_t>(l)], l, x, cos, sin, static_shapes, mask);
+        x = layer_step(m_w->layers[static_cast<std::size_t>(l)], l, x, cos, sin, static_shapes,
+                       mask);
     const auto logits = at::linear(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head);
     m_logits.copy_(logits);
     if (!m_teacher_forced) {
@@ -647,7 +699,8 @@ void decoder_session::step_body(bool static_shapes) {
 at::Tensor decoder_session::prefill(const at::Tensor& prompt) {
     const auto t = prompt.size(0);
     if (t < 1 || t > m_capacity)
-        throw std::invalid_argument(fmt::format("prefill of {} tokens into a cache of {}", t, m_capacity));
+        throw std::invalid_argument(
+            fmt::format("prefill of {} tokens into a cache of {}", t, m_capacity));
     m_teacher_forced = false;
     m_seq.narrow(0, 0, t).copy_(prompt);
     const auto logits = forward_prefill(prompt, false);
@@ -658,11 +711,12 @@ at::Tensor decoder_session::prefill(const at::Tensor& prompt) {
     return logits;
 }
 
-at::Tensor decoder_session::prefill_teacher_forced(const at::Tensor& tokens, std::int64_t prompt_length) {
+at::Tensor decoder_session::prefill_teacher_forced(const at::Tensor& tokens,
+                                                   std::int64_t prompt_length) {
     const auto n = tokens.size(0);
     if (prompt_length < 1 || prompt_length > n || n > m_capacity)
-        throw std::invalid_argument(fmt::format("teacher forcing {} of {} tokens into a cache of {}",
-                                                prompt_length, n, m_capacity));
+        throw std::invalid_argument(fmt::format(
+            "teacher forcing {} of {} tokens into a cache of {}", prompt_length, n, m_capacity));
     m_teacher_forced = true;
     m_seq.narrow(0, 0, n).copy_(tokens);
     const auto logits = forward_prefill(tokens.narrow(0, 0, prompt_length), true);
@@ -675,8 +729,10 @@ void decoder_session::step() {
     if (m_host_pos >= m_capacity)
         throw std::logic_error(fmt::format("decode step at position {} past the cache capacity {}",
                                            m_host_pos, m_capacity));
-    if (m_graph) m_graph->replay();
-    else step_body(false);
+    if (m_graph)
+        m_graph->replay();
+    else
+        step_body(false);
     ++m_host_pos;
 }
 
@@ -697,7 +753,8 @@ namespace {
 Tensor linear_f64(const Tensor& x, const Tensor& w) {
     const auto n = w.size(0), k = w.size(1);
     const auto rows = std::max<std::int64_t>(1, k_reference_block_bytes / (k * 8));
-    if (rows >= n) return at::matmul(x, w.to(at::kDouble).t());
+    if (rows >= n)
+        return at::matmul(x, w.to(at::kDouble).t());
     auto out = at::empty({x.size(0), n}, x.options());
     for (std::int64_t s = 0; s < n; s += rows) {
         const auto len = std::min(rows, n - s);
@@ -739,7 +796,8 @@ at::Tensor reference_hidden_f64(const decoder_weights& w, const at::Tensor& toke
         const auto qkv = linear_f64(rms_f64(x, lw.input_norm, c.rms_eps), lw.qkv);
         auto q = qkv.narrow(1, 0, c.q_dim()).reshape({t, c.heads, c.head_dim});
         auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).reshape({t, c.kv_heads, c.head_dim});
-        const auto v = qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).reshape({t, c.kv_heads, c.head_dim});
+        const auto v =
+            qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).reshape({t, c.kv_heads, c.head_dim});
         if (c.qk_norm) {
             q = rms_f64(q, lw.q_norm, c.rms_eps);
             k = rms_f64(k, lw.k_norm, c.rms_eps);
@@ -761,13 +819,15 @@ at::Tensor reference_hidden_f64(const decoder_weights& w, const at::Tensor& toke
         }
         const auto probs = at::softmax(linear_f64(h, lw.router), -1);
         auto [top_w, top_i] = probs.topk(c.experts_per_token, -1);
-        if (c.norm_topk) top_w = top_w / top_w.sum(-1, true);
+        if (c.norm_topk)
+            top_w = top_w / top_w.sum(-1, true);
         // Each routed expert applied to the tokens routed to it, weighted, summed per token.
         std::map<std::int64_t, std::vector<std::pair<std::int64_t, double>>> by_expert;
         const auto ti = top_i.accessor<std::int64_t, 2>();
         const auto tw = top_w.accessor<double, 2>();
         for (std::int64_t r = 0; r < t; ++r)
-            for (std::int64_t j = 0; j < c.experts_per_token; ++j) by_expert[ti[r][j]].emplace_back(r, tw[r][j]);
+            for (std::int64_t j = 0; j < c.experts_per_token; ++j)
+                by_expert[ti[r][j]].emplace_back(r, tw[r][j]);
         auto y = at::zeros({t, c.hidden}, f64);
         for (const auto& [e, routed] : by_expert) {
             const auto n = static_cast<std::int64_t>(routed.size());
@@ -786,8 +846,8 @@ at::Tensor reference_hidden_f64(const decoder_weights& w, const at::Tensor& toke
     return rms_f64(x, w.final_norm, c.rms_eps);
 }
 
-at::Tensor reference_logits_f64(const decoder_weights& w, const at::Tensor& hidden, std::int64_t start,
-                                std::int64_t length) {
+at::Tensor reference_logits_f64(const decoder_weights& w, const at::Tensor& hidden,
+                                std::int64_t start, std::int64_t length) {
     return linear_f64(hidden, w.lm_head.narrow(0, start, length));
 }
 

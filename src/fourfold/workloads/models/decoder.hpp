@@ -37,7 +37,7 @@ struct layer_weights {
 
 struct decoder_weights {
     model_config config;
-    at::Tensor embed;   // [vocab, hidden]
+    at::Tensor embed; // [vocab, hidden]
     std::vector<layer_weights> layers;
     at::Tensor final_norm;
     at::Tensor lm_head; // [vocab, hidden]; the embedding itself when tied
@@ -59,8 +59,8 @@ struct decoder_weights {
 // Generated on `device` (a CUDA generator on CUDA, so 61 GB never cross the bus) from `seed`
 // in float32, then rounded to `type`: the same seed on the same device kind and libtorch gives
 // the same weights, and a bf16 model is the rounding of the fp32 one.
-decoder_weights random_weights(const model_config& config, c10::ScalarType type,
-                               c10::Device device, std::uint64_t seed);
+decoder_weights random_weights(const model_config& config, c10::ScalarType type, c10::Device device,
+                               std::uint64_t seed);
 // The weights seed the decode workload derives from its init_seed parameter.
 std::uint64_t random_weights_seed(std::uint64_t init_seed);
 
@@ -89,7 +89,7 @@ std::string rms_norm_path();
 // allocated once, at `capacity` positions; a decode step reads its token and position from
 // device tensors, so that the same step can be captured once and replayed.
 class decoder_session {
-public:
+  public:
     decoder_session(std::shared_ptr<const decoder_weights> weights, std::int64_t capacity,
                     moe_path moe);
     ~decoder_session();
@@ -117,7 +117,7 @@ public:
     const at::Tensor& tokens() const { return m_seq; }    // prompt, then sampled tokens
     std::int64_t kv_cache_bytes() const;
 
-private:
+  private:
     at::Tensor forward_prefill(const at::Tensor& tokens, bool all_logits);
     void step_body(bool static_shapes);
     at::Tensor layer_step(const layer_weights& lw, std::int64_t layer, at::Tensor x,
@@ -128,12 +128,12 @@ private:
     std::shared_ptr<const decoder_weights> m_w;
     std::int64_t m_capacity;
     moe_path m_moe;
-    at::Tensor m_k, m_v;          // [layers, kv_heads, capacity, head_dim]
-    at::Tensor m_cos, m_sin;      // [capacity, head_dim], in the weights' dtype
-    at::Tensor m_seq;             // int64 [capacity + 1]
-    at::Tensor m_pos;             // int64 [1]: the position the next step processes
-    at::Tensor m_positions;       // int64 [capacity]: 0..capacity-1, for the static mask
-    at::Tensor m_logits;          // [1, vocab]
+    at::Tensor m_k, m_v;     // [layers, kv_heads, capacity, head_dim]
+    at::Tensor m_cos, m_sin; // [capacity, head_dim], in the weights' dtype
+    at::Tensor m_seq;        // int64 [capacity + 1]
+    at::Tensor m_pos;        // int64 [1]: the position the next step processes
+    at::Tensor m_positions;  // int64 [capacity]: 0..capacity-1, for the static mask
+    at::Tensor m_logits;     // [1, vocab]
     std::int64_t m_host_pos = 0;
     bool m_teacher_forced = false;
     std::unique_ptr<backend::captured_graph> m_graph;

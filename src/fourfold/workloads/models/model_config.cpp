@@ -145,24 +145,28 @@ const std::vector<model_config>& presets() {
 // --- config.json fields -------------------------------------------------------------------
 
 class config_reader {
-public:
+  public:
     config_reader(const json& j, std::string where) : m_j(j), m_where(std::move(where)) {}
 
     bool has(const char* key) const { return m_j.contains(key) && !m_j.at(key).is_null(); }
 
-    std::int64_t integer(const char* key, std::optional<std::int64_t> fallback = std::nullopt) const {
+    std::int64_t integer(const char* key,
+                         std::optional<std::int64_t> fallback = std::nullopt) const {
         if (!has(key)) {
-            if (fallback) return *fallback;
+            if (fallback)
+                return *fallback;
             throw bad_input(fmt::format("{}: config.json has no \"{}\"", m_where, key));
         }
         const auto& v = m_j.at(key);
         if (!v.is_number_integer())
-            throw bad_input(fmt::format("{}: \"{}\" is {}, not a whole number", m_where, key, v.dump()));
+            throw bad_input(
+                fmt::format("{}: \"{}\" is {}, not a whole number", m_where, key, v.dump()));
         return v.get<std::int64_t>();
     }
 
     double number(const json& obj, const char* key, double fallback) const {
-        if (!obj.contains(key) || obj.at(key).is_null()) return fallback;
+        if (!obj.contains(key) || obj.at(key).is_null())
+            return fallback;
         const auto& v = obj.at(key);
         if (!v.is_number())
             throw bad_input(fmt::format("{}: \"{}\" is {}, not a number", m_where, key, v.dump()));
@@ -171,15 +175,18 @@ public:
     double number(const char* key, double fallback) const { return number(m_j, key, fallback); }
 
     bool boolean(const char* key, bool fallback) const {
-        if (!has(key)) return fallback;
+        if (!has(key))
+            return fallback;
         const auto& v = m_j.at(key);
         if (!v.is_boolean())
-            throw bad_input(fmt::format("{}: \"{}\" is {}, not true or false", m_where, key, v.dump()));
+            throw bad_input(
+                fmt::format("{}: \"{}\" is {}, not true or false", m_where, key, v.dump()));
         return v.get<bool>();
     }
 
     std::string text(const char* key, const std::string& fallback) const {
-        if (!has(key)) return fallback;
+        if (!has(key))
+            return fallback;
         const auto& v = m_j.at(key);
         if (!v.is_string())
             throw bad_input(fmt::format("{}: \"{}\" is {}, not a string", m_where, key, v.dump()));
@@ -189,7 +196,7 @@ public:
     const json& raw() const { return m_j; }
     const std::string& where() const { return m_where; }
 
-private:
+  private:
     const json& m_j;
     std::string m_where;
 };
@@ -220,8 +227,8 @@ rope_config parse_rope(const config_reader& r) {
                 break;
             }
         if (type != "default" && type != "llama3")
-            throw bad_input(fmt::format("{}: rope type '{}' is not supported; valid: default, llama3",
-                                        r.where(), type));
+            throw bad_input(fmt::format(
+                "{}: rope type '{}' is not supported; valid: default, llama3", r.where(), type));
         rope.type = type;
         if (type == "llama3") {
             rope.factor = r.number(*scaling, "factor", 8.0);
@@ -237,16 +244,20 @@ rope_config parse_rope(const config_reader& r) {
 void check_range(const std::string& where, const char* field, std::int64_t v, std::int64_t lo,
                  std::int64_t hi) {
     if (v < lo || v > hi)
-        throw bad_input(fmt::format("{}: {} = {} is out of range; valid: {}..{}", where, field, v, lo, hi));
+        throw bad_input(
+            fmt::format("{}: {} = {} is out of range; valid: {}..{}", where, field, v, lo, hi));
 }
 
 } // namespace
 
 std::string_view to_string(architecture a) {
     switch (a) {
-    case architecture::llama: return "llama";
-    case architecture::qwen3: return "qwen3";
-    case architecture::qwen3_moe: return "qwen3_moe";
+    case architecture::llama:
+        return "llama";
+    case architecture::qwen3:
+        return "qwen3";
+    case architecture::qwen3_moe:
+        return "qwen3_moe";
     }
     return "?";
 }
@@ -264,14 +275,16 @@ json rope_config::to_json() const {
 
 bool model_config::has_moe() const {
     for (std::int64_t l = 0; l < layers; ++l)
-        if (is_moe_layer(l)) return true;
+        if (is_moe_layer(l))
+            return true;
     return false;
 }
 
 // Hugging Face's Qwen3MoeDecoderLayer: experts unless listed in mlp_only_layers, on every
 // sparse_step-th layer.
 bool model_config::is_moe_layer(std::int64_t layer) const {
-    if (experts <= 0) return false;
+    if (experts <= 0)
+        return false;
     if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
         return false;
     return sparse_step > 0 && (layer + 1) % sparse_step == 0;
@@ -281,9 +294,12 @@ std::int64_t model_config::total_params() const {
     std::int64_t n = vocab * hidden * (tie_embeddings ? 1 : 2) + hidden;
     for (std::int64_t l = 0; l < layers; ++l) {
         n += 2 * hidden + qkv_dim() * hidden + hidden * q_dim();
-        if (qk_norm) n += 2 * head_dim;
-        if (is_moe_layer(l)) n += experts * hidden + experts * 3 * hidden * moe_intermediate;
-        else n += 3 * hidden * intermediate;
+        if (qk_norm)
+            n += 2 * head_dim;
+        if (is_moe_layer(l))
+            n += experts * hidden + experts * 3 * hidden * moe_intermediate;
+        else
+            n += 3 * hidden * intermediate;
     }
     return n;
 }
@@ -292,15 +308,20 @@ std::int64_t model_config::params_read_per_token() const {
     std::int64_t n = hidden /* embedding row */ + vocab * hidden /* LM head */ + hidden;
     for (std::int64_t l = 0; l < layers; ++l) {
         n += 2 * hidden + qkv_dim() * hidden + hidden * q_dim();
-        if (qk_norm) n += 2 * head_dim;
+        if (qk_norm)
+            n += 2 * head_dim;
         if (is_moe_layer(l))
-            n += experts * hidden + std::min(experts_per_token, experts) * 3 * hidden * moe_intermediate;
-        else n += 3 * hidden * intermediate;
+            n += experts * hidden +
+                 std::min(experts_per_token, experts) * 3 * hidden * moe_intermediate;
+        else
+            n += 3 * hidden * intermediate;
     }
     return n;
 }
 
-std::int64_t model_config::kv_elements_per_position() const { return 2 * layers * kv_dim(); }
+std::int64_t model_config::kv_elements_per_position() const {
+    return 2 * layers * kv_dim();
+}
 
 model_config model_config::with_layers(std::int64_t n) const {
     auto c = *this;
@@ -318,31 +339,37 @@ void model_config::validate() const {
     check_range(w, "vocab_size", vocab, 1, std::int64_t{1} << 24);
     check_range(w, "max_position_embeddings", max_positions, 1, std::int64_t{1} << 24);
     if (head_dim % 2 != 0)
-        throw bad_input(fmt::format("{}: head_dim = {} must be even for rotary embeddings", w, head_dim));
+        throw bad_input(
+            fmt::format("{}: head_dim = {} must be even for rotary embeddings", w, head_dim));
     if (heads % kv_heads != 0)
         throw bad_input(fmt::format("{}: num_attention_heads = {} is not a multiple of "
                                     "num_key_value_heads = {}",
                                     w, heads, kv_heads));
     if (!(rms_eps > 0) || rms_eps > 1)
-        throw bad_input(fmt::format("{}: rms_norm_eps = {} is out of range; valid: (0, 1]", w, rms_eps));
+        throw bad_input(
+            fmt::format("{}: rms_norm_eps = {} is out of range; valid: (0, 1]", w, rms_eps));
     if (!(rope.theta > 1))
         throw bad_input(fmt::format("{}: rope_theta = {} must be above 1", w, rope.theta));
     if (rope.type == "llama3" &&
         (!(rope.factor > 0) || !(rope.high_freq_factor > rope.low_freq_factor) ||
          !(rope.low_freq_factor > 0) || rope.original_max_positions < 1))
-        throw bad_input(fmt::format("{}: llama3 rope scaling needs factor > 0 and high_freq_factor > "
-                                    "low_freq_factor > 0; got {}",
-                                    w, rope.to_json().dump()));
+        throw bad_input(
+            fmt::format("{}: llama3 rope scaling needs factor > 0 and high_freq_factor > "
+                        "low_freq_factor > 0; got {}",
+                        w, rope.to_json().dump()));
     bool any_dense = false;
-    for (std::int64_t l = 0; l < layers; ++l) any_dense = any_dense || !is_moe_layer(l);
-    if (any_dense) check_range(w, "intermediate_size", intermediate, 1, 1 << 20);
+    for (std::int64_t l = 0; l < layers; ++l)
+        any_dense = any_dense || !is_moe_layer(l);
+    if (any_dense)
+        check_range(w, "intermediate_size", intermediate, 1, 1 << 20);
     if (arch == architecture::qwen3_moe) {
         check_range(w, "num_experts", experts, 1, 4096);
         check_range(w, "num_experts_per_tok", experts_per_token, 1, experts);
         check_range(w, "moe_intermediate_size", moe_intermediate, 1, 1 << 20);
         check_range(w, "decoder_sparse_step", sparse_step, 1, 4096);
     } else if (experts != 0) {
-        throw bad_input(fmt::format("{}: {} has no experts (num_experts = {})", w, to_string(arch), experts));
+        throw bad_input(
+            fmt::format("{}: {} has no experts (num_experts = {})", w, to_string(arch), experts));
     }
 }
 
@@ -370,7 +397,8 @@ json model_config::to_json() const {
         out["decoder_sparse_step"] = sparse_step;
         out["mlp_only_layers"] = mlp_only_layers;
     }
-    if (!has_moe() || !mlp_only_layers.empty() || sparse_step > 1) out["intermediate_size"] = intermediate;
+    if (!has_moe() || !mlp_only_layers.empty() || sparse_step > 1)
+        out["intermediate_size"] = intermediate;
     return out;
 }
 
@@ -398,12 +426,14 @@ json model_config::to_hf_config() const {
              {"attention_dropout", 0.0},
              {"torch_dtype", "bfloat16"}};
     if (rope.type == "llama3")
-        out["rope_scaling"] = json{{"rope_type", "llama3"},
-                                   {"factor", rope.factor},
-                                   {"low_freq_factor", rope.low_freq_factor},
-                                   {"high_freq_factor", rope.high_freq_factor},
-                                   {"original_max_position_embeddings", rope.original_max_positions}};
-    if (arch == architecture::llama) out["mlp_bias"] = false;
+        out["rope_scaling"] =
+            json{{"rope_type", "llama3"},
+                 {"factor", rope.factor},
+                 {"low_freq_factor", rope.low_freq_factor},
+                 {"high_freq_factor", rope.high_freq_factor},
+                 {"original_max_position_embeddings", rope.original_max_positions}};
+    if (arch == architecture::llama)
+        out["mlp_bias"] = false;
     if (arch == architecture::qwen3_moe) {
         out["num_experts"] = experts;
         out["num_experts_per_tok"] = experts_per_token;
@@ -417,25 +447,31 @@ json model_config::to_hf_config() const {
 
 std::vector<std::string> preset_names() {
     std::vector<std::string> out;
-    for (const auto& p : presets()) out.push_back(p.name);
+    for (const auto& p : presets())
+        out.push_back(p.name);
     return out;
 }
 
 std::optional<model_config> find_preset(std::string_view name) {
     for (const auto& p : presets())
-        if (p.name == name) return p;
+        if (p.name == name)
+            return p;
     return std::nullopt;
 }
 
 model_config parse_hf_config(const json& j, const std::string& where) {
-    if (!j.is_object()) throw bad_input(fmt::format("{}: config.json is not a JSON object", where));
+    if (!j.is_object())
+        throw bad_input(fmt::format("{}: config.json is not a JSON object", where));
     const config_reader r(j, where);
     model_config c;
     c.name = where;
     const auto type = r.text("model_type", "");
-    if (type == "llama") c.arch = architecture::llama;
-    else if (type == "qwen3") c.arch = architecture::qwen3;
-    else if (type == "qwen3_moe") c.arch = architecture::qwen3_moe;
+    if (type == "llama")
+        c.arch = architecture::llama;
+    else if (type == "qwen3")
+        c.arch = architecture::qwen3;
+    else if (type == "qwen3_moe")
+        c.arch = architecture::qwen3_moe;
     else
         throw bad_input(fmt::format("{}: model_type '{}' is not supported; valid: llama, qwen3, "
                                     "qwen3_moe",
@@ -444,7 +480,8 @@ model_config parse_hf_config(const json& j, const std::string& where) {
     c.layers = r.integer("num_hidden_layers");
     c.heads = r.integer("num_attention_heads");
     c.kv_heads = r.integer("num_key_value_heads", c.heads);
-    if (c.heads <= 0) throw bad_input(fmt::format("{}: num_attention_heads = {} must be >= 1", where, c.heads));
+    if (c.heads <= 0)
+        throw bad_input(fmt::format("{}: num_attention_heads = {} must be >= 1", where, c.heads));
     c.head_dim = r.integer("head_dim", c.hidden / c.heads);
     c.vocab = r.integer("vocab_size");
     c.max_positions = r.integer("max_position_embeddings", 8192);
@@ -455,10 +492,12 @@ model_config parse_hf_config(const json& j, const std::string& where) {
     c.intermediate = r.integer("intermediate_size", 0);
     const auto act = r.text("hidden_act", "silu");
     if (act != "silu")
-        throw bad_input(fmt::format("{}: hidden_act '{}' is not supported; valid: silu", where, act));
+        throw bad_input(
+            fmt::format("{}: hidden_act '{}' is not supported; valid: silu", where, act));
     for (const char* bias : {"attention_bias", "mlp_bias"})
         if (r.boolean(bias, false))
-            throw bad_input(fmt::format("{}: {} = true is not supported; valid: false", where, bias));
+            throw bad_input(
+                fmt::format("{}: {} = true is not supported; valid: false", where, bias));
     if (c.arch == architecture::qwen3_moe) {
         c.experts = r.integer("num_experts");
         c.experts_per_token = r.integer("num_experts_per_tok");
@@ -482,13 +521,15 @@ model_config parse_hf_config(const json& j, const std::string& where) {
 }
 
 model_source resolve_model(const std::string& text) {
-    if (auto p = find_preset(text)) return {*p, std::nullopt, false};
+    if (auto p = find_preset(text))
+        return {*p, std::nullopt, false};
     const fs::path dir(text);
     std::error_code ec;
     if (!fs::is_directory(dir, ec))
-        throw bad_input(fmt::format("model '{}' is neither a preset nor a directory; valid presets: "
-                                    "{} (or a directory with config.json and *.safetensors)",
-                                    text, join(preset_names(), ", ")));
+        throw bad_input(
+            fmt::format("model '{}' is neither a preset nor a directory; valid presets: "
+                        "{} (or a directory with config.json and *.safetensors)",
+                        text, join(preset_names(), ", ")));
     const auto config_path = dir / "config.json";
     std::ifstream in(config_path, std::ios::binary);
     if (!in)

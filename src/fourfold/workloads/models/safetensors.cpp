@@ -30,14 +30,15 @@ struct dtype_row {
 };
 // The format's dtypes (safetensors 0.4); every one is checked for size, the floating ones and
 // the signed integers read into libtorch tensors.
-constexpr dtype_row k_dtypes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},      {"I16", 2},
-                                  {"U16", 2},  {"I32", 4}, {"U32", 4},     {"I64", 8},
-                                  {"U64", 8},  {"F16", 2}, {"BF16", 2},    {"F32", 4},
+constexpr dtype_row k_dtypes[] = {{"BOOL", 1}, {"U8", 1},      {"I8", 1},     {"I16", 2},
+                                  {"U16", 2},  {"I32", 4},     {"U32", 4},    {"I64", 8},
+                                  {"U64", 8},  {"F16", 2},     {"BF16", 2},   {"F32", 4},
                                   {"F64", 8},  {"F8_E4M3", 1}, {"F8_E5M2", 1}};
 
 std::string dtype_list() {
     std::vector<std::string> names;
-    for (const auto& d : k_dtypes) names.emplace_back(d.name);
+    for (const auto& d : k_dtypes)
+        names.emplace_back(d.name);
     return join(names, ", ");
 }
 
@@ -48,7 +49,8 @@ void pread_all(int fd, void* buffer, std::uint64_t n, std::uint64_t offset, cons
         const auto chunk = static_cast<size_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
         const auto got = ::pread(fd, p, chunk, static_cast<off_t>(offset));
         if (got < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             throw bad_input(fmt::format("{}: read failed at byte {}: {}", path.string(), offset,
                                         std::strerror(errno)));
         }
@@ -68,21 +70,28 @@ int json_depth(std::string_view text) {
     bool in_string = false, escaped = false;
     for (const char ch : text) {
         if (in_string) {
-            if (escaped) escaped = false;
-            else if (ch == '\\') escaped = true;
-            else if (ch == '"') in_string = false;
+            if (escaped)
+                escaped = false;
+            else if (ch == '\\')
+                escaped = true;
+            else if (ch == '"')
+                in_string = false;
             continue;
         }
-        if (ch == '"') in_string = true;
-        else if (ch == '{' || ch == '[') deepest = std::max(deepest, ++depth);
-        else if (ch == '}' || ch == ']') --depth;
+        if (ch == '"')
+            in_string = true;
+        else if (ch == '{' || ch == '[')
+            deepest = std::max(deepest, ++depth);
+        else if (ch == '}' || ch == ']')
+            --depth;
     }
     return deepest;
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
     std::vector<std::string> parts;
-    for (const auto d : shape) parts.push_back(std::to_string(d));
+    for (const auto d : shape)
+        parts.push_back(std::to_string(d));
     return fmt::format("[{}]", join(parts, ", "));
 }
 
@@ -106,11 +115,13 @@ safetensors_entry parse_entry(const std::string& name, const json& v, const std:
     unsigned __int128 numel = 1;
     for (const auto& d : v["shape"]) {
         if (!d.is_number_unsigned())
-            throw bad_input(fmt::format("{}: tensor '{}' has shape entry {}, not a whole number >= 0",
-                                        where, name, d.dump()));
+            throw bad_input(
+                fmt::format("{}: tensor '{}' has shape entry {}, not a whole number >= 0", where,
+                            name, d.dump()));
         const auto n = d.get<std::uint64_t>();
         if (n > (std::uint64_t{1} << 62))
-            throw bad_input(fmt::format("{}: tensor '{}' has dimension {}, too large", where, name, n));
+            throw bad_input(
+                fmt::format("{}: tensor '{}' has dimension {}, too large", where, name, n));
         numel *= n;
         if (numel > (static_cast<unsigned __int128>(1) << 62))
             throw bad_input(fmt::format("{}: tensor '{}' has a shape whose element count overflows",
@@ -118,16 +129,18 @@ safetensors_entry parse_entry(const std::string& name, const json& v, const std:
         e.shape.push_back(static_cast<std::int64_t>(n));
     }
     const auto& off = v.contains("data_offsets") ? v["data_offsets"] : json();
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
         throw bad_input(fmt::format("{}: tensor '{}' needs data_offsets [begin, end] of whole "
                                     "numbers, got {}",
                                     where, name, off.dump()));
     e.begin = off[0].get<std::uint64_t>();
     e.end = off[1].get<std::uint64_t>();
     if (e.end < e.begin)
-        throw bad_input(fmt::format("{}: tensor '{}' has data_offsets [{}, {}] that end before they "
-                                    "begin",
-                                    where, name, e.begin, e.end));
+        throw bad_input(
+            fmt::format("{}: tensor '{}' has data_offsets [{}, {}] that end before they "
+                        "begin",
+                        where, name, e.begin, e.end));
     const auto need = numel * static_cast<unsigned __int128>(element);
     if (static_cast<unsigned __int128>(e.end - e.begin) != need)
         throw bad_input(fmt::format("{}: tensor '{}' holds {} bytes but shape {} of {} needs {} "
@@ -141,24 +154,37 @@ safetensors_entry parse_entry(const std::string& name, const json& v, const std:
 
 std::int64_t safetensors_dtype_bytes(std::string_view dtype) {
     for (const auto& d : k_dtypes)
-        if (dtype == d.name) return d.bytes;
+        if (dtype == d.name)
+            return d.bytes;
     return 0;
 }
 
 std::optional<c10::ScalarType> scalar_type_of_safetensors(std::string_view dtype) {
-    if (dtype == "BOOL") return at::kBool;
-    if (dtype == "U8") return at::kByte;
-    if (dtype == "I8") return at::kChar;
-    if (dtype == "I16") return at::kShort;
-    if (dtype == "I32") return at::kInt;
-    if (dtype == "I64") return at::kLong;
-    if (dtype == "F16") return at::kHalf;
-    if (dtype == "BF16") return at::kBFloat16;
-    if (dtype == "F32") return at::kFloat;
-    if (dtype == "F64") return at::kDouble;
+    if (dtype == "BOOL")
+        return at::kBool;
+    if (dtype == "U8")
+        return at::kByte;
+    if (dtype == "I8")
+        return at::kChar;
+    if (dtype == "I16")
+        return at::kShort;
+    if (dtype == "I32")
+        return at::kInt;
+    if (dtype == "I64")
+        return at::kLong;
+    if (dtype == "F16")
+        return at::kHalf;
+    if (dtype == "BF16")
+        return at::kBFloat16;
+    if (dtype == "F32")
+        return at::kFloat;
+    if (dtype == "F64")
+        return at::kDouble;
 #if FOURFOLD_HAS_FLOAT8
-    if (dtype == "F8_E4M3") return at::kFloat8_e4m3fn;
-    if (dtype == "F8_E5M2") return at::kFloat8_e5m2;
+    if (dtype == "F8_E4M3")
+        return at::kFloat8_e4m3fn;
+    if (dtype == "F8_E5M2")
+        return at::kFloat8_e5m2;
 #endif
     return std::nullopt;
 }
@@ -166,14 +192,16 @@ std::optional<c10::ScalarType> scalar_type_of_safetensors(std::string_view dtype
 std::optional<std::string> safetensors_dtype_of(c10::ScalarType type) {
     for (const auto& d : k_dtypes) {
         const auto t = scalar_type_of_safetensors(d.name);
-        if (t && *t == type) return std::string(d.name);
+        if (t && *t == type)
+            return std::string(d.name);
     }
     return std::nullopt;
 }
 
 std::int64_t safetensors_entry::numel() const {
     std::int64_t n = 1;
-    for (const auto d : shape) n *= d;
+    for (const auto d : shape)
+        n *= d;
     return n;
 }
 
@@ -194,17 +222,18 @@ safetensors_file::safetensors_file(fs::path path) : m_path(std::move(path)) {
         unsigned char raw[8];
         pread_all(m_fd, raw, 8, 0, m_path);
         std::uint64_t header_bytes = 0;
-        for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | raw[i];
+        for (int i = 7; i >= 0; --i)
+            header_bytes = (header_bytes << 8) | raw[i];
         if (header_bytes > m_file_bytes - 8)
             throw bad_input(fmt::format("{}: header length {} runs past the end of the file ({} "
                                         "bytes; truncated or not safetensors?)",
                                         where, header_bytes, m_file_bytes));
         if (header_bytes > k_max_header_bytes)
-            throw bad_input(fmt::format("{}: header length {} is above the {} bytes accepted", where,
-                                        header_bytes, k_max_header_bytes));
+            throw bad_input(fmt::format("{}: header length {} is above the {} bytes accepted",
+                                        where, header_bytes, k_max_header_bytes));
         if (header_bytes < 2)
-            throw bad_input(fmt::format("{}: header length {} cannot hold a JSON object", where,
-                                        header_bytes));
+            throw bad_input(
+                fmt::format("{}: header length {} cannot hold a JSON object", where, header_bytes));
         std::string text(static_cast<std::size_t>(header_bytes), '\0');
         pread_all(m_fd, text.data(), header_bytes, 8, m_path);
         m_data_start = 8 + header_bytes;
@@ -228,7 +257,8 @@ safetensors_file::safetensors_file(fs::path path) : m_path(std::move(path)) {
             throw bad_input(fmt::format("{}: header is not valid JSON ({})", where, e.what()));
         }
         if (!duplicate.empty())
-            throw bad_input(fmt::format("{}: tensor '{}' is named twice in the header", where, duplicate));
+            throw bad_input(
+                fmt::format("{}: tensor '{}' is named twice in the header", where, duplicate));
         if (!header.is_object())
             throw bad_input(fmt::format("{}: header is not a JSON object", where));
 
@@ -242,14 +272,16 @@ safetensors_file::safetensors_file(fs::path path) : m_path(std::move(path)) {
             }
             auto e = parse_entry(it.key(), it.value(), where);
             if (e.end > data_bytes)
-                throw bad_input(fmt::format("{}: tensor '{}' has data_offsets [{}, {}] past the end "
-                                            "of the data ({} bytes; truncated file?)",
-                                            where, e.name, e.begin, e.end, data_bytes));
+                throw bad_input(
+                    fmt::format("{}: tensor '{}' has data_offsets [{}, {}] past the end "
+                                "of the data ({} bytes; truncated file?)",
+                                where, e.name, e.begin, e.end, data_bytes));
             m_entries.push_back(std::move(e));
         }
         // The data must be covered exactly, in order, with no overlap and no hole.
         std::vector<const safetensors_entry*> order;
-        for (const auto& e : m_entries) order.push_back(&e);
+        for (const auto& e : m_entries)
+            order.push_back(&e);
         std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
             return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
         });
@@ -271,7 +303,8 @@ safetensors_file::safetensors_file(fs::path path) : m_path(std::move(path)) {
             throw bad_input(fmt::format("{}: the data section holds {} bytes but the tensors cover "
                                         "{}",
                                         where, data_bytes, cursor));
-        for (std::size_t i = 0; i < m_entries.size(); ++i) m_index[m_entries[i].name] = i;
+        for (std::size_t i = 0; i < m_entries.size(); ++i)
+            m_index[m_entries[i].name] = i;
     } catch (...) {
         ::close(m_fd);
         m_fd = -1;
@@ -280,7 +313,8 @@ safetensors_file::safetensors_file(fs::path path) : m_path(std::move(path)) {
 }
 
 safetensors_file::~safetensors_file() {
-    if (m_fd >= 0) ::close(m_fd);
+    if (m_fd >= 0)
+        ::close(m_fd);
 }
 
 const safetensors_entry* safetensors_file::find(const std::string& name) const {
@@ -291,14 +325,15 @@ const safetensors_entry* safetensors_file::find(const std::string& name) const {
 at::Tensor safetensors_file::read(const safetensors_entry& e) const {
     const auto type = scalar_type_of_safetensors(e.dtype);
     if (!type)
-        throw bad_input(fmt::format("{}: tensor '{}' has dtype {}, which libtorch {}.{} cannot hold",
-                                    m_path.string(), e.name, e.dtype, TORCH_VERSION_MAJOR,
-                                    TORCH_VERSION_MINOR));
+        throw bad_input(fmt::format(
+            "{}: tensor '{}' has dtype {}, which libtorch {}.{} cannot hold", m_path.string(),
+            e.name, e.dtype, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR));
     auto out = at::empty(e.shape, at::TensorOptions().dtype(*type));
     const auto bytes = e.end - e.begin;
     if (static_cast<std::uint64_t>(out.numel()) * out.element_size() != bytes)
         throw std::logic_error("safetensors: entry size changed after validation");
-    if (bytes > 0) pread_all(m_fd, out.data_ptr(), bytes, m_data_start + e.begin, m_path);
+    if (bytes > 0)
+        pread_all(m_fd, out.data_ptr(), bytes, m_data_start + e.begin, m_path);
     return out;
 }
 
@@ -333,11 +368,14 @@ checkpoint::checkpoint(const fs::path& dir) : m_dir(dir) {
             const auto file = it.value().get<std::string>();
             // A shard must be a plain file in this directory: no path may lead outside it.
             if (file.empty() || file == "." || file == ".." ||
-                file.find_first_of("/\\") != std::string::npos || file.find('\0') != std::string::npos)
-                throw bad_input(fmt::format("{}: weight_map[\"{}\"] = '{}' is not a plain file name "
-                                            "in the directory",
-                                            index_path.string(), it.key(), file));
-            if (unique.insert(file).second) file_names.push_back(file);
+                file.find_first_of("/\\") != std::string::npos ||
+                file.find('\0') != std::string::npos)
+                throw bad_input(
+                    fmt::format("{}: weight_map[\"{}\"] = '{}' is not a plain file name "
+                                "in the directory",
+                                index_path.string(), it.key(), file));
+            if (unique.insert(file).second)
+                file_names.push_back(file);
         }
     } else {
         for (const auto& entry : fs::directory_iterator(dir, ec))
@@ -362,8 +400,9 @@ checkpoint::checkpoint(const fs::path& dir) : m_dir(dir) {
             const auto slot = file_slot.at(it.value().get<std::string>());
             const auto* e = m_files[slot]->find(it.key());
             if (!e)
-                throw bad_input(fmt::format("{}: the index maps '{}' to {}, which has no such tensor",
-                                            dir.string(), it.key(), it.value().get<std::string>()));
+                throw bad_input(
+                    fmt::format("{}: the index maps '{}' to {}, which has no such tensor",
+                                dir.string(), it.key(), it.value().get<std::string>()));
             m_where[it.key()] = {slot, e};
         }
     } else {
@@ -371,9 +410,10 @@ checkpoint::checkpoint(const fs::path& dir) : m_dir(dir) {
             for (const auto& e : m_files[slot]->entries()) {
                 const auto [it, fresh] = m_where.emplace(e.name, std::make_pair(slot, &e));
                 if (!fresh)
-                    throw bad_input(fmt::format("{}: tensor '{}' is in both {} and {}", dir.string(),
-                                                e.name, m_files[it->second.first]->path().filename().string(),
-                                                m_files[slot]->path().filename().string()));
+                    throw bad_input(
+                        fmt::format("{}: tensor '{}' is in both {} and {}", dir.string(), e.name,
+                                    m_files[it->second.first]->path().filename().string(),
+                                    m_files[slot]->path().filename().string()));
             }
     }
 }
@@ -392,7 +432,8 @@ at::Tensor checkpoint::read(const std::string& name) const {
 
 std::vector<std::string> checkpoint::names() const {
     std::vector<std::string> out;
-    for (const auto& [name, where] : m_where) out.push_back(name);
+    for (const auto& [name, where] : m_where)
+        out.push_back(name);
     return out;
 }
 
@@ -403,20 +444,26 @@ void write_safetensors(const fs::path& path, const named_tensors& tensors, const
     for (const auto& [name, t] : tensors) {
         const auto dtype = safetensors_dtype_of(t.scalar_type());
         if (!dtype)
-            throw bad_input(fmt::format("tensor '{}' has a dtype the safetensors format has no name "
-                                        "for",
-                                        name));
+            throw bad_input(
+                fmt::format("tensor '{}' has a dtype the safetensors format has no name "
+                            "for",
+                            name));
         auto c = t.detach().to(at::kCPU).contiguous();
         const auto bytes = static_cast<std::uint64_t>(c.numel()) * c.element_size();
-        header[name] = json{{"dtype", *dtype}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+        header[name] = json{{"dtype", *dtype},
+                            {"shape", c.sizes().vec()},
+                            {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
         data.push_back(std::move(c));
     }
-    if (!metadata.empty()) header["__metadata__"] = metadata;
+    if (!metadata.empty())
+        header["__metadata__"] = metadata;
     auto text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' '); // aligns the data to 8 bytes, as the reference writer does
+    text.append((8 - text.size() % 8) % 8,
+                ' '); // aligns the data to 8 bytes, as the reference writer does
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw bad_input(fmt::format("{}: cannot be written", path.string()));
+    if (!out)
+        throw bad_input(fmt::format("{}: cannot be written", path.string()));
     unsigned char length[8];
     std::uint64_t n = text.size();
     for (auto& b : length) {
@@ -428,10 +475,12 @@ void write_safetensors(const fs::path& path, const named_tensors& tensors, const
     for (const auto& c : data)
         out.write(static_cast<const char*>(c.data_ptr()),
                   static_cast<std::streamsize>(c.numel() * c.element_size()));
-    if (!out) throw bad_input(fmt::format("{}: write failed", path.string()));
+    if (!out)
+        throw bad_input(fmt::format("{}: write failed", path.string()));
 }
 
-void write_sharded_checkpoint(const fs::path& dir, const named_tensors& tensors, std::int64_t shard_bytes) {
+void write_sharded_checkpoint(const fs::path& dir, const named_tensors& tensors,
+                              std::int64_t shard_bytes) {
     std::vector<named_tensors> shards(1);
     std::int64_t in_shard = 0;
     for (const auto& nt : tensors) {

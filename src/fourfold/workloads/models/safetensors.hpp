@@ -36,7 +36,7 @@ struct safetensors_entry {
 };
 
 class safetensors_file {
-public:
+  public:
     // Headers larger than this are refused (the reference implementation's limit).
     static constexpr std::uint64_t k_max_header_bytes = std::uint64_t{100} << 20;
     // JSON nesting deeper than this is refused before parsing (a valid header nests 3 deep).
@@ -57,7 +57,7 @@ public:
     // A CPU tensor that owns a copy of the tensor's bytes.
     at::Tensor read(const safetensors_entry& entry) const;
 
-private:
+  private:
     std::filesystem::path m_path;
     int m_fd = -1;
     std::uint64_t m_file_bytes = 0;
@@ -70,7 +70,7 @@ private:
 // A directory of safetensors weights: model.safetensors.index.json and its shards (Hugging
 // Face's sharded layout), or else every *.safetensors file in it.
 class checkpoint {
-public:
+  public:
     explicit checkpoint(const std::filesystem::path& dir);
 
     bool contains(const std::string& name) const { return m_where.count(name) > 0; }
@@ -82,7 +82,7 @@ public:
     bool indexed() const { return m_indexed; }
     const std::filesystem::path& directory() const { return m_dir; }
 
-private:
+  private:
     std::filesystem::path m_dir;
     bool m_indexed = false;
     std::vector<std::unique_ptr<safetensors_file>> m_files;
