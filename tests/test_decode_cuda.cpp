@@ -68,9 +68,10 @@ TEST(decode_cuda, tiny_presets_pass_in_both_modes_and_both_moe_paths) {
             EXPECT_EQ(rec.job.variant, "generic") << rec.reason;
             continue;
         }
-        if (rec.which == ledger::correctness)
+        if (rec.which == ledger::correctness) {
             EXPECT_EQ(rec.figures["verdict"], "PASS")
                 << rec.job.params.dump() << rec.figures["failed_checks"].dump();
+        }
         if (rec.which == ledger::throughput) {
             EXPECT_NE(rec.figures["timing"].get<std::string>().find("device events"),
                       std::string::npos);

@@ -366,8 +366,9 @@ TEST(decode_workload, three_ledgers_on_the_cpu_for_every_tiny_preset) {
                 EXPECT_LT(f["metrics"]["kl_max"].get<double>(), 1e-8) << name;
                 EXPECT_EQ(f["metrics"]["positions"], 16);
             }
-            if (rec.which == ledger::memory)
+            if (rec.which == ledger::memory) {
                 EXPECT_GT(f["driver_peak_bytes"].get<double>(), 0);
+            }
         }
         EXPECT_EQ(ok[ledger::throughput], ok[ledger::correctness]) << name;
         EXPECT_EQ(ok[ledger::memory], ok[ledger::correctness]) << name;
@@ -409,8 +410,9 @@ TEST(decode_workload, what_cannot_run_here_is_a_skip_with_its_reason) {
             EXPECT_EQ(rec.status, record_status::skipped);
             EXPECT_NE(rec.reason.find("mode=graph"), std::string::npos) << rec.reason;
         }
-        if (model == "tiny-qwen3-moe" && rec.job.variant == "generic")
+        if (model == "tiny-qwen3-moe" && rec.job.variant == "generic") {
             EXPECT_EQ(rec.status, record_status::ok);
+        }
         if (model == "tiny-qwen3-moe" && rec.job.variant == "stock" && !FOURFOLD_HAS_GROUPED_MM) {
             EXPECT_EQ(rec.status, record_status::skipped);
             EXPECT_NE(rec.reason.find("_grouped_mm"), std::string::npos) << rec.reason;

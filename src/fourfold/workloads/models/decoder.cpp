@@ -87,8 +87,9 @@ Tensor inv_freq_tensor(const model_config& c, c10::ScalarType type) {
 // [Tq, heads, head_dim] grouped over the kv heads by broadcasting, no repeat of k and v.
 // k, v [kv_heads, L, head_dim]; `causal` masks key j > query i (Tq == L); `mask` [L] bool
 // keeps the positions where it is true.
-Tensor explicit_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t groups,
-                          bool causal, const Tensor& mask, double scale) {
+[[maybe_unused]] Tensor explicit_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           std::int64_t groups, bool causal, const Tensor& mask,
+                                           double scale) {
     const auto tq = q.size(0), kv_heads = k.size(0), hd = q.size(2), len = k.size(1);
     const auto qg = q.reshape({tq, kv_heads, groups, hd}).permute({1, 2, 0, 3}); // [KVH, G, Tq, hd]
     auto scores = at::matmul(qg, k.unsqueeze(1).transpose(-1, -2)).mul_(scale);  // [KVH, G, Tq, L]
