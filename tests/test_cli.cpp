@@ -1,7 +1,12 @@
 // Runs the real `fourfold` binary: bad input gets one line and exit code 2 and never touches the
 // store; a good run writes records the JSON export shows with units, status, params and provenance.
 #include "fourfold/core/json.hpp"
+#include "fourfold/workloads/models/decoder.hpp"
 #include "test_helpers.hpp"
+
+#include <ATen/ATen.h>
+#include <fstream>
+#include <set>
 
 #include <cstdlib>
 #include <gtest/gtest.h>
@@ -150,4 +155,156 @@ TEST(cli, env_and_list_describe_the_build_in_json) {
     EXPECT_TRUE(names.count("softmax") && names.count("linear_decode"));
     EXPECT_EQ(l["ledgers"].size(), 4u);
     EXPECT_EQ(run_cli("--help", dir).code, 0);
+}
+
+// --- fourfold decode ------------------------------------------------------------------------------
+
+namespace {
+
+const char* k_decode_quick = " --min-time 0.01 --timeout 1 --quiet --dtype fp32";
+
+json export_all(const std::string& db, const temp_dir& dir) {
+    const auto e = run_cli("export --format json --db " + db, dir);
+    EXPECT_EQ(e.code, 0) << e.err;
+    return json::parse(e.out);
+}
+
+const json* find_ok(const json& doc, const std::string& ledger, const std::string& variant) {
+    for (const auto& rec : doc["records"])
+        if (rec["ledger"] == ledger && rec["variant"] == variant && rec["status"] == "ok") return &rec;
+    return nullptr;
+}
+
+// A checkpoint of the weights the preset gets from init_seed 1, written by this test.
+void write_preset_checkpoint(const std::string& preset, const std::filesystem::path& dir) {
+    using namespace fourfold::workloads::models;
+    const auto config = *find_preset(preset);
+    const auto w = random_weights(config, at::kFloat, c10::Device(c10::DeviceType::CPU), random_weights_seed(1));
+    write_sharded_checkpoint(dir, hf_tensors(w), 48 * 1024);
+    std::ofstream(dir / "config.json") << config.to_hf_config().dump(2);
+}
+
+} // namespace
+
+TEST(cli_decode, tiny_models_fill_three_ledgers_at_each_context) {
+    temp_dir dir;
+    const auto db = (dir / "d.db");
+    const auto r = run_cli("decode --model tiny-qwen3-moe --ctx 16,40 --tokens 4 --db " + db + k_decode_quick, dir);
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("tokens/s"), std::string::npos);
+    EXPECT_NE(r.out.find("bw limit [tokens/s]"), std::string::npos);
+    const auto doc = export_all(db, dir);
+    std::map<std::string, int> ok;
+    std::set<std::int64_t> contexts;
+    for (const auto& rec : doc["records"]) {
+        EXPECT_EQ(rec["workload"], "decode");
+        EXPECT_NE(rec["status"], "failed") << rec.dump();
+        if (rec["status"] != "ok") continue;
+        ++ok[rec["ledger"].get<std::string>()];
+        if (rec["ledger"] == "throughput") {
+            EXPECT_EQ(rec["unit"], "tokens/s");
+            EXPECT_EQ(rec["figures"]["ctx"], rec["params"]["ctx"]);
+            EXPECT_GT(rec["figures"]["tokens_per_s"].get<double>(), 0);
+            contexts.insert(rec["figures"]["ctx"].get<std::int64_t>());
+        }
+    }
+    EXPECT_EQ(contexts, (std::set<std::int64_t>{16, 40}));
+    EXPECT_GE(ok["throughput"], 2);
+    EXPECT_EQ(ok["correctness"], ok["throughput"]);
+    EXPECT_EQ(ok["memory"], ok["throughput"]);
+}
+
+TEST(cli_decode, a_checkpoint_on_disk_decodes_to_the_same_logits_as_the_weights_set_directly) {
+    for (const std::string preset : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"}) {
+        temp_dir dir;
+        const auto ckpt = dir / "ckpt";
+        fourfold::make_directory(ckpt);
+        write_preset_checkpoint(preset, ckpt);
+        const std::string common = " --ctx 20 --tokens 5 --ledgers correctness,throughput" + std::string(k_decode_quick);
+        const auto a = run_cli("decode --model " + preset + common + " --db " + (dir / "a.db"), dir);
+        ASSERT_EQ(a.code, 0) << a.err << a.out;
+        const auto b = run_cli("decode --model " + ckpt + common + " --db " + (dir / "b.db"), dir);
+        ASSERT_EQ(b.code, 0) << b.err << b.out;
+        const auto da = export_all((dir / "a.db"), dir);
+        const auto db = export_all((dir / "b.db"), dir);
+        int compared = 0;
+        for (const char* variant : {"stock", "generic"}) {
+            const auto* ca = find_ok(da, "correctness", variant);
+            const auto* cb = find_ok(db, "correctness", variant);
+            if (!ca || !cb) continue;
+            ++compared;
+            const auto& ma = (*ca)["figures"]["metrics"];
+            const auto& mb = (*cb)["figures"]["metrics"];
+            EXPECT_EQ(ma["logits_fnv1a64"], mb["logits_fnv1a64"]) << preset << " " << variant;
+            EXPECT_EQ(ma["max_abs"], mb["max_abs"]) << preset;
+            EXPECT_EQ(ma["kl_max"], mb["kl_max"]) << preset;
+            EXPECT_EQ((*cb)["figures"]["verdict"], "PASS") << preset;
+            const auto* ta = find_ok(da, "throughput", variant);
+            const auto* tb = find_ok(db, "throughput", variant);
+            ASSERT_TRUE(ta && tb);
+            EXPECT_EQ((*ta)["figures"]["generated_tokens"], (*tb)["figures"]["generated_tokens"]) << preset;
+            EXPECT_NE((*tb)["figures"]["facts"]["weights"].get<std::string>().find("checkpoint"),
+                      std::string::npos);
+        }
+        EXPECT_GE(compared, 1) << preset;
+    }
+}
+
+TEST(cli_decode, malformed_checkpoints_are_one_line_exit_2_and_leave_no_store) {
+    temp_dir dir;
+    const auto cfg = run_cli("decode --model tiny-llama --print-config", dir);
+    ASSERT_EQ(cfg.code, 0) << cfg.err;
+    EXPECT_EQ(json::parse(cfg.out)["model_type"], "llama");
+    auto raw = [](const std::string& header, const std::string& data, std::optional<std::uint64_t> given = {}) {
+        const auto length = given.value_or(header.size());
+        std::string out;
+        for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
+        return out + header + data;
+    };
+    // a whole, valid checkpoint, truncated by one byte
+    temp_dir whole;
+    write_preset_checkpoint("tiny-llama", whole.path());
+    const auto shard = fourfold::testing::read_file(whole / "model-00001-of-00002.safetensors");
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {shard.substr(0, shard.size() - 1), "truncated"},
+        {raw("{}", "", 4096), "runs past the end"},
+        {raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+             std::string(12, '\0')),
+         "overlap"},
+        {raw(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::string(8, '\0')), "wrong dtype size"},
+    };
+    for (const auto& [bytes, needle] : cases) {
+        temp_dir model;
+        fourfold::testing::write_file(model / "config.json", cfg.out);
+        fourfold::testing::write_file(model / "model.safetensors", bytes);
+        const auto db = dir / "never.db";
+        const auto r = run_cli("decode --model " + model.path() + " --db " + db + k_decode_quick, dir);
+        EXPECT_EQ(r.code, 2) << needle << ": " << r.err;
+        EXPECT_EQ(lines(r.err), 1) << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("model.safetensors"), std::string::npos) << r.err;
+        EXPECT_FALSE(fourfold::path_exists(db));
+    }
+}
+
+TEST(cli_decode, bad_requests_are_one_line_exit_2) {
+    temp_dir dir;
+    const auto db = (dir / "never.db");
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"decode --model nosuch", "tiny-llama"},
+        {"decode --ctx 512", "--model"},
+        {"decode --model tiny-llama --ctx 0", "ctx=0"},
+        {"decode --model tiny-llama --mode fast", "fast"},
+        {"decode --model tiny-llama --ctx 5000", "max_position_embeddings"},
+        {"decode --model tiny-llama --tokens 0", "--tokens"},
+        {"decode --model tiny-llama --dtype fp8_e4m3fn", "fp8_e4m3fn"},
+        {"decode --model tiny-llama --device cuda:7", "cuda:7"},
+    };
+    for (const auto& [args, needle] : cases) {
+        const auto r = run_cli(args + " --db " + db, dir);
+        EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+        EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
+        EXPECT_FALSE(fourfold::path_exists(db)) << args;
+    }
 }

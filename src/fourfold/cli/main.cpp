@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false);
     rep->add_option("--threshold", rpo.threshold, "practical threshold of the verdicts")->capture_default_str();
     rep->footer(cli::compare_help_footer());
+    cli::decode_options dopt;
+    auto* decode = cli::add_decode_command(app, dopt);
 
     try {
         app.parse(argc, argv);
@@ -135,6 +137,10 @@ int main(int argc, char** argv) {
         if (*exp) return cli::export_command(eo);
         if (*cmp) return cli::compare_command(co);
         if (*rep) return cli::report_command(rpo);
+        if (*decode) {
+            dopt.command_line = joined_args(argc, argv);
+            return cli::decode_command(dopt);
+        }
     } catch (const bad_input& e) {
         return fail(2, e.what());
     } catch (const device_error& e) {

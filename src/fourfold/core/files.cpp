@@ -1,6 +1,7 @@
 #include "fourfold/core/files.hpp"
 
 #include <cstdio>
+#include <dirent.h>
 #include <ftw.h>
 #include <sys/stat.h>
 
@@ -19,6 +20,23 @@ bool path_exists(const std::string& path) {
 bool is_directory(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_regular_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<std::string> list_directory(const std::string& path) {
+    std::vector<std::string> out;
+    DIR* d = ::opendir(path.c_str());
+    if (!d) return out;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name != "." && name != "..") out.push_back(name);
+    }
+    ::closedir(d);
+    return out;
 }
 
 bool make_directory(const std::string& path, unsigned mode) {

@@ -176,10 +176,12 @@ private:
                               const workloads::input_set& cpu_inputs) {
         std::map<std::string, measure::tolerance> tol;
         std::map<std::string, measure::error_accumulator> acc;
+        std::map<std::string, std::unique_ptr<workloads::extra_metrics>> extra;
         for (const auto& [v, out] : outputs) {
             tol.emplace(v, m_g.c->variant_tolerance(v));
             acc.emplace(v, measure::error_accumulator(m_g.c->output_dtype(), out.sizes().vec(),
                                                       tol.at(v), measure::rms_of_finite(out)));
+            if (auto e = m_g.c->make_extra_metrics()) extra.emplace(v, std::move(e));
         }
         workloads::reference_plan ref;
         try {
@@ -190,6 +192,9 @@ private:
                 for (auto& [v, a] : acc)
                     a.add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
                           chunk.dim, chunk.start);
+                for (auto& [v, e] : extra)
+                    e->add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
+                           chunk.dim, chunk.start);
             }
         } catch (const std::exception& e) {
             const auto f = classify(e);
@@ -198,7 +203,14 @@ private:
             return;
         }
         for (const auto& [v, a] : acc) {
-            const auto result = a.finish();
+            auto result = a.finish();
+            if (const auto it = extra.find(v); it != extra.end()) {
+                auto more = it->second->finish();
+                for (auto m = more.metrics.begin(); m != more.metrics.end(); ++m)
+                    result.metrics[m.key()] = m.value();
+                for (auto& check : more.failed_checks) result.failed_checks.push_back(std::move(check));
+                if (!more.failed_checks.empty()) result.pass = false;
+            }
             auto r = record::make(ledger::correctness, id(v));
             r.figures = result.to_json();
             r.figures["tolerance"] = tol.at(v).to_json();
@@ -298,6 +310,8 @@ private:
         auto& dev = m_ctx.dev;
         auto& probe = dev.memory();
         try {
+            auto call = m_g.c->memory_call(variant, dev_inputs, dev);
+            if (!call) call = [&] { (void)m_g.w->run(variant, *m_g.c, dev_inputs); };
             dev.synchronize();
             dev.release_scratch();
             probe.release_cached();
@@ -308,7 +322,7 @@ private:
             const auto t0 = clock_type::now();
             std::int64_t calls = 0;
             do {
-                (void)m_g.w->run(variant, *m_g.c, dev_inputs);
+                call();
                 dev.synchronize();
                 ++calls;
             } while ((std::chrono::duration<double>(clock_type::now() - t0).count() <

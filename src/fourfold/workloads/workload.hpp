@@ -83,6 +83,23 @@ reference_plan chunked_reference(std::int64_t dim, std::int64_t total, std::int6
                                  std::string method,
                                  std::function<at::Tensor(std::int64_t, std::int64_t)> compute);
 
+// Workload-specific correctness figures beside the shared metrics (decode: top-1 agreement and
+// KL divergence of logits). Fed the same output slices and reference chunks as the shared error
+// accumulator; a check it fails fails the verdict.
+class extra_metrics {
+public:
+    struct result {
+        json metrics = json::object();
+        std::vector<std::string> failed_checks;
+    };
+    virtual ~extra_metrics() = default;
+    // `out`: a CPU slice of the output; `ref`: the float64 reference of the same slice, which
+    // starts at `start` along dimension `dim` of the whole output.
+    virtual void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim,
+                     std::int64_t start) = 0;
+    virtual result finish() = 0;
+};
+
 struct case_args {
     std::string workload;
     json params; // canonical values, every declared parameter present
@@ -136,6 +153,16 @@ public:
     // steps) on inputs already on the device and returns its figures.
     virtual throughput_result measure_throughput(const std::string& variant, const input_set& in,
                                                  const throughput_context& ctx) const;
+    // Correctness figures of its own beside the shared ones; nullptr for the shared ones only.
+    virtual std::unique_ptr<extra_metrics> make_extra_metrics() const { return nullptr; }
+    // The call the memory pass repeats under the sampler; empty means the variant's function.
+    // A whole-model workload whose variant function runs a reduced twin (for correctness)
+    // returns the real model's work here. Called before the pass takes its baseline, so that
+    // what the case keeps (its weights) is built first.
+    virtual std::function<void()> memory_call(const std::string& variant, const input_set& in,
+                                              backend::device& dev) const {
+        return {};
+    }
     // The output dtype (for the tolerance and ULPs); the job dtype unless a workload says other.
     virtual dtype output_dtype() const { return m_args.type; }
 

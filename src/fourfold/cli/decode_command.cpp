@@ -1,0 +1,95 @@
+// fourfold decode: the decode workload over a model and context lengths, through the same plan,
+// runner, store and tables as `fourfold run` (it builds a run request; no second code path).
+#include "fourfold/cli/commands.hpp"
+#include "fourfold/core/error.hpp"
+#include "fourfold/core/text.hpp"
+#include "fourfold/workloads/models/model_config.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <iostream>
+
+namespace fourfold::cli {
+
+CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
+    auto* d = app.add_subcommand(
+        "decode", "decode tokens/s of a model at given context lengths (the decode workload: "
+                  "throughput, correctness and memory ledgers)");
+    d->add_option("--model", o.model,
+                  "a preset (" + join(workloads::models::preset_names(), ", ") +
+                      ") or a directory with a Hugging Face config.json and *.safetensors")
+        ->required();
+    d->add_option("--ctx", o.ctx, "context lengths (prompt tokens before decoding), a comma list")
+        ->capture_default_str();
+    d->add_option("--tokens", o.tokens, "decode steps timed per round")->capture_default_str();
+    d->add_option("--mode", o.mode,
+                  "eager | graph, or both as a list (default: eager,graph on "
+                  "CUDA, eager elsewhere)");
+    d->add_option("--device", o.device, "cpu | cuda[:i] | mps")->capture_default_str();
+    d->add_option("--dtype", o.dtypes, "bf16, fp16, fp32 (a comma list sweeps; default bf16)")
+        ->allow_extra_args(false);
+    d->add_option("--variants", o.variants,
+                  "stock, generic (default: both for MoE models, stock for dense ones)")
+        ->allow_extra_args(false);
+    d->add_option("--ledgers", o.ledgers, "throughput,correctness,memory or a subset")
+        ->capture_default_str();
+    d->add_option("--init-seed", o.init_seed,
+                  "seed of the random weights and the prompt (default 1)");
+    d->add_option("--db", o.db, "the SQLite store")->capture_default_str();
+    d->add_option("--label", o.label, "a label for this run");
+    d->add_option("--min-time", o.min_time_s,
+                  "seconds of timed decode rounds at least (default 0.5)");
+    d->add_option("--timeout", o.timeout_s, "seconds of timed decode rounds at most (default 15)");
+    d->add_flag("--quiet", o.quiet, "no progress line");
+    d->add_option("--format", o.format, "text | md: how the tables print")->capture_default_str();
+    d->add_flag("--print-config", o.print_config,
+                "print the model's Hugging Face config.json (for transformers) and exit");
+    return d;
+}
+
+int decode_command(const decode_options& o) {
+    std::vector<std::string> models;
+    for (const auto& m : split(o.model, ','))
+        if (!trim(m).empty())
+            models.push_back(trim(m));
+    if (models.empty())
+        throw bad_input("--model is empty; give a preset or a directory");
+    if (o.print_config) {
+        if (models.size() != 1)
+            throw bad_input("--print-config takes one --model");
+        std::cout << workloads::models::resolve_model(models[0]).config.to_hf_config().dump(2)
+                  << '\n';
+        return 0;
+    }
+    if (o.tokens < 1)
+        throw bad_input(fmt::format("--tokens {} is out of range; valid: 1 or more", o.tokens));
+
+    run_options r;
+    r.workload = "decode";
+    r.params = {"model=" + join(models, ","), "ctx=" + o.ctx, fmt::format("tokens={}", o.tokens)};
+    const bool cuda = starts_with(o.device, "cuda");
+    r.params.push_back("mode=" + o.mode.value_or(cuda ? "eager,graph" : "eager"));
+    if (o.init_seed)
+        r.params.push_back(fmt::format("init_seed={}", *o.init_seed));
+    r.dtypes = o.dtypes;
+    r.variants = o.variants;
+    if (r.variants.empty()) {
+        // generic differs from stock only in MoE layers: dense models get stock alone.
+        bool any_moe = false;
+        for (const auto& m : models)
+            any_moe = any_moe || workloads::models::resolve_model(m).config.has_moe();
+        r.variants = {any_moe ? "stock,generic" : "stock"};
+    }
+    r.device = o.device;
+    r.ledgers = o.ledgers;
+    r.db = o.db;
+    r.label = o.label;
+    r.min_time_s = o.min_time_s;
+    r.timeout_s = o.timeout_s;
+    r.quiet = o.quiet;
+    r.format = o.format;
+    r.command_line = o.command_line;
+    return run_command(r);
+}
+
+} // namespace fourfold::cli

@@ -1,0 +1,609 @@
+// decode: a whole decoder-only model (Llama 3, Qwen3, Qwen3-MoE) at batch 1. Throughput: a
+// prefill of `ctx` tokens (time to first token, its own figure), then `tokens` greedy decode
+// steps, each timed; tokens/s beside the bandwidth limit. Correctness: a reduced-depth twin (the
+// first layers of the very model, same widths), teacher-forced, against the float64 CPU
+// reference. Memory: the three levels' peaks over one whole decode of the real model.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/backend/dtype_map.hpp"
+#include "fourfold/core/error.hpp"
+#include "fourfold/core/rng.hpp"
+#include "fourfold/core/text.hpp"
+#include "fourfold/measure/statistics.hpp"
+#include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/models/decoder.hpp"
+#include "fourfold/workloads/workload.hpp"
+
+#include <ATen/ATen.h>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+namespace fourfold::workloads {
+namespace {
+
+using namespace models;
+
+// The correctness twin: the first layers of the model, a prompt of k_twin_prompt tokens
+// prefilled (their logits checked too), then decode steps teacher-forced up to k_twin_tokens.
+constexpr std::int64_t k_twin_layers = 2;
+constexpr std::int64_t k_twin_prompt = 8;
+constexpr std::int64_t k_twin_tokens = 16;
+// The KV cache is allocated in whole blocks of positions (aligned rows for the static mask).
+constexpr std::int64_t k_cache_block = 64;
+
+// One model lives on the device at a time, shared by every job of it (contexts, modes,
+// variants) and dropped when a job of another model asks, so that a run over two 60 GB models
+// never holds both. Cases keep only weak references between calls.
+struct loaded_model {
+    std::string key;
+    std::shared_ptr<const decoder_weights> weights;
+    std::shared_ptr<const decoder_weights> cpu_twin; // for the reference, made on first use
+    std::vector<std::int64_t> reference_tokens;      // the tokens reference_hidden is for
+    at::Tensor reference_hidden;                     // float64 [T, hidden]
+
+    const decoder_weights& twin_on_cpu() {
+        if (!cpu_twin)
+            cpu_twin = std::make_shared<const decoder_weights>(
+                weights->first_layers(k_twin_layers).to_cpu());
+        return *cpu_twin;
+    }
+    const at::Tensor& hidden_f64(const at::Tensor& tokens) {
+        std::vector<std::int64_t> t(tokens.data_ptr<std::int64_t>(),
+                                    tokens.data_ptr<std::int64_t>() + tokens.numel());
+        if (t != reference_tokens || !reference_hidden.defined()) {
+            reference_hidden = reference_hidden_f64(twin_on_cpu(), tokens);
+            reference_tokens = std::move(t);
+        }
+        return reference_hidden;
+    }
+};
+
+class model_slot {
+  public:
+    static std::shared_ptr<loaded_model>
+    acquire(const std::string& key, const std::function<std::shared_ptr<loaded_model>()>& build) {
+        auto& s = slot();
+        if (s && s->key == key)
+            return s;
+        s.reset(); // frees the previous model before the next one is built
+        s = build();
+        s->key = key;
+        return s;
+    }
+    static void release(const std::string& key) {
+        auto& s = slot();
+        if (s && s->key == key)
+            s.reset();
+    }
+
+  private:
+    static std::shared_ptr<loaded_model>& slot() {
+        static std::shared_ptr<loaded_model> s;
+        return s;
+    }
+};
+
+std::vector<std::int64_t> seeded_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
+    xoshiro256 rng(seed);
+    std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+    for (auto& t : out)
+        t = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(vocab)));
+    return out;
+}
+
+at::Tensor to_tensor(const std::vector<std::int64_t>& v) {
+    auto t = at::empty({static_cast<std::int64_t>(v.size())}, at::TensorOptions().dtype(at::kLong));
+    std::copy(v.begin(), v.end(), t.data_ptr<std::int64_t>());
+    return t;
+}
+
+// Top-1 agreement, KL divergence and the largest logit error of the twin's logits against the
+// reference, per position; the reference arrives in vocabulary slices and is gathered here
+// (positions x vocab float64: 19 MB for 16 positions of a 151,936 vocabulary).
+class logit_metrics final : public extra_metrics {
+  public:
+    logit_metrics(std::int64_t rows, std::int64_t vocab, double kl_max, double margin)
+        : m_rows(rows), m_vocab(vocab), m_kl_max(kl_max), m_margin(margin) {}
+
+    void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim,
+             std::int64_t start) override {
+        if (!m_out.defined()) {
+            m_out = at::empty({m_rows, m_vocab}, out.options());
+            m_ref = at::empty({m_rows, m_vocab}, ref.options());
+        }
+        m_out.narrow(dim, start, out.size(dim)).copy_(out);
+        m_ref.narrow(dim, start, ref.size(dim)).copy_(ref);
+    }
+
+    result finish() override {
+        result r;
+        if (!m_out.defined())
+            return r;
+        const auto out = m_out.to(at::kDouble);
+        const auto log_p = at::log_softmax(m_ref, -1);
+        const auto log_q = at::log_softmax(out, -1);
+        const auto kl = (log_p.exp() * (log_p - log_q)).sum(-1); // KL(reference || output) per row
+        const auto top_ref = m_ref.topk(2, -1);
+        const auto ref_first = std::get<1>(top_ref).select(1, 0);
+        const auto margin = std::get<0>(top_ref).select(1, 0) - std::get<0>(top_ref).select(1, 1);
+        const auto agree = ref_first.eq(out.argmax(-1));
+        const auto disagree = agree.logical_not().nonzero().view({-1});
+        json rows = json::array();
+        for (std::int64_t i = 0; i < disagree.numel(); ++i) {
+            const auto row = disagree[i].item<std::int64_t>();
+            const double m = margin[row].item<double>();
+            rows.push_back(json{{"position", row}, {"reference_margin", m}});
+            if (m > m_margin)
+                r.failed_checks.push_back(fmt::format("top-1 token differs at position {} where "
+                                                      "the reference leads by {:.4g} > {:.4g}",
+                                                      row, m, m_margin));
+        }
+        const double kl_max = kl.max().item<double>();
+        const auto row_rel_l2 = (out - m_ref).norm(2, {1}) / m_ref.norm(2, {1});
+        json per_position = json::array();
+        for (std::int64_t i = 0; i < m_rows; ++i)
+            per_position.push_back(json{{"kl", kl[i].item<double>()},
+                                        {"rel_l2", row_rel_l2[i].item<double>()},
+                                        {"reference_margin", margin[i].item<double>()}});
+        if (!(kl_max <= m_kl_max))
+            r.failed_checks.push_back(
+                fmt::format("KL divergence {:.4g} > {:.4g}", kl_max, m_kl_max));
+        const auto contiguous = m_out.contiguous();
+        const std::string bytes(
+            static_cast<const char*>(contiguous.data_ptr()),
+            static_cast<std::size_t>(contiguous.numel() * contiguous.element_size()));
+        r.metrics = json{{"positions", m_rows},
+                         {"top1_agreement", agree.to(at::kDouble).mean().item<double>()},
+                         {"top1_disagreements", rows},
+                         {"top1_margin_tolerance", m_margin},
+                         {"kl_mean", kl.mean().item<double>()},
+                         {"kl_max", kl_max},
+                         {"kl_tolerance", m_kl_max},
+                         {"max_abs_logit_error", (out - m_ref).abs().max().item<double>()},
+                         {"logits_fnv1a64", fmt::format("{:016x}", fnv1a64(bytes))},
+                         {"per_position", per_position}};
+        return r;
+    }
+
+  private:
+    std::int64_t m_rows, m_vocab;
+    double m_kl_max, m_margin;
+    at::Tensor m_out, m_ref;
+};
+
+class decode_case final : public workload_case {
+  public:
+    explicit decode_case(const case_args& a)
+        : workload_case(a), m_model(a.get_text("model")), m_source(resolve_model(m_model)),
+          m_ctx(a.get_int("ctx")), m_tokens(a.get_int("tokens")),
+          m_graph(a.get_text("mode") == "graph"),
+          m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))) {
+        const auto& c = m_source.config;
+        if (m_ctx + m_tokens > c.max_positions)
+            throw bad_input(
+                fmt::format("ctx + tokens = {} exceeds {}'s max_position_embeddings {}; "
+                            "choose ctx + tokens <= {}",
+                            m_ctx + m_tokens, m_model, c.max_positions, c.max_positions));
+        // A checkpoint is validated whole (every header, name and shape) before anything runs.
+        if (m_source.has_weights) {
+            m_checkpoint = std::make_unique<checkpoint>(*m_source.directory);
+            check_checkpoint(c, *m_checkpoint);
+        }
+    }
+
+    ~decode_case() override {
+        if (!m_key.empty())
+            model_slot::release(m_key);
+    }
+
+    const model_config& config() const { return m_source.config; }
+
+    cost declared_cost() const override {
+        const auto& c = config();
+        const double e = static_cast<double>(size_bytes(args().type));
+        const double kv = static_cast<double>(c.kv_elements_per_position()) * e;
+        const double read = bytes_read_per_token();
+        const double flops = 2.0 * static_cast<double>(c.params_read_per_token() - c.hidden) +
+                             4.0 * static_cast<double>(c.layers * c.q_dim()) * mean_kv_length();
+        return {read, kv + static_cast<double>(c.vocab) * e, flops,
+                "one decode step at batch 1: weights read per token + KV cache read at the mean "
+                "cache length; writes one KV position and the logits"};
+    }
+
+    // Prompt and twin tokens come from init_seed (not the run's --seed), so that every model
+    // with the same vocabulary, preset or checkpoint, decodes the same tokens.
+    input_set make_inputs(std::uint64_t) const override {
+        const auto v = config().vocab;
+        return {{to_tensor(seeded_tokens(m_ctx, v, sub_seed(m_seed, 1))),
+                 to_tensor(seeded_tokens(k_twin_tokens, v, sub_seed(m_seed, 2)))}};
+    }
+
+    reference_plan reference(const input_set& in) const override {
+        const auto model = m_last.lock();
+        if (!model)
+            throw std::logic_error("decode: the reference runs after a variant built the model");
+        const auto tokens = in[1];
+        const auto hidden_bytes = config().hidden * 8 + k_twin_tokens * 8;
+        return chunked_reference(
+            1, config().vocab, hidden_bytes,
+            fmt::format(
+                "the first {} layer(s) in float64 on the CPU over {} teacher-forced tokens in "
+                "one causal pass, no KV cache; weights upcast from the job's values in "
+                "blocks of at most {} MiB",
+                twin_layers(), k_twin_tokens, k_reference_block_bytes >> 20),
+            [model, tokens](std::int64_t start, std::int64_t length) {
+                return reference_logits_f64(model->twin_on_cpu(), model->hidden_f64(tokens), start,
+                                            length);
+            });
+    }
+
+    std::optional<std::string> unsupported(const std::string& variant,
+                                           const backend::device& dev) const override {
+        const auto& c = config();
+        const bool moe = c.has_moe();
+        if (variant == "generic" && !moe)
+            return fmt::format("{} is dense: generic differs from stock only in the MoE layers, so "
+                               "stock is the one path here",
+                               m_model);
+        if (m_graph) {
+            if (const auto why = dev.caps().missing("graphs"))
+                return "mode=graph: " + *why;
+            if (variant == "generic")
+                return "mode=graph: the generic MoE path copies the expert counts to the host in "
+                       "every MoE layer, and a CUDA graph cannot capture a host sync";
+            if (moe && args().type != dtype::bf16)
+                return fmt::format("mode=graph: _grouped_mm has its fast path for bf16 only; in {} "
+                                   "it loops over the groups with a host sync, which a CUDA graph "
+                                   "cannot capture",
+                                   to_string(args().type));
+            if (moe)
+                if (const auto why = dev.caps().missing("grouped_mm_fast"))
+                    return "mode=graph: " + *why;
+        }
+        if (variant == "stock" && moe)
+            if (const auto why = dev.caps().missing("grouped_mm"))
+                return "the stock MoE path needs at::_grouped_mm: " + *why;
+        const double need = weights_bytes() + kv_cache_bytes();
+        if (need > 0.92 * static_cast<double>(dev.caps().memory_bytes))
+            return fmt::format("{} in {} needs {} (weights {} + KV cache {}) but {} has {}",
+                               m_model, to_string(args().type), human_bytes(need),
+                               human_bytes(weights_bytes()), human_bytes(kv_cache_bytes()),
+                               dev.name(),
+                               human_bytes(static_cast<double>(dev.caps().memory_bytes)));
+        return std::nullopt;
+    }
+
+    // Logits of the reduced-depth twin drift from float64 by rounding in every projection; in
+    // MoE layers a near-tie between the k-th and (k+1)-th expert can flip in bf16 and move that
+    // position's logits by several percent. Random weights make the logits flat, so near-ties for
+    // the top token are common too: only a top token the reference leads clearly must agree.
+    // Calibrated (docs/performance.md) with 2-layer twins of llama3-8b and qwen3-30b-a3b in bf16
+    // and fp32 on the CPU; fp16 scaled from bf16 by its 3 extra mantissa bits.
+    struct decode_tolerance {
+        measure::tolerance shared;
+        double kl_max;
+        double top1_margin;
+    };
+    decode_tolerance policy() const {
+        const bool moe = config().has_moe();
+        switch (args().type) {
+        case dtype::fp32:
+            return {
+                {1e-4, 1e-3, 1e-3, "decode logits, fp32 twin: float32 accumulation"}, 1e-6, 1e-3};
+        case dtype::fp16:
+            return moe ? decode_tolerance{{1e-2, 0.1, 0.1,
+                                           "decode logits, fp16 MoE twin: rounding, routing "
+                                           "near-ties"},
+                                          2e-3,
+                                          0.1}
+                       : decode_tolerance{
+                             {5e-3, 5e-2, 5e-2,
+                              "decode logits, fp16 twin: rounding in every projection"},
+                             2e-4,
+                             0.05};
+        default:
+            return moe ? decode_tolerance{{5e-2, 0.5, 0.5,
+                                           "decode logits, bf16 MoE twin: rounding, routing "
+                                           "near-ties"},
+                                          1e-2,
+                                          0.25}
+                       : decode_tolerance{
+                             {2.5e-2, 0.25, 0.25,
+                              "decode logits, bf16 twin: rounding in every projection"},
+                             1e-3,
+                             0.25};
+        }
+    }
+
+    measure::tolerance tolerance() const override { return policy().shared; }
+
+    std::unique_ptr<extra_metrics> make_extra_metrics() const override {
+        const auto p = policy();
+        return std::make_unique<logit_metrics>(k_twin_tokens, config().vocab, p.kl_max,
+                                               p.top1_margin);
+    }
+
+    json variant_facts(const std::string& variant) const override {
+        const auto& c = config();
+        json f{
+            {"model", c.to_json()},
+            {"weights",
+             m_checkpoint ? fmt::format("checkpoint {}", m_checkpoint->directory().string())
+                          : fmt::format("random, seed {} (init_seed {})", weights_seed(), m_seed)},
+            {"weights_bytes", weights_bytes()},
+            {"weights_bytes_read_per_token",
+             static_cast<double>(c.params_read_per_token()) * element_bytes()},
+            {"kv_cache_bytes", kv_cache_bytes()},
+            {"kv_cache_positions", cache_capacity()},
+            {"kv_cache_bytes_per_position",
+             static_cast<double>(c.kv_elements_per_position()) * element_bytes()},
+            {"attention", attention_path()},
+            {"rms_norm", rms_norm_path()},
+            {"mode", m_graph
+                         ? "graph: one decode step captured as a CUDA graph, replayed per token; "
+                           "attention over the whole cache with a position mask"
+                         : "eager: ops launched per step; attention over the filled prefix"},
+            {"sampling", "greedy: softmax over the vocabulary in float32, argmax, on the device"},
+            {"correctness_twin",
+             json{{"layers", twin_layers()},
+                  {"tokens", k_twin_tokens},
+                  {"prefill", k_twin_prompt},
+                  {"decode_steps", k_twin_tokens - k_twin_prompt},
+                  {"what",
+                   "the first layers of this very model (same widths, same weights), its "
+                   "final norm and LM head; prefill then teacher-forced decode steps in the "
+                   "job's mode; logits of every position checked"}}},
+            {"memory_pass", "the full model's session (weights, KV cache, captured step in graph "
+                            "mode) made first; each call one whole decode: prefill, every decode "
+                            "step"}};
+        if (c.has_moe())
+            f["moe"] =
+                variant == "generic"
+                    ? "host loop: expert counts copied to the host (a sync per MoE layer), "
+                      "then per expert hit two at::linear calls"
+                    : "at::_grouped_mm over rows sorted by expert, group offsets computed and "
+                      "kept on the device (no host sync)";
+        return f;
+    }
+
+    throughput_result measure_throughput(const std::string& variant, const input_set& in,
+                                         const throughput_context& tc) const override {
+        using clock = std::chrono::steady_clock;
+        const auto model = acquire(in[0].device());
+        decoder_session s(model->weights, cache_capacity(), path(variant));
+        if (m_graph)
+            s.capture(tc.dev);
+        const auto& prompt = in[0];
+        const bool events = tc.dev.caps().events;
+        std::vector<std::unique_ptr<backend::device_event>> marks;
+        if (events)
+            for (std::int64_t i = 0; i < m_tokens + 2; ++i)
+                marks.push_back(tc.dev.make_event());
+
+        std::vector<double> step_ms, prefill_ms;
+        auto round = [&](bool timed) {
+            if (events) {
+                marks[0]->record();
+                s.prefill(prompt);
+                marks[1]->record();
+                for (std::int64_t i = 0; i < m_tokens; ++i) {
+                    s.step();
+                    marks[static_cast<std::size_t>(i + 2)]->record();
+                }
+                tc.dev.synchronize();
+                if (!timed)
+                    return;
+                prefill_ms.push_back(marks[1]->elapsed_ms_since(*marks[0]));
+                for (std::size_t i = 1; i + 1 < marks.size(); ++i)
+                    step_ms.push_back(marks[i + 1]->elapsed_ms_since(*marks[i]));
+                return;
+            }
+            auto ms_since = [](clock::time_point t) {
+                return std::chrono::duration<double, std::milli>(clock::now() - t).count();
+            };
+            tc.dev.synchronize();
+            auto t = clock::now();
+            s.prefill(prompt);
+            tc.dev.synchronize();
+            if (timed)
+                prefill_ms.push_back(ms_since(t));
+            for (std::int64_t i = 0; i < m_tokens; ++i) {
+                t = clock::now();
+                s.step();
+                tc.dev.synchronize();
+                if (timed)
+                    step_ms.push_back(ms_since(t));
+            }
+        };
+        round(false); // warm-up: lazy handles, workspaces, allocator pools
+        const auto t0 = clock::now();
+        int rounds = 0;
+        double elapsed_s = 0;
+        do {
+            round(true);
+            ++rounds;
+            elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
+        } while (elapsed_s < tc.timing.stop.min_time_s && elapsed_s < tc.timing.stop.timeout_s &&
+                 rounds < 1000);
+
+        const auto stats = measure::summarize(step_ms);
+        const auto prefill = measure::summarize(prefill_ms);
+        const double per_token = bytes_read_per_token();
+        const double limit =
+            tc.bandwidth_bytes_per_s > 0 ? tc.bandwidth_bytes_per_s / per_token : 0;
+        const double tokens_per_s = stats.median > 0 ? 1000.0 / stats.median : 0;
+        double total_ms = 0;
+        for (const auto v : step_ms)
+            total_ms += v;
+        const auto generated = s.tokens().narrow(0, m_ctx, m_tokens + 1).to(at::kCPU);
+        std::vector<std::int64_t> gen(generated.data_ptr<std::int64_t>(),
+                                      generated.data_ptr<std::int64_t>() + generated.numel());
+
+        throughput_result r;
+        r.figures = json{
+            {"ctx", m_ctx},
+            {"mode", m_graph ? "graph" : "eager"},
+            {"decode_steps", m_tokens},
+            {"rounds", rounds},
+            {"tokens_per_s", tokens_per_s},
+            {"tokens_per_s_basis", "1000 / median ms per token"},
+            {"tokens_per_s_mean",
+             total_ms > 0 ? 1000.0 * static_cast<double>(step_ms.size()) / total_ms : 0},
+            {"ms_per_token", stats.to_json()},
+            {"prefill_ms", prefill.median},
+            {"prefill_ms_stats", prefill.to_json()},
+            {"prefill_tokens_per_s",
+             prefill.median > 0 ? 1000.0 * static_cast<double>(m_ctx) / prefill.median : 0},
+            {"timing", events ? "device events at each step boundary, no host sync between steps; "
+                                "prefill includes sampling the first token"
+                              : "host clock around each step with the device synchronised; prefill "
+                                "includes sampling the first token"},
+            {"bytes_read_per_token", per_token},
+            {"bandwidth_bytes_per_s", tc.bandwidth_bytes_per_s},
+            {"bandwidth_limit_tokens_per_s", limit},
+            {"bandwidth_limit_formula",
+             fmt::format(
+                 "measured copy bandwidth / (weights read per token {} B + KV cache {} B per "
+                 "position x mean cache length {:.1f}); weights read = embedding row, attention, "
+                 "norms, {}LM head",
+                 static_cast<double>(config().params_read_per_token()) * element_bytes(),
+                 static_cast<double>(config().kv_elements_per_position()) * element_bytes(),
+                 mean_kv_length(),
+                 config().has_moe() ? "router and the top-k experts of each MoE layer, "
+                                    : "MLPs, ")},
+            {"pct_of_bandwidth_limit", limit > 0 ? 100.0 * tokens_per_s / limit : 0},
+            {"kv_cache_bytes", s.kv_cache_bytes()},
+            {"generated_tokens", gen}};
+        r.samples_ms = std::move(step_ms);
+        return r;
+    }
+
+    // The session (KV cache, and in graph mode the captured step with its memory pool) is made
+    // here, before the pass takes its baseline: its bytes count in the peaks, and no graph is
+    // captured while the sampler thread polls the driver.
+    std::function<void()> memory_call(const std::string& variant, const input_set& in,
+                                      backend::device& dev) const override {
+        if (!own_variant(variant))
+            return {}; // a test's variant: the runner calls its function
+        const auto model = acquire(in[0].device());
+        auto s = std::make_shared<decoder_session>(model->weights, cache_capacity(), path(variant));
+        if (m_graph)
+            s->capture(dev);
+        return [s, model, steps = m_tokens, prompt = in[0]] {
+            s->prefill(prompt);
+            for (std::int64_t i = 0; i < steps; ++i)
+                s->step();
+        };
+    }
+
+    at::Tensor stock(const input_set& in) const { return twin_logits(in, moe_path::grouped_mm); }
+    at::Tensor generic(const input_set& in) const { return twin_logits(in, moe_path::host_loop); }
+
+  private:
+    double element_bytes() const { return static_cast<double>(size_bytes(args().type)); }
+    std::int64_t twin_layers() const { return std::min(k_twin_layers, config().layers); }
+    std::int64_t cache_capacity() const {
+        return (m_ctx + m_tokens + k_cache_block - 1) / k_cache_block * k_cache_block;
+    }
+    double mean_kv_length() const {
+        return static_cast<double>(m_ctx) + static_cast<double>(m_tokens - 1) / 2.0;
+    }
+    double weights_bytes() const {
+        return static_cast<double>(config().total_params()) * element_bytes();
+    }
+    double kv_cache_bytes() const {
+        return static_cast<double>(config().kv_elements_per_position() * cache_capacity()) *
+               element_bytes();
+    }
+    double bytes_read_per_token() const {
+        return (static_cast<double>(config().params_read_per_token()) +
+                static_cast<double>(config().kv_elements_per_position()) * mean_kv_length()) *
+               element_bytes();
+    }
+    std::uint64_t weights_seed() const { return random_weights_seed(m_seed); }
+    static bool own_variant(const std::string& variant) {
+        return variant == "stock" || variant == "generic";
+    }
+    static moe_path path(const std::string& variant) {
+        if (!own_variant(variant))
+            throw std::invalid_argument(
+                "decode runs whole decodes for stock and generic only, not " + variant);
+        return variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm;
+    }
+
+    std::shared_ptr<loaded_model> acquire(c10::Device device) const {
+        const auto type = backend::scalar_type_or_throw(args().type);
+        m_key = fmt::format("{}|{}|{}|{}", m_model, to_string(args().type), device.str(), m_seed);
+        auto model = model_slot::acquire(m_key, [&] {
+            auto m = std::make_shared<loaded_model>();
+            m->weights = std::make_shared<const decoder_weights>(
+                m_checkpoint ? load_weights(config(), *m_checkpoint, type, device)
+                             : random_weights(config(), type, device, weights_seed()));
+            return m;
+        });
+        m_last = model;
+        return model;
+    }
+
+    // A device for graph capture inside a variant function, which gets no device of its own.
+    backend::device& capture_device(c10::Device d) const {
+        if (!m_capture_device)
+            m_capture_device = backend::open_device(
+                {d.is_cuda() ? backend::device_kind::cuda : backend::device_kind::cpu,
+                 d.is_cuda() ? d.index() : 0});
+        return *m_capture_device;
+    }
+
+    at::Tensor twin_logits(const input_set& in, moe_path moe) const {
+        const auto model = acquire(in[1].device());
+        auto twin =
+            std::make_shared<const decoder_weights>(model->weights->first_layers(twin_layers()));
+        decoder_session s(twin, k_cache_block, moe);
+        std::vector<at::Tensor> rows{s.prefill_teacher_forced(in[1], k_twin_prompt)};
+        if (m_graph)
+            s.capture(capture_device(in[1].device()));
+        for (std::int64_t p = k_twin_prompt; p < k_twin_tokens; ++p) {
+            s.step();
+            rows.push_back(s.logits().clone());
+        }
+        return at::cat(rows, 0);
+    }
+
+    std::string m_model;
+    model_source m_source;
+    std::int64_t m_ctx, m_tokens;
+    bool m_graph;
+    std::uint64_t m_seed;
+    std::unique_ptr<checkpoint> m_checkpoint;
+    mutable std::string m_key;
+    mutable std::weak_ptr<loaded_model> m_last;
+    mutable std::unique_ptr<backend::device> m_capture_device;
+};
+
+FOURFOLD_WORKLOAD(decode_case, "decode")
+    .describe("a whole decoder model at batch 1 (Llama 3, Qwen3, Qwen3-MoE): prefill, then greedy "
+              "decode steps; tokens/s beside the bandwidth limit")
+    .param_text("model", "tiny-llama", {},
+                "a preset (llama3-8b, qwen3-8b, qwen3-30b-a3b, tiny-llama, tiny-qwen3, "
+                "tiny-qwen3-moe) or a directory with a Hugging Face config.json and *.safetensors")
+    .param_int("ctx", 512, "context length: prompt tokens prefilled before decoding", 1, 1 << 20)
+    .param_int("tokens", 64, "decode steps timed per round", 1, 1 << 16)
+    .param_text("mode", "eager", {"eager", "graph"},
+                "eager: ops launched per step; graph: one decode step captured as a CUDA graph and "
+                "replayed")
+    .param_int("init_seed", 1,
+               "seed of the random weights and of the prompt (fixed per case, not --seed, so every "
+               "model sees the same tokens)",
+               0, std::numeric_limits<std::int32_t>::max())
+    .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
+    .ledgers(ledger_set::of({ledger::throughput, ledger::correctness, ledger::memory}))
+    .variant("stock", &decode_case::stock,
+             "libtorch's own ops; MoE layers through at::_grouped_mm with device-side offsets")
+    .variant(
+        "generic", &decode_case::generic,
+        "MoE layers through a host loop over the experts hit (expert counts copied to the host)",
+        true);
+
+} // namespace
+} // namespace fourfold::workloads
