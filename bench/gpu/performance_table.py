@@ -4,6 +4,7 @@ docs/performance.md: the medians of the article suite (run label article-h200) a
 operator_modes stage (labels ops-graph-hot, ops-event-cold) beside the baseline figures of
 REFERENCE_EXPERIMENTS.md. Standard library only."""
 import json
+import os
 import sys
 
 # (what, workload, variant, dtype, params that must match, baseline figure in words)
@@ -48,7 +49,7 @@ ROWS = [
     ("bf16 linear 16x4096x4096 (fp8's reference point)", "fp8_linear", "bf16", "bf16",
      {"tokens": 16, "n": 4096, "k": 4096}, "-"),
 ]
-LABELS = [("article-h200", "article (graph, rotated/cold)"), ("ops-graph-hot", "graph, same inputs (hot)"),
+LABELS = [(os.environ.get("ARTICLE_LABEL", "article-h200"), "article (graph, rotated/cold)"), ("ops-graph-hot", "graph, same inputs (hot)"),
           ("ops-event-cold", "event, L2 flushed")]
 
 

@@ -1,0 +1,36 @@
+# Stages that group the others into the few device calls one session can afford (30 minutes of
+# device time): a build with the GPU tests, the A vs A article runs, then the comparisons.
+# Everything lands in one store, $AA_DB (build-gpu/aa.db: it survives between calls while the
+# machine stays warm); each call copies it to $OUT.
+
+# GPU tests (label gpu) and the store tests that once crashed on this image.
+stage_gpu_quick() {
+    ctest --test-dir $BUILD -L gpu --output-on-failure -j 4 >"$OUT/ctest-gpu.log" 2>&1
+    grep -E "tests passed|Failed|\*\*\*" "$OUT/ctest-gpu.log" | head -20
+    $BUILD/tests/fourfold_tests --gtest_filter='store.*' 2>&1 | tail -2
+}
+
+stage_session_decode() {
+    DB=$AA_DB
+    timeout 480 bash -c 'source bench/gpu/stages/decode.sh; BIN='"$BIN"' DB='"$DB"' OUT='"$OUT"' stage_decode'
+    echo "decode: exit $?"
+    cp "$AA_DB" "$OUT/aa.db"
+}
+
+stage_session_aa() {
+    stage_aa_1
+    cp "$AA_DB" "$OUT/aa.db"
+    stage_aa_2
+    cp "$AA_DB" "$OUT/aa.db"
+}
+
+stage_session_compare() {
+    stage_compare
+    stage_report
+    DB=$AA_DB
+    stage_compare_refuse
+    stage_operator_modes
+    $BIN export --format json --db "$AA_DB" | ARTICLE_LABEL=aa-1 python3 bench/gpu/performance_table.py >"$OUT/performance_table.md"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/run-aa-1.txt" >>"$OUT/performance_table.md"
+    cp "$AA_DB" "$OUT/aa.db"
+}
