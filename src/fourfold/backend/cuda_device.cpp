@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <mutex>
+#include <optional>
 #endif
 
 namespace fourfold::backend {
@@ -109,7 +110,14 @@ public:
         return s;
     }
 
-    void release_cached() override { c10::cuda::CUDACachingAllocator::emptyCache(); }
+    void release_cached() override {
+#if FOURFOLD_TORCH_AT_LEAST(2, 0)
+        // cuBLAS keeps a workspace per (handle, stream) in the caching allocator: allocated
+        // bytes that are libtorch's, not the job's (32 MiB each on Hopper)
+        at::cuda::clearCublasWorkspaces();
+#endif
+        c10::cuda::CUDACachingAllocator::emptyCache();
+    }
     double target_poll_hz() const override { return 2000.0; }
 
     json nvml_fingerprint() const { return m_nvml ? m_nvml->fingerprint() : json(m_nvml_why_not); }
@@ -130,9 +138,16 @@ std::string pci_bus_id_of(int index) {
 
 class cuda_device final : public device {
 public:
-    explicit cuda_device(int index)
-        : m_spec{device_kind::cuda, index}, m_pci(pci_bus_id_of(index)), m_memory(index, m_pci) {
+    explicit cuda_device(int index) : m_spec{device_kind::cuda, index}, m_pci(pci_bus_id_of(index)) {
         c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+        // Create the CUDA context now: NVML lists a process only once it has one, and the
+        // memory probe decides at construction whether NVML's per-process figure is there.
+        FOURFOLD_CHECK_CUDA(cudaFree(nullptr));
+        m_memory = std::make_unique<cuda_memory_probe>(index, m_pci);
+        // One capture stream for the device's lifetime: every new stream would get its own
+        // cuBLAS workspace from the caching allocator (a pool of 32 streams, 1 GiB in all).
+        m_capture_stream.emplace(
+            at::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index)));
         FOURFOLD_CHECK_CUDA(cudaGetDeviceProperties(&m_prop, index));
         m_caps.events = true;
         m_caps.graphs = true;
@@ -192,8 +207,7 @@ public:
         auto graph = std::make_unique<at::cuda::CUDAGraph>();
         {
             // Capture needs a side stream; warm it first so lazy handles and workspaces exist.
-            c10::cuda::CUDAStreamGuard guard(
-                at::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(m_spec.index)));
+            c10::cuda::CUDAStreamGuard guard(*m_capture_stream);
             body();
             FOURFOLD_CHECK_CUDA(cudaStreamSynchronize(current_stream()));
             try {
@@ -233,7 +247,7 @@ public:
                     {"max_memory_clock_mhz_attr", mem_clock_khz / 1000},
                     {"cuda_runtime_version", fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10)},
                     {"cuda_driver_api_version", fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10)},
-                    {"nvml", m_memory.nvml_fingerprint()}};
+                    {"nvml", m_memory->nvml_fingerprint()}};
     }
 
     bandwidth_figure measure_copy_bandwidth() override {
@@ -265,14 +279,15 @@ public:
                             bytes >> 20)};
     }
 
-    memory_probe& memory() override { return m_memory; }
+    memory_probe& memory() override { return *m_memory; }
 
 private:
     device_spec m_spec;
     std::string m_pci;
     cudaDeviceProp m_prop{};
     capabilities m_caps;
-    cuda_memory_probe m_memory;
+    std::unique_ptr<cuda_memory_probe> m_memory;
+    std::optional<c10::cuda::CUDAStream> m_capture_stream;
     at::Tensor m_flush;
     int m_flush_value = 0;
 };
