@@ -1,5 +1,6 @@
 #include "fourfold/compare/comparison.hpp"
 
+#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/text.hpp"
 
 #include <algorithm>
@@ -146,16 +147,6 @@ correctness_row correctness_of(const record_pair& p) {
 }
 
 memory_row memory_of(const record_pair& p) {
-    struct level_source {
-        const char* level;
-        const char* pointer;
-        const char* unavailable_key;
-    };
-    static constexpr level_source k_levels[] = {
-        {"driver", "/driver_peak_bytes", "driver"},
-        {"reserved", "/reserved_peak_bytes", "reserved"},
-        {"allocated", "/allocated_peak_bytes", "allocated"},
-        {"outside", "/outside_allocator_bytes", "outside_allocator"}};
     memory_row row;
     row.id = id_of(p);
     auto why = [](const json& f, const char* key) {
@@ -163,9 +154,9 @@ memory_row memory_of(const record_pair& p) {
         return u.contains(key) && u[key].is_string() ? u[key].get<std::string>()
                                                      : std::string("not recorded");
     };
-    for (const auto& l : k_levels) {
+    for (const auto& l : k_memory_levels) {
         memory_level m;
-        m.level = l.level;
+        m.level = l.name;
         m.a_bytes = number_at(p.a.rec.figures, l.pointer);
         m.b_bytes = number_at(p.b.rec.figures, l.pointer);
         if (!m.a_bytes)

@@ -1,5 +1,6 @@
 #include "fourfold/report/html_report.hpp"
 
+#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/build_info.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/compare_tables.hpp"
@@ -240,19 +241,9 @@ void correctness_chart(const store::run_row& run, const std::vector<stored_recor
 
 void memory_levels_chart(const store::run_row& run, const std::vector<stored_record>& recs,
                          std::string& out) {
-    struct level {
-        const char* name;
-        const char* pointer;
-        const char* unavailable_key;
-    };
-    static constexpr level k_levels[] = {
-        {"driver/process", "/driver_peak_bytes", "driver"},
-        {"allocator reserved", "/reserved_peak_bytes", "reserved"},
-        {"allocator allocated", "/allocated_peak_bytes", "allocated"},
-        {"outside allocator", "/outside_allocator_bytes", "outside_allocator"}};
     svg::group_spec spec;
-    for (const auto& l : k_levels)
-        spec.series.emplace_back(l.name);
+    for (const auto& l : k_memory_levels)
+        spec.series.emplace_back(l.label);
     spec.axis_label = "GiB";
     std::string driver_level;
     for (const auto& s : recs) {
@@ -263,13 +254,13 @@ void memory_levels_chart(const store::run_row& run, const std::vector<stored_rec
             driver_level = f.value("driver_level", "");
         svg::group_row r;
         r.label = job_label(s.rec.job, true);
-        for (const auto& l : k_levels) {
+        for (const auto& l : k_memory_levels) {
             const auto v = number_at(f, l.pointer);
             r.values.push_back(v ? std::optional<double>(*v / k_gib) : std::nullopt);
             const auto why = f.value("unavailable", json::object())
                                  .value(l.unavailable_key, std::string("not recorded"));
             r.why_missing.push_back(why);
-            r.tooltips.push_back(v ? fmt::format("{}: {} peak {} ({:.0f} bytes)", r.label, l.name,
+            r.tooltips.push_back(v ? fmt::format("{}: {} peak {} ({:.0f} bytes)", r.label, l.label,
                                                  human_bytes(*v), *v)
                                    : std::string());
         }
