@@ -13,15 +13,6 @@ namespace {
 
 using store::stored_record;
 
-std::optional<double> number_at(const json& f, const char* pointer) {
-    if (!f.is_object())
-        return std::nullopt;
-    const json::json_pointer p{pointer};
-    if (!f.contains(p) || !f.at(p).is_number())
-        return std::nullopt;
-    return f.at(p).get<double>();
-}
-
 std::string one_line(std::string text) {
     for (auto& c : text)
         if (c == '\n' || c == '\r' || c == '\t')

@@ -19,4 +19,11 @@ std::string canonical_hash(const json& value) {
     return fmt::format("{:016x}", fnv1a64(canonical(value)));
 }
 
+std::optional<double> number_at(const json& value, const char* pointer) {
+    if (!value.is_object()) return std::nullopt;
+    const json::json_pointer p{pointer};
+    if (!value.contains(p) || !value.at(p).is_number()) return std::nullopt;
+    return value.at(p).get<double>();
+}
+
 } // namespace fourfold

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fourfold {
@@ -14,5 +15,7 @@ std::string canonical(const json& value);
 // 64-bit FNV-1a of the canonical text, as 16 hex digits.
 std::string canonical_hash(const json& value);
 std::uint64_t fnv1a64(const std::string& text);
+// The number at a JSON pointer ("/stats/median") of an object; nullopt when absent or not a number.
+std::optional<double> number_at(const json& value, const char* pointer);
 
 } // namespace fourfold

@@ -28,15 +28,6 @@ using store::stored_record;
 constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t k_timeline_points = 240; // per small chart; peaks kept when thinning
 
-std::optional<double> number_at(const json& f, const char* pointer) {
-    if (!f.is_object())
-        return std::nullopt;
-    const json::json_pointer p{pointer};
-    if (!f.contains(p) || !f.at(p).is_number())
-        return std::nullopt;
-    return f.at(p).get<double>();
-}
-
 std::string job_label(const job_id& j, bool with_variant) {
     std::string out = j.workload;
     if (with_variant)
