@@ -40,3 +40,23 @@ stage_outside() {
     $BUILD/tests/fourfold_gpu_tests --gtest_filter='cuda.memory_outside*:cuda.stock_passes*' 2>&1 |
         grep -E "outside_allocator|driver level|OK|FAILED|Failure"
 }
+
+# The memory probe the binary picks (NVML per-process needs a CUDA context first) and the
+# baseline it starts from (cuBLAS workspaces cleared before a memory pass): the driver-level
+# column must read "NVML per-process ..." and the baseline allocated bytes stay near zero.
+stage_probe() {
+    $BIN run --workload softmax --shape 1x128256 --dtype fp32 --device cuda --ledgers memory \
+        --label probe --db "$DB" 2>&1 | sed -n '/^memory:/,/^$/p'
+    $BIN run --workload linear_decode --shape 1x4096x4096 --dtype bf16 --device cuda --ledgers memory \
+        --label probe-linear --db "$DB" --quiet >/dev/null 2>&1
+    $BIN export --format json --run probe --run probe-linear --db "$DB" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["records"]:
+    if r["ledger"] != "memory":
+        continue
+    f = r["figures"]
+    print(r["workload"], r["variant"], "| driver level:", f["driver_level"], "| device-wide:", f["device_wide"],
+          "| baseline MiB (driver/reserved/allocated):",
+          *(round(f["baseline"][k] / 2**20, 2) for k in ("driver_bytes", "reserved_bytes", "allocated_bytes")),
+          "| sampler Hz:", round(f["sampler"]["achieved_hz"]))'
+}

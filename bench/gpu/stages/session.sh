@@ -34,3 +34,12 @@ stage_session_compare() {
     sed -n '/^speed-up of/,/^$/p' "$OUT/run-aa-1.txt" >>"$OUT/performance_table.md"
     cp "$AA_DB" "$OUT/aa.db"
 }
+
+# The comparisons alone, for a session whose device time is short: compare, report, refusals.
+stage_session_compare_only() {
+    stage_compare
+    stage_report
+    DB=$AA_DB
+    stage_compare_refuse
+    cp "$AA_DB" "$OUT/aa.db"
+}
