@@ -167,6 +167,19 @@ TEST(verdict, rule_uses_the_whole_ci_against_the_threshold) {
     ratio_estimate no_ci;
     no_ci.ratio = 0.5;
     EXPECT_EQ(time_verdict(no_ci, 0.02), verdict::unclear); // a point estimate alone never decides
+    // samples that scatter 10 %: a shift must clear 10 %, not 2 %; SAME still needs +-2 %
+    EXPECT_EQ(time_verdict(est(1.05, 1.08), 0.02, 0.10), verdict::unclear);
+    EXPECT_EQ(time_verdict(est(1.12, 1.20), 0.02, 0.10), verdict::slower);
+    EXPECT_EQ(rate_verdict(est(0.85, 0.88), 0.02, 0.10), verdict::slower);
+    EXPECT_EQ(time_verdict(est(0.99, 1.01), 0.02, 0.10), verdict::same);
+    EXPECT_EQ(time_verdict(est(1.03, 1.04), 0.02, 0.01), verdict::slower); // below t: t decides
+}
+
+TEST(verdict, relative_noise_is_the_stdev_over_the_median) {
+    EXPECT_DOUBLE_EQ(relative_noise(std::vector<double>{5.0}), 0.0);
+    // stdev of {9, 10, 11} is 1, median 10
+    EXPECT_NEAR(relative_noise(std::vector<double>{11.0, 9.0, 10.0}), 0.1, 1e-12);
+    EXPECT_NEAR(relative_noise(lognormal_samples(20, 0.05, 20000, 3)), 0.05, 0.003);
 }
 
 // A against itself (same distribution): FASTER or SLOWER must be rare; a real 20 % change is
@@ -355,6 +368,42 @@ TEST(compare, ledgers_get_their_own_rows_units_and_directions) {
     EXPECT_EQ(j["op_time"][0]["a"]["dtype"], "fp32"); // the jobs, beside their figures
     EXPECT_DOUBLE_EQ(j["op_time"][0]["value_b"].get<double>(), c.op_time[0].b_value);
     EXPECT_TRUE(j["regression"].get<bool>());
+}
+
+// A time that syncs with the host, where the host round trip measured beside it moved between
+// the runs: the machine changed under it, so its shift is not called; a device-side time with
+// the same shift is, and a host-bound time under a steady round trip is too.
+TEST(compare, a_host_synchronising_time_is_not_called_when_the_host_round_trip_moved) {
+    auto timed = [](const std::string& variant, bool host_sync, double median, double rt_before,
+                    double rt_after, std::uint64_t seed) {
+        auto r = op_time_record(job_of("moe_decode", variant, "bf16", json{{"tokens", 1}}),
+                                lognormal_samples(median, 0.01, 200, seed), "event", "cold");
+        r.figures["host_sync"] = host_sync;
+        r.figures["host_round_trip_us"] = json{{"before", rt_before}, {"after", rt_after}, {"reps", 200}};
+        return r;
+    };
+    auto runs = [&](double rt_b_before, double rt_b_after) {
+        const auto a = stored({timed("generic", true, 100, 20, 20, 1), timed("stock", false, 30, 20, 20, 2)});
+        const auto b = stored({timed("generic", true, 150, rt_b_before, rt_b_after, 3),
+                               timed("stock", false, 45, rt_b_before, rt_b_after, 4)});
+        return compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
+    };
+    auto row = [](const comparison& c, const std::string& variant) {
+        for (const auto& r : c.op_time)
+            if (r.id.a.variant == variant) return r;
+        ADD_FAILURE() << "no row for " << variant;
+        return timed_row{};
+    };
+    const auto moved = runs(30, 31); // the host round trip 1.5x slower in B
+    EXPECT_EQ(row(moved, "generic").decision, verdict::unclear);
+    EXPECT_NE(row(moved, "generic").note.find("host round trip"), std::string::npos);
+    EXPECT_EQ(row(moved, "stock").decision, verdict::slower); // device-side: called
+    EXPECT_NEAR(*row(moved, "stock").round_trip_b, 30.5, 1e-9);
+    EXPECT_EQ(row(runs(20, 20.1), "generic").decision, verdict::slower); // a steady host: called
+    EXPECT_EQ(row(runs(20, 26), "generic").decision, verdict::unclear); // moved within B's job
+    const auto j = moved.to_json();
+    EXPECT_DOUBLE_EQ(j["op_time"][0]["host_round_trip_us"]["a"].get<double>(), 20.0);
+    EXPECT_TRUE(j["op_time"][0].contains("noise_a"));
 }
 
 TEST(compare, geometric_means_are_per_workload_and_variant_over_one_baseline) {

@@ -95,6 +95,10 @@ TEST(runner, op_time_records_say_how_they_were_measured) {
         EXPECT_DOUBLE_EQ(f["bytes_moved"].get<double>(), 4.0 * (2 * 512 + 256 * 512 + 256 + 2 * 256));
         EXPECT_GT(f["pct_of_bandwidth"].get<double>(), 0);
         EXPECT_TRUE(f["stop"] == "converged" || f["stop"] == "timed_out");
+        // the control beside the timings: the host round trip before and after the job
+        EXPECT_GT(f["host_round_trip_us"]["before"].get<double>(), 0);
+        EXPECT_GT(f["host_round_trip_us"]["after"].get<double>(), 0);
+        EXPECT_EQ(f["host_round_trip_us"]["reps"], measure::k_round_trip_reps);
     }
 }
 

@@ -76,3 +76,32 @@ stage_report() {
     local a=${COMPARE_A:-aa-1} b=${COMPARE_B:-aa-2}
     $BIN report "$a" "$b" --db "$AA_DB" -o "$OUT/report.html" && ls -la "$OUT/report.html"
 }
+
+# Between-process drift of the records an A vs A pair called: the MoE expert step (its generic
+# variant syncs with the host) and the small GEMVs, each run three times in three processes
+# (labels drift-1..3, op_time only), then compared 1 vs 2 and 1 vs 3 with the host round trip
+# measured beside every job. Prints each pair's verdicts and the round trips.
+stage_drift() {
+    local i
+    for i in 1 2 3; do
+        $BIN run --workload moe_decode --param part=gate_up,ffn --param tokens=1,8 --dtype bf16 --device cuda \
+            --ledgers op_time --label drift-$i --db "$AA_DB" --quiet >/dev/null 2>&1
+        $BIN run --workload linear_decode --shape 1x1152x6912,1x2048x2560,1x2560x2048,1x5760x2880,1x4096x4096 \
+            --dtype bf16 --device cuda --ledgers op_time --label drift-$i --db "$AA_DB" --quiet >/dev/null 2>&1
+        echo "drift-$i: $?"
+    done
+    for pair in "drift-1 drift-2" "drift-1 drift-3"; do
+        # shellcheck disable=SC2086
+        $BIN compare $pair --db "$AA_DB" --format json >"$OUT/drift.json" 2>&1
+        echo "compare $pair: exit $?"
+        python3 - "$OUT/drift.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for r in doc["op_time"]:
+    rt = r.get("host_round_trip_us", {})
+    print(f'  {r["verdict"]:8s} {r["a"]["workload"]:13s} {r["a"]["variant"]:8s} '
+          f'{json.dumps(r["a"]["params"], separators=(",", ":")):70s} ratio {r["ratio_b_over_a"]["value"]:.3f} '
+          f'noise {100 * r["noise_a"]:.1f}/{100 * r["noise_b"]:.1f} % rt {rt.get("a", 0):.1f}/{rt.get("b", 0):.1f} us')
+PY
+    done
+}

@@ -64,6 +64,68 @@ const std::vector<double>& samples_of(const stored_record& r) {
     return r.rec.samples;
 }
 
+void append_note(std::string& note, const std::string& more) {
+    note += (note.empty() ? "" : "; ") + more;
+}
+
+// The relative noise of a record: from its samples, else from its stored statistics.
+double noise_of(const stored_record& r) {
+    if (r.rec.samples.size() >= 2)
+        return relative_noise(r.rec.samples);
+    const auto sd = number_at(r.rec.figures, "/stats/stdev");
+    const auto med = number_at(r.rec.figures, "/stats/median");
+    return sd && med && *med > 0 ? *sd / *med : 0;
+}
+
+// The verdict must clear the pair's own scatter when that exceeds the practical threshold.
+void apply_noise(timed_row& row, double threshold) {
+    const double noise = std::max(row.noise_a, row.noise_b);
+    if (noise > threshold)
+        append_note(row.note, fmt::format("samples scatter {:.1f} % (relative stdev of {}): a verdict "
+                                          "needs the whole CI beyond that",
+                                          100 * noise, row.noise_a >= row.noise_b ? "A" : "B"));
+}
+
+struct round_trip {
+    double before = 0, after = 0;
+    double mean() const { return (before + after) / 2; }
+    double drift() const { return before > 0 ? std::abs(after / before - 1) : 0; }
+};
+
+std::optional<round_trip> round_trip_of(const stored_record& r) {
+    const auto before = number_at(r.rec.figures, "/host_round_trip_us/before");
+    const auto after = number_at(r.rec.figures, "/host_round_trip_us/after");
+    if (!before || !after || *before <= 0 || *after <= 0)
+        return std::nullopt;
+    return round_trip{*before, *after};
+}
+
+// A time that synchronises with the host moves with the host. When the host round trip measured
+// beside A or B moved by more than the threshold (between the runs, or within either job), the
+// machine changed under that time and no FASTER/SLOWER is called.
+void apply_round_trip(timed_row& row, const record_pair& p, double threshold) {
+    const auto ra = round_trip_of(p.a);
+    const auto rb = round_trip_of(p.b);
+    if (!ra || !rb)
+        return;
+    row.round_trip_a = ra->mean();
+    row.round_trip_b = rb->mean();
+    const bool host_bound =
+        p.a.rec.figures.value("host_sync", false) || p.b.rec.figures.value("host_sync", false);
+    if (!host_bound)
+        return;
+    const double between = std::abs(rb->mean() / ra->mean() - 1);
+    const double moved = std::max({between, ra->drift(), rb->drift()});
+    if (moved <= threshold || (row.decision != verdict::faster && row.decision != verdict::slower))
+        return;
+    append_note(row.note,
+                fmt::format("host round trip A {:.1f} us, B {:.1f} us (moved {:.1f} %, within a job up "
+                            "to {:.1f} %): this time syncs with the host, so {} is not called",
+                            ra->mean(), rb->mean(), 100 * between,
+                            100 * std::max(ra->drift(), rb->drift()), to_string(row.decision)));
+    row.decision = verdict::unclear;
+}
+
 timed_row op_time_row(const record_pair& p, double threshold) {
     timed_row row;
     row.id = id_of(p);
@@ -86,10 +148,13 @@ timed_row op_time_row(const record_pair& p, double threshold) {
         row.ratio.ratio = row.b_value / row.a_value;
         row.note = "no raw samples stored: no CI, no U test";
     }
-    row.decision = time_verdict(row.ratio, threshold);
+    row.noise_a = noise_of(p.a);
+    row.noise_b = noise_of(p.b);
+    row.decision = time_verdict(row.ratio, threshold, std::max(row.noise_a, row.noise_b));
+    apply_noise(row, threshold);
+    apply_round_trip(row, p, threshold);
     if (std::find(p.job_diffs.begin(), p.job_diffs.end(), "timing") != p.job_diffs.end())
-        row.note += (row.note.empty() ? "" : "; ") +
-                    fmt::format("timing {} vs {}", timing_text(p.a), timing_text(p.b));
+        append_note(row.note, fmt::format("timing {} vs {}", timing_text(p.a), timing_text(p.b)));
     return row;
 }
 
@@ -121,7 +186,10 @@ timed_row throughput_row(const record_pair& p, double threshold) {
         row.ratio.ratio = row.b_value / row.a_value;
         row.note = "no raw ms/token samples stored: no CI, no U test";
     }
-    row.decision = rate_verdict(row.ratio, threshold);
+    row.noise_a = noise_of(p.a);
+    row.noise_b = noise_of(p.b);
+    row.decision = rate_verdict(row.ratio, threshold, std::max(row.noise_a, row.noise_b));
+    apply_noise(row, threshold);
     return row;
 }
 
@@ -334,6 +402,10 @@ json timed_row::to_json() const {
     out["mann_whitney"] =
         u ? json{{"u_a", u->u_a}, {"p_two_sided", u->p_two_sided}, {"method", u->method}}
           : json(nullptr);
+    out["noise_a"] = noise_a;
+    out["noise_b"] = noise_b;
+    if (round_trip_a && round_trip_b)
+        out["host_round_trip_us"] = json{{"a", *round_trip_a}, {"b", *round_trip_b}};
     out["verdict"] = to_string(decision);
     if (!mode.empty())
         out["mode"] = mode;

@@ -64,6 +64,10 @@ struct timed_row {
     std::int64_t n_a = 0, n_b = 0;
     ratio_estimate ratio;    // B/A of `unit`: time ratio for op_time, tokens/s ratio for throughput
     std::optional<u_test> u; // absent without raw samples
+    double noise_a = 0, noise_b = 0; // relative stdev of the samples (the verdict must clear it)
+    // op_time: the host round trip measured beside A's and B's timings (mean of before and
+    // after, µs), where both records carry it
+    std::optional<double> round_trip_a, round_trip_b;
     verdict decision = verdict::unclear;
     std::string mode; // op_time: "graph/cold"; throughput: the decode mode
     std::string ctx;  // throughput: the context length

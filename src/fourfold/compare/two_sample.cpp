@@ -170,12 +170,13 @@ std::string_view to_string(verdict v) {
 
 namespace {
 
-verdict by_ci(const ratio_estimate& r, double threshold, bool higher_is_better) {
+verdict by_ci(const ratio_estimate& r, double threshold, double noise, bool higher_is_better) {
     if (!r.has_ci)
         return verdict::unclear;
     const double lo = 1.0 - threshold, hi = 1.0 + threshold;
-    const bool all_above = r.ci95.low > hi;
-    const bool all_below = r.ci95.high < lo;
+    const double beyond = std::max(threshold, std::isfinite(noise) ? noise : 0.0);
+    const bool all_above = r.ci95.low > 1.0 + beyond;
+    const bool all_below = r.ci95.high < 1.0 - beyond;
     if (all_above)
         return higher_is_better ? verdict::faster : verdict::slower;
     if (all_below)
@@ -187,11 +188,24 @@ verdict by_ci(const ratio_estimate& r, double threshold, bool higher_is_better) 
 
 } // namespace
 
-verdict time_verdict(const ratio_estimate& r, double threshold) {
-    return by_ci(r, threshold, false);
+verdict time_verdict(const ratio_estimate& r, double threshold, double noise) {
+    return by_ci(r, threshold, noise, false);
 }
-verdict rate_verdict(const ratio_estimate& r, double threshold) {
-    return by_ci(r, threshold, true);
+verdict rate_verdict(const ratio_estimate& r, double threshold, double noise) {
+    return by_ci(r, threshold, noise, true);
+}
+
+double relative_noise(std::span<const double> samples) {
+    if (samples.size() < 2)
+        return 0;
+    const double median = measure::median_of({samples.begin(), samples.end()});
+    double mean = 0;
+    for (const double x : samples) mean += x;
+    mean /= static_cast<double>(samples.size());
+    double ss = 0;
+    for (const double x : samples) ss += (x - mean) * (x - mean);
+    const double stdev = std::sqrt(ss / static_cast<double>(samples.size() - 1));
+    return median > 0 ? stdev / median : 0;
 }
 
 std::string verdict_rule(double threshold) {
@@ -200,8 +214,10 @@ std::string verdict_rule(double threshold) {
         "verdict from the 95 % bootstrap CI of the ratio B/A and a practical threshold of {:g} %: "
         "FASTER when the whole CI is beyond {:g} % better (time ratio < {:g}, tokens/s ratio > "
         "{:g}), SLOWER when the whole CI is beyond {:g} % worse, SAME when the whole CI lies "
-        "within +-{:g} %, UNCLEAR otherwise; the Mann-Whitney p-value is shown beside it and "
-        "never decides",
+        "within +-{:g} %, UNCLEAR otherwise; a pair whose samples scatter more than that (relative "
+        "stdev of A or B) must clear its noise instead, and a host-synchronising time is not "
+        "called when the host round trip measured beside it moved by more than the threshold; "
+        "the Mann-Whitney p-value is shown beside it and never decides",
         pct, pct, 1 - threshold, 1 + threshold, pct, pct);
 }
 

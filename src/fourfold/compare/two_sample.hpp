@@ -35,15 +35,19 @@ inline constexpr std::uint64_t k_ratio_seed = 0xf0f0'2026'0000'0005ull;
 ratio_estimate median_ratio(std::span<const double> a, std::span<const double> b,
                             std::uint64_t seed = k_ratio_seed);
 
-// FASTER / SLOWER / SAME / UNCLEAR from the CI of a ratio B/A and a practical threshold t:
-// the whole CI beyond 1 -/+ t in the better/worse direction, or the whole CI within
-// [1 - t, 1 + t], or else UNCLEAR. A p-value never decides.
+// FASTER / SLOWER / SAME / UNCLEAR from the CI of a ratio B/A, a practical threshold t and the
+// timings' own noise n (the larger relative stdev of A's and B's samples): FASTER or SLOWER
+// when the whole CI lies beyond 1 -/+ max(t, n) in that direction (a shift inside the
+// measurement's own scatter is not called, as nvbench's compare does); SAME when the whole CI
+// lies within [1 - t, 1 + t]; else UNCLEAR. A p-value never decides.
 enum class verdict { faster, slower, same, unclear };
 std::string_view to_string(verdict v);
 // Times (lower is better): ratio B/A of µs per call.
-verdict time_verdict(const ratio_estimate& r, double threshold);
+verdict time_verdict(const ratio_estimate& r, double threshold, double noise = 0);
 // Rates (higher is better): ratio B/A of tokens/s.
-verdict rate_verdict(const ratio_estimate& r, double threshold);
+verdict rate_verdict(const ratio_estimate& r, double threshold, double noise = 0);
+// Relative stdev (stdev / median) of a timing's samples; 0 with fewer than 2.
+double relative_noise(std::span<const double> samples);
 // The rule in words, for legends and --help.
 std::string verdict_rule(double threshold);
 

@@ -2,6 +2,8 @@
 
 #include "fourfold/core/error.hpp"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -260,6 +262,20 @@ std::vector<timing_result> measure_interleaved(backend::device& dev,
         out.push_back(std::move(l.result));
     }
     return out;
+}
+
+double host_round_trip_us(backend::device& dev, int reps) {
+    auto x = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(dev.torch_device()));
+    for (int i = 0; i < reps / 4; ++i) // warm: the first trips pay for lazy initialisation
+        (void)x.add_(1.0).item<float>();
+    std::vector<double> us;
+    us.reserve(static_cast<std::size_t>(reps));
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        (void)x.add_(1.0).item<float>();
+        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return median_of(std::move(us));
 }
 
 } // namespace fourfold::measure

@@ -68,4 +68,11 @@ std::vector<timing_result> measure_interleaved(backend::device& dev,
                                                std::vector<timing_candidate>& candidates,
                                                const timing_settings& settings);
 
+// A control measured beside each job's timings: the host's round trip to the device (one
+// one-element op launched and its value read back, as a host-synchronising variant does),
+// median µs of `reps`. A time that syncs with the host moves with it; compare uses it to tell
+// a change in such a time from a change in the machine.
+inline constexpr int k_round_trip_reps = 200;
+double host_round_trip_us(backend::device& dev, int reps = k_round_trip_reps);
+
 } // namespace fourfold::measure

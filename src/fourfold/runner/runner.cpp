@@ -249,7 +249,9 @@ private:
                 c.call = [this, v, &rotation](int set) { (void)m_g.w->run(v, *m_g.c, rotation[static_cast<std::size_t>(set)]); };
                 candidates.push_back(std::move(c));
             }
+            const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             const auto results = measure::measure_interleaved(m_ctx.dev, candidates, t);
+            const double round_trip_after = measure::host_round_trip_us(m_ctx.dev);
             for (const auto& res : results) {
                 const auto cost = m_g.c->variant_cost(res.name);
                 auto r = record::make(ledger::op_time, id(res.name));
@@ -265,6 +267,9 @@ private:
                 r.figures["pct_of_bandwidth"] =
                     m_ctx.bandwidth.bytes_per_s > 0 ? 100.0 * gbps * 1e9 / m_ctx.bandwidth.bytes_per_s : 0;
                 r.figures["host_sync"] = m_g.w->find_variant(res.name)->host_sync;
+                r.figures["host_round_trip_us"] = json{{"before", round_trip_before},
+                                                       {"after", round_trip_after},
+                                                       {"reps", measure::k_round_trip_reps}};
                 const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(touched);
                 r.figures["rotation_bytes"] = rotated; // bytes the rotation's calls touch together
                 r.figures["cache_bytes"] = m_ctx.dev.caps().cache_bytes;
