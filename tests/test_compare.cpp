@@ -371,9 +371,10 @@ TEST(compare, ledgers_get_their_own_rows_units_and_directions) {
 }
 
 // A time that syncs with the host, where the host round trip measured beside it moved between
-// the runs: the machine changed under it, so its shift is not called; a device-side time with
-// the same shift is, and a host-bound time under a steady round trip is too.
-TEST(compare, a_host_synchronising_time_is_not_called_when_the_host_round_trip_moved) {
+// the runs: the machine changed under it, so a shift no larger than the host's is not called; a
+// device-side time with the same shift is, a host-bound time under a steady round trip is too,
+// and so is a change well beyond the host's drift.
+TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
     auto timed = [](const std::string& variant, bool host_sync, double median, double rt_before,
                     double rt_after, std::uint64_t seed) {
         auto r = op_time_record(job_of("moe_decode", variant, "bf16", json{{"tokens", 1}}),
@@ -382,9 +383,9 @@ TEST(compare, a_host_synchronising_time_is_not_called_when_the_host_round_trip_m
         r.figures["host_round_trip_us"] = json{{"before", rt_before}, {"after", rt_after}, {"reps", 200}};
         return r;
     };
-    auto runs = [&](double rt_b_before, double rt_b_after) {
+    auto runs = [&](double rt_b_before, double rt_b_after, double generic_b = 150) {
         const auto a = stored({timed("generic", true, 100, 20, 20, 1), timed("stock", false, 30, 20, 20, 2)});
-        const auto b = stored({timed("generic", true, 150, rt_b_before, rt_b_after, 3),
+        const auto b = stored({timed("generic", true, generic_b, rt_b_before, rt_b_after, 3),
                                timed("stock", false, 45, rt_b_before, rt_b_after, 4)});
         return compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
     };
@@ -400,7 +401,8 @@ TEST(compare, a_host_synchronising_time_is_not_called_when_the_host_round_trip_m
     EXPECT_EQ(row(moved, "stock").decision, verdict::slower); // device-side: called
     EXPECT_NEAR(*row(moved, "stock").round_trip_b, 30.5, 1e-9);
     EXPECT_EQ(row(runs(20, 20.1), "generic").decision, verdict::slower); // a steady host: called
-    EXPECT_EQ(row(runs(20, 26), "generic").decision, verdict::unclear); // moved within B's job
+    EXPECT_EQ(row(runs(20, 32), "generic").decision, verdict::unclear); // moved 60 % within B's job
+    EXPECT_EQ(row(runs(30, 31, 300), "generic").decision, verdict::slower); // 3x: beyond the host's 1.5x
     const auto j = moved.to_json();
     EXPECT_DOUBLE_EQ(j["op_time"][0]["host_round_trip_us"]["a"].get<double>(), 20.0);
     EXPECT_TRUE(j["op_time"][0].contains("noise_a"));
@@ -464,4 +466,12 @@ TEST(compare, in_store_by_label_and_usage_errors) {
     o.baseline_variant = "stock";
     EXPECT_THROW((void)compare_in_store(s, {"before", "after"}, o), bad_input);
     EXPECT_THROW((void)compare_in_store(s, {"nosuch", "after"}, {}), bad_input);
+    // a label that two runs carry: the latest is used, and the output says which and the others
+    write_run(s, "after", provenance("Test CPU", "abc123", "host", "t1"),
+              {op_time_record(j, lognormal_samples(10, 0.02, 30, 3))});
+    const auto again = compare_in_store(s, {"before", "after"}, {});
+    EXPECT_EQ(again.b.id, 3);
+    EXPECT_EQ(again.b.same_label_runs, std::vector<std::int64_t>{2});
+    EXPECT_NE(run_text(again.b).find("latest of 2 runs"), std::string::npos);
+    EXPECT_TRUE(compare_in_store(s, {"1", "2"}, {}).b.same_label_runs.empty()); // by id: no note
 }

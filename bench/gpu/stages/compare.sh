@@ -79,18 +79,21 @@ stage_report() {
 
 # Between-process drift of the records an A vs A pair called: the MoE expert step (its generic
 # variant syncs with the host) and the small GEMVs, each run three times in three processes
-# (labels drift-1..3, op_time only), then compared 1 vs 2 and 1 vs 3 with the host round trip
-# measured beside every job. Prints each pair's verdicts and the round trips.
+# (labels drift-moe-1..3 and drift-linear-1..3, op_time only), then compared 1 vs 2 and 1 vs 3
+# with the host round trip measured beside every job. Prints each pair's verdicts and the round
+# trips.
 stage_drift() {
-    local i
+    local i pair
     for i in 1 2 3; do
         $BIN run --workload moe_decode --param part=gate_up,ffn --param tokens=1,8 --dtype bf16 --device cuda \
-            --ledgers op_time --label drift-$i --db "$AA_DB" --quiet >/dev/null 2>&1
+            --ledgers op_time --label drift-moe-$i --db "$AA_DB" --quiet >/dev/null
+        echo "drift-moe-$i: $?"
         $BIN run --workload linear_decode --shape 1x1152x6912,1x2048x2560,1x2560x2048,1x5760x2880,1x4096x4096 \
-            --dtype bf16 --device cuda --ledgers op_time --label drift-$i --db "$AA_DB" --quiet >/dev/null 2>&1
-        echo "drift-$i: $?"
+            --dtype bf16 --device cuda --ledgers op_time --label drift-linear-$i --db "$AA_DB" --quiet >/dev/null
+        echo "drift-linear-$i: $?"
     done
-    for pair in "drift-1 drift-2" "drift-1 drift-3"; do
+    for pair in "drift-moe-1 drift-moe-2" "drift-moe-1 drift-moe-3" "drift-linear-1 drift-linear-2" \
+        "drift-linear-1 drift-linear-3"; do
         # shellcheck disable=SC2086
         $BIN compare $pair --db "$AA_DB" --format json >"$OUT/drift.json" 2>&1
         echo "compare $pair: exit $?"

@@ -100,9 +100,10 @@ std::optional<round_trip> round_trip_of(const stored_record& r) {
     return round_trip{*before, *after};
 }
 
-// A time that synchronises with the host moves with the host. When the host round trip measured
-// beside A or B moved by more than the threshold (between the runs, or within either job), the
-// machine changed under that time and no FASTER/SLOWER is called.
+// A time that synchronises with the host moves with the host: the band its verdict must clear
+// widens by how far the host round trip measured beside A and B moved (between the runs, or
+// within either job), so a slower host is not called a slower variant, and a change larger than
+// the host's own drift still is.
 void apply_round_trip(timed_row& row, const record_pair& p, double threshold) {
     const auto ra = round_trip_of(p.a);
     const auto rb = round_trip_of(p.b);
@@ -116,14 +117,18 @@ void apply_round_trip(timed_row& row, const record_pair& p, double threshold) {
         return;
     const double between = std::abs(rb->mean() / ra->mean() - 1);
     const double moved = std::max({between, ra->drift(), rb->drift()});
-    if (moved <= threshold || (row.decision != verdict::faster && row.decision != verdict::slower))
+    const double noise = std::max(row.noise_a, row.noise_b);
+    if (moved <= std::max(threshold, noise))
         return;
+    const auto widened = time_verdict(row.ratio, threshold, moved);
     append_note(row.note,
                 fmt::format("host round trip A {:.1f} us, B {:.1f} us (moved {:.1f} %, within a job up "
-                            "to {:.1f} %): this time syncs with the host, so {} is not called",
+                            "to {:.1f} %): this time syncs with the host, so a verdict needs the whole "
+                            "CI beyond {:.1f} %{}",
                             ra->mean(), rb->mean(), 100 * between,
-                            100 * std::max(ra->drift(), rb->drift()), to_string(row.decision)));
-    row.decision = verdict::unclear;
+                            100 * std::max(ra->drift(), rb->drift()), 100 * moved,
+                            widened == row.decision ? "" : fmt::format(" ({} without it)", to_string(row.decision))));
+    row.decision = widened;
 }
 
 timed_row op_time_row(const record_pair& p, double threshold) {
@@ -483,8 +488,15 @@ std::set<std::string> treatment::names() const {
 }
 
 std::string run_text(const store::run_row& r) {
-    return one_line(r.label.empty() ? fmt::format("run {}", r.id)
-                                    : fmt::format("run {} '{}'", r.id, r.label));
+    auto text = r.label.empty() ? fmt::format("run {}", r.id) : fmt::format("run {} '{}'", r.id, r.label);
+    if (!r.same_label_runs.empty()) {
+        std::string others;
+        for (const auto id : r.same_label_runs) others += (others.empty() ? "" : ", ") + std::to_string(id);
+        text += fmt::format(" (the latest of {} runs labelled so; the others: {}; give a run id to "
+                            "pick one)",
+                            r.same_label_runs.size() + 1, others);
+    }
+    return one_line(text);
 }
 
 std::string comparison::baseline_text() const {
@@ -523,6 +535,7 @@ json comparison::to_json() const {
             {"device", r.device},
             {"started_at", r.started_at},
             {"status", r.status},
+            {"same_label_runs", r.same_label_runs},
             {"git_sha", r.provenance.value("/fourfold/git_sha"_json_pointer, std::string())}};
     };
     json fields = json::array();

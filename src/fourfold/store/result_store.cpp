@@ -210,7 +210,13 @@ run_row result_store::find_run(const std::string& id_or_label) const {
                            "(id = ?) DESC, id DESC LIMIT 1");
     st.bind(1, numeric ? static_cast<std::int64_t>(id) : std::int64_t{-1});
     st.bind(2, id_or_label).bind(3, numeric ? static_cast<std::int64_t>(id) : std::int64_t{-1});
-    if (st.step()) return read_run(st);
+    if (st.step()) {
+        auto found = read_run(st);
+        if (found.label == id_or_label && !(numeric && found.id == static_cast<std::int64_t>(id)))
+            for (const auto& r : runs())
+                if (r.label == found.label && r.id != found.id) found.same_label_runs.push_back(r.id);
+        return found;
+    }
     std::vector<std::string> known;
     for (const auto& r : runs())
         known.push_back(r.label.empty() ? std::to_string(r.id)

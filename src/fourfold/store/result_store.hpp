@@ -21,6 +21,8 @@ struct run_row {
     std::string device;
     std::string command;
     json provenance = json::object();
+    // found by a label that other runs carry too: their ids (the latest is the one picked)
+    std::vector<std::int64_t> same_label_runs;
     json to_json() const;
 };
 
