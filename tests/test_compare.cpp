@@ -3,9 +3,11 @@
 // differences.
 #include "compare_fixtures.hpp"
 #include "fourfold/compare/comparison.hpp"
+#include "fourfold/report/compare_tables.hpp"
 #include "test_helpers.hpp"
 
 #include <gtest/gtest.h>
+#include <sstream>
 
 using namespace fourfold;
 using namespace fourfold::compare;
@@ -175,11 +177,16 @@ TEST(verdict, rule_uses_the_whole_ci_against_the_threshold) {
     EXPECT_EQ(time_verdict(est(1.03, 1.04), 0.02, 0.01), verdict::slower); // below t: t decides
 }
 
-TEST(verdict, relative_noise_is_the_stdev_over_the_median) {
+TEST(verdict, relative_noise_is_a_robust_sigma_over_the_median) {
     EXPECT_DOUBLE_EQ(relative_noise(std::vector<double>{5.0}), 0.0);
-    // stdev of {9, 10, 11} is 1, median 10
-    EXPECT_NEAR(relative_noise(std::vector<double>{11.0, 9.0, 10.0}), 0.1, 1e-12);
+    // {8, 9, 10, 11, 12}: quartiles 9 and 11, IQR 2, median 10
+    EXPECT_NEAR(relative_noise(std::vector<double>{12.0, 8.0, 10.0, 9.0, 11.0}), 0.2 / 1.349, 1e-12);
+    // a normal-ish sample: the stdev's value
     EXPECT_NEAR(relative_noise(lognormal_samples(20, 0.05, 20000, 3)), 0.05, 0.003);
+    // 3 % preempted samples 100x slower: the scatter barely moves (a stdev would read ~170 %)
+    auto tail = lognormal_samples(20, 0.05, 2000, 4);
+    for (std::size_t i = 0; i < tail.size(); i += 33) tail[i] *= 100;
+    EXPECT_LT(relative_noise(tail), 0.06);
 }
 
 // A against itself (same distribution): FASTER or SLOWER must be rare; a real 20 % change is
@@ -406,6 +413,19 @@ TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
     const auto j = moved.to_json();
     EXPECT_DOUBLE_EQ(j["op_time"][0]["host_round_trip_us"]["a"].get<double>(), 20.0);
     EXPECT_TRUE(j["op_time"][0].contains("noise_a"));
+    // the environment: what each run measured of the machine, and whether it moved
+    ASSERT_EQ(moved.environment.size(), 2u);
+    EXPECT_EQ(moved.environment[0].what, "copy bandwidth");
+    EXPECT_FALSE(moved.environment[0].moved(k_default_threshold)); // 10 and 10 GB/s
+    EXPECT_EQ(moved.environment[1].what, "host round trip");
+    EXPECT_DOUBLE_EQ(*moved.environment[1].a, 20.0);
+    EXPECT_DOUBLE_EQ(*moved.environment[1].b, 30.5);
+    EXPECT_TRUE(moved.environment[1].moved(k_default_threshold));
+    EXPECT_TRUE(j["environment"][1]["moved_beyond_threshold"].get<bool>());
+    std::ostringstream text;
+    report::print_comparison(moved, text, report::table_format::text);
+    EXPECT_NE(text.str().find("the machine changed between the runs"), std::string::npos) << text.str();
+    EXPECT_FALSE(runs(20, 20).environment[1].moved(k_default_threshold));
 }
 
 TEST(compare, geometric_means_are_per_workload_and_variant_over_one_baseline) {

@@ -72,16 +72,16 @@ void append_note(std::string& note, const std::string& more) {
 double noise_of(const stored_record& r) {
     if (r.rec.samples.size() >= 2)
         return relative_noise(r.rec.samples);
-    const auto sd = number_at(r.rec.figures, "/stats/stdev");
+    const auto iqr = number_at(r.rec.figures, "/stats/iqr");
     const auto med = number_at(r.rec.figures, "/stats/median");
-    return sd && med && *med > 0 ? *sd / *med : 0;
+    return iqr && med && *med > 0 ? *iqr / k_iqr_per_sigma / *med : 0;
 }
 
 // The verdict must clear the pair's own scatter when that exceeds the practical threshold.
 void apply_noise(timed_row& row, double threshold) {
     const double noise = std::max(row.noise_a, row.noise_b);
     if (noise > threshold)
-        append_note(row.note, fmt::format("samples scatter {:.1f} % (relative stdev of {}): a verdict "
+        append_note(row.note, fmt::format("samples scatter {:.1f} % (IQR / 1.349 over the median, of {}): a verdict "
                                           "needs the whole CI beyond that",
                                           100 * noise, row.noise_a >= row.noise_b ? "A" : "B"));
 }
@@ -574,8 +574,60 @@ json comparison::to_json() const {
     out["not_compared"] = rows(not_compared);
     out["unpaired"] = rows(unpaired);
     out["geomeans"] = rows(geomeans);
+    json env = json::array();
+    for (const auto& e : environment) env.push_back(e.to_json(options.threshold));
+    out["environment"] = env;
     return out;
 }
+
+std::optional<double> environment_row::change() const {
+    if (a && b && *a > 0)
+        return *b / *a - 1;
+    return std::nullopt;
+}
+
+bool environment_row::moved(double threshold) const {
+    const auto c = change();
+    return c && std::abs(*c) > threshold;
+}
+
+json environment_row::to_json(double threshold) const {
+    return json{{"what", what},         {"unit", unit},
+                {"how", how},           {"a", optional_json(a)},
+                {"b", optional_json(b)}, {"change", optional_json(change())},
+                {"moved_beyond_threshold", moved(threshold)}};
+}
+
+namespace {
+
+std::optional<double> median_round_trip(const std::vector<stored_record>& records) {
+    std::vector<double> trips;
+    for (const auto& r : records)
+        if (r.rec.which == ledger::op_time && r.rec.status == record_status::ok)
+            if (const auto t = round_trip_of(r))
+                trips.push_back(t->mean());
+    if (trips.empty())
+        return std::nullopt;
+    return measure::median_of(std::move(trips));
+}
+
+std::vector<environment_row> environment_of(const store::run_row& a, const std::vector<stored_record>& ra,
+                                            const store::run_row& b, const std::vector<stored_record>& rb) {
+    environment_row copy{"copy bandwidth", "GB/s", "", number_at(a.provenance, "/bandwidth/gb_per_s"),
+                         number_at(b.provenance, "/bandwidth/gb_per_s"), true};
+    copy.how = a.provenance.value("/bandwidth/method"_json_pointer, std::string());
+    environment_row trip{"host round trip", "us",
+                         "one one-element op launched and read back (the median of repeated trips "
+                         "before and after each job), the median over the run's op_time records",
+                         median_round_trip(ra), median_round_trip(rb), false};
+    std::vector<environment_row> out;
+    for (auto* row : {&copy, &trip})
+        if (row->a || row->b)
+            out.push_back(std::move(*row));
+    return out;
+}
+
+} // namespace
 
 comparison compare_runs(const store::run_row& a, const std::vector<stored_record>& ra,
                         const store::run_row& b, const std::vector<stored_record>& rb,
@@ -588,6 +640,7 @@ comparison compare_runs(const store::run_row& a, const std::vector<stored_record
     c.what = treatment_of(p, diff_provenance(a.provenance, b.provenance), options.allowed);
     check_declared(c);
     fill(c, p);
+    c.environment = environment_of(a, ra, b, rb);
     return c;
 }
 

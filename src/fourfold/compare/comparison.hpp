@@ -64,7 +64,7 @@ struct timed_row {
     std::int64_t n_a = 0, n_b = 0;
     ratio_estimate ratio;    // B/A of `unit`: time ratio for op_time, tokens/s ratio for throughput
     std::optional<u_test> u; // absent without raw samples
-    double noise_a = 0, noise_b = 0; // relative stdev of the samples (the verdict must clear it)
+    double noise_a = 0, noise_b = 0; // relative_noise of the samples (the verdict must clear it)
     // op_time: the host round trip measured beside A's and B's timings (mean of before and
     // after, µs), where both records carry it
     std::optional<double> round_trip_a, round_trip_b;
@@ -124,6 +124,19 @@ struct geomean_row {
     json to_json() const;
 };
 
+// What each run measured of the machine beside its jobs, not a treatment: the copy bandwidth
+// (run provenance) and the host round trip (median over the run's op_time records). When one
+// moved between A and B by more than the threshold the machine changed, and a time bound by it
+// may show the machine, not the change.
+struct environment_row {
+    std::string what, unit, how;
+    std::optional<double> a, b;
+    bool higher_is_better = false;
+    std::optional<double> change() const; // b / a - 1
+    bool moved(double threshold) const;
+    json to_json(double threshold) const;
+};
+
 struct treatment {
     provenance_diff provenance;                                     // two runs only
     std::map<std::string, std::size_t> job_diffs;                   // name -> number of pairs
@@ -145,6 +158,7 @@ struct comparison {
     std::vector<not_compared_row> not_compared;
     std::vector<unpaired_row> unpaired;
     std::vector<geomean_row> geomeans;
+    std::vector<environment_row> environment; // two runs only
 
     // "run 3 'before'" or "variant 'stock' of run 3 'before'"
     std::string baseline_text() const;

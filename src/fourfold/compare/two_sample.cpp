@@ -198,14 +198,11 @@ verdict rate_verdict(const ratio_estimate& r, double threshold, double noise) {
 double relative_noise(std::span<const double> samples) {
     if (samples.size() < 2)
         return 0;
-    const double median = measure::median_of({samples.begin(), samples.end()});
-    double mean = 0;
-    for (const double x : samples) mean += x;
-    mean /= static_cast<double>(samples.size());
-    double ss = 0;
-    for (const double x : samples) ss += (x - mean) * (x - mean);
-    const double stdev = std::sqrt(ss / static_cast<double>(samples.size() - 1));
-    return median > 0 ? stdev / median : 0;
+    std::vector<double> sorted(samples.begin(), samples.end());
+    std::sort(sorted.begin(), sorted.end());
+    const double median = measure::quantile_sorted(sorted, 0.5);
+    const double iqr = measure::quantile_sorted(sorted, 0.75) - measure::quantile_sorted(sorted, 0.25);
+    return median > 0 ? iqr / k_iqr_per_sigma / median : 0;
 }
 
 std::string verdict_rule(double threshold) {
@@ -214,8 +211,8 @@ std::string verdict_rule(double threshold) {
         "verdict from the 95 % bootstrap CI of the ratio B/A and a practical threshold of {:g} %: "
         "FASTER when the whole CI is beyond {:g} % better (time ratio < {:g}, tokens/s ratio > "
         "{:g}), SLOWER when the whole CI is beyond {:g} % worse, SAME when the whole CI lies "
-        "within +-{:g} %, UNCLEAR otherwise; a pair whose samples scatter more than that (relative "
-        "stdev of A or B) must clear its noise instead, and a host-synchronising time must also "
+        "within +-{:g} %, UNCLEAR otherwise; a pair whose samples scatter more than that (IQR / "
+        "1.349 over the median, of A or B) must clear its scatter instead, and a host-synchronising time must also "
         "clear how far the host round trip measured beside it moved; "
         "the Mann-Whitney p-value is shown beside it and never decides",
         pct, pct, 1 - threshold, 1 + threshold, pct, pct);

@@ -36,7 +36,7 @@ ratio_estimate median_ratio(std::span<const double> a, std::span<const double> b
                             std::uint64_t seed = k_ratio_seed);
 
 // FASTER / SLOWER / SAME / UNCLEAR from the CI of a ratio B/A, a practical threshold t and the
-// timings' own noise n (the larger relative stdev of A's and B's samples): FASTER or SLOWER
+// timings' own scatter n (the larger relative_noise of A's and B's samples): FASTER or SLOWER
 // when the whole CI lies beyond 1 -/+ max(t, n) in that direction (a shift inside the
 // measurement's own scatter is not called, as nvbench's compare does); SAME when the whole CI
 // lies within [1 - t, 1 + t]; else UNCLEAR. A p-value never decides.
@@ -46,7 +46,10 @@ std::string_view to_string(verdict v);
 verdict time_verdict(const ratio_estimate& r, double threshold, double noise = 0);
 // Rates (higher is better): ratio B/A of tokens/s.
 verdict rate_verdict(const ratio_estimate& r, double threshold, double noise = 0);
-// Relative stdev (stdev / median) of a timing's samples; 0 with fewer than 2.
+// The scatter of a timing's samples, robust to the long right tail of preempted samples: the
+// IQR over 1.349 (the stdev of a normal distribution with that IQR) over the median; 0 with
+// fewer than 2 samples. A stdev would let a few preempted samples veto every verdict.
+inline constexpr double k_iqr_per_sigma = 1.349;
 double relative_noise(std::span<const double> samples);
 // The rule in words, for legends and --help.
 std::string verdict_rule(double threshold);

@@ -136,6 +136,29 @@ void print_geomeans(const comparison& c, ledger l, std::ostream& out, table_form
     }
 }
 
+void print_environment(const comparison& c, std::ostream& out, table_format format) {
+    if (c.environment.empty())
+        return;
+    heading(out, format, "environment: the machine as each run measured it beside its jobs (not a treatment)");
+    for (const auto& e : c.environment) {
+        const auto value = [&](const std::optional<double>& v) {
+            return v ? fmt::format("{} {}", fmt_num(*v, 4), e.unit) : std::string("n/a");
+        };
+        std::string text = fmt::format("{:<16} A {}, B {}", e.what, value(e.a), value(e.b));
+        if (const auto ch = e.change())
+            text += fmt::format(" ({:+.1f} %)", 100 * *ch);
+        if (e.moved(c.options.threshold))
+            text += fmt::format(
+                ": moved beyond the {:g} % threshold, the machine changed between the runs; {}",
+                100 * c.options.threshold,
+                e.what == "host round trip"
+                    ? "a time that syncs with the host must clear that move before it is called"
+                    : "a FASTER or SLOWER of a bandwidth-bound time may be the machine's");
+        line(out, format, text);
+    }
+    out << '\n';
+}
+
 void print_treatment(const comparison& c, std::ostream& out, table_format format) {
     const auto& t = c.what;
     heading(out, format,
@@ -235,6 +258,7 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
     }
     out << '\n';
     print_treatment(c, out, format);
+    print_environment(c, out, format);
 
     identity_columns ids;
     for (const auto* rows : {&c.op_time, &c.throughput})
