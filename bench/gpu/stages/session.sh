@@ -38,13 +38,19 @@ stage_session_compare() {
 # The comparisons alone, for a session whose device time is short: compare, report, refusals.
 # The store of an article pair is larger than one file may be on the way back (16 MiB): it comes
 # back xz-compressed in 15 MiB parts (cat aa.db.xz.part-* | xz -d > aa.db), raw samples and all,
-# so the pair can be compared again here with a later build.
+# so the pair can be compared again here with a later build. Python's lzma: the image may lack xz.
 stage_session_compare_only() {
     stage_compare
     stage_report
     DB=$AA_DB
     stage_compare_refuse
-    python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$AA_DB"
-    xz -T0 -6 -c "$AA_DB" | split -b 15M - "$OUT/aa.db.xz.part-"
-    ls -la "$OUT"/aa.db.xz.part-*
+    python3 - "$AA_DB" "$OUT/aa.db.xz.part-" <<'PY'
+import lzma, sqlite3, sys
+sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")
+packed = lzma.compress(open(sys.argv[1], "rb").read(), preset=6)
+part = 15 << 20
+for i in range(0, len(packed), part):
+    open(f"{sys.argv[2]}{chr(97 + i // part // 26)}{chr(97 + i // part % 26)}", "wb").write(packed[i:i + part])
+print(f"store {sys.argv[1]}: {len(packed) >> 20} MiB compressed, {(len(packed) + part - 1) // part} part(s)")
+PY
 }
