@@ -77,13 +77,17 @@ double noise_of(const stored_record& r) {
     return iqr && med && *med > 0 ? *iqr / k_iqr_per_sigma / *med : 0;
 }
 
-// The verdict must clear the pair's own scatter when that exceeds the practical threshold.
-void apply_noise(timed_row& row, double threshold) {
+// The pair's scatter, which the verdict must clear when it exceeds the practical threshold (the
+// row's note says so then).
+double set_noise(timed_row& row, const record_pair& p, double threshold) {
+    row.noise_a = noise_of(p.a);
+    row.noise_b = noise_of(p.b);
     const double noise = std::max(row.noise_a, row.noise_b);
     if (noise > threshold)
         append_note(row.note, fmt::format("samples scatter {:.1f} % (IQR / 1.349 over the median, of {}): a verdict "
                                           "needs the whole CI beyond that",
                                           100 * noise, row.noise_a >= row.noise_b ? "A" : "B"));
+    return noise;
 }
 
 struct round_trip {
@@ -153,10 +157,7 @@ timed_row op_time_row(const record_pair& p, double threshold) {
         row.ratio.ratio = row.b_value / row.a_value;
         row.note = "no raw samples stored: no CI, no U test";
     }
-    row.noise_a = noise_of(p.a);
-    row.noise_b = noise_of(p.b);
-    row.decision = time_verdict(row.ratio, threshold, std::max(row.noise_a, row.noise_b));
-    apply_noise(row, threshold);
+    row.decision = time_verdict(row.ratio, threshold, set_noise(row, p, threshold));
     apply_round_trip(row, p, threshold);
     if (std::find(p.job_diffs.begin(), p.job_diffs.end(), "timing") != p.job_diffs.end())
         append_note(row.note, fmt::format("timing {} vs {}", timing_text(p.a), timing_text(p.b)));
@@ -191,10 +192,7 @@ timed_row throughput_row(const record_pair& p, double threshold) {
         row.ratio.ratio = row.b_value / row.a_value;
         row.note = "no raw ms/token samples stored: no CI, no U test";
     }
-    row.noise_a = noise_of(p.a);
-    row.noise_b = noise_of(p.b);
-    row.decision = rate_verdict(row.ratio, threshold, std::max(row.noise_a, row.noise_b));
-    apply_noise(row, threshold);
+    row.decision = rate_verdict(row.ratio, threshold, set_noise(row, p, threshold));
     return row;
 }
 
@@ -614,12 +612,14 @@ std::optional<double> median_round_trip(const std::vector<stored_record>& record
 std::vector<environment_row> environment_of(const store::run_row& a, const std::vector<stored_record>& ra,
                                             const store::run_row& b, const std::vector<stored_record>& rb) {
     environment_row copy{"copy bandwidth", "GB/s", "", number_at(a.provenance, "/bandwidth/gb_per_s"),
-                         number_at(b.provenance, "/bandwidth/gb_per_s"), true};
+                         number_at(b.provenance, "/bandwidth/gb_per_s"),
+                         "a FASTER or SLOWER of a bandwidth-bound time may be the machine's"};
     copy.how = a.provenance.value("/bandwidth/method"_json_pointer, std::string());
     environment_row trip{"host round trip", "us",
                          "one one-element op launched and read back (the median of repeated trips "
                          "before and after each job), the median over the run's op_time records",
-                         median_round_trip(ra), median_round_trip(rb), false};
+                         median_round_trip(ra), median_round_trip(rb),
+                         "a time that syncs with the host must clear that move before it is called"};
     std::vector<environment_row> out;
     for (auto* row : {&copy, &trip})
         if (row->a || row->b)

@@ -131,7 +131,7 @@ struct geomean_row {
 struct environment_row {
     std::string what, unit, how;
     std::optional<double> a, b;
-    bool higher_is_better = false;
+    std::string if_moved; // what a move means for the verdicts
     std::optional<double> change() const; // b / a - 1
     bool moved(double threshold) const;
     json to_json(double threshold) const;

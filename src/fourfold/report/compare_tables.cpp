@@ -150,10 +150,7 @@ void print_environment(const comparison& c, std::ostream& out, table_format form
         if (e.moved(c.options.threshold))
             text += fmt::format(
                 ": moved beyond the {:g} % threshold, the machine changed between the runs; {}",
-                100 * c.options.threshold,
-                e.what == "host round trip"
-                    ? "a time that syncs with the host must clear that move before it is called"
-                    : "a FASTER or SLOWER of a bandwidth-bound time may be the machine's");
+                100 * c.options.threshold, e.if_moved);
         line(out, format, text);
     }
     out << '\n';
