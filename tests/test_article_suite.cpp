@@ -34,6 +34,8 @@ TEST(article_suite, runs_on_the_cpu_with_no_failures_and_reasons_for_every_skip)
         EXPECT_NE(r.out.find(std::string(w) + " - op_time: microseconds per call"),
                   std::string::npos)
             << w;
+    EXPECT_NE(r.out.find("decode - throughput: decode tokens per second"), std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("median [µs]"), std::string::npos);
     EXPECT_NE(r.out.find("speed-up of stock over generic"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("linear_decode bf16 cpu: all:"), std::string::npos) << r.out;
@@ -64,6 +66,8 @@ TEST(article_suite, runs_on_the_cpu_with_no_failures_and_reasons_for_every_skip)
     }
     for (const char* w : {"linear_decode", "softmax", "moe_decode", "pad", "fp8_linear"})
         EXPECT_EQ(ledgers_of[w], (std::set<std::string>{"correctness", "memory", "op_time"})) << w;
+    // the default --ledgers (all) gives the whole-model decode its own ledger: tokens/s
+    EXPECT_EQ(ledgers_of["decode"], (std::set<std::string>{"correctness", "memory", "throughput"}));
     EXPECT_GT(ok, 100u);
     EXPECT_GT(skipped, 0u); // at least moe stock on a CPU without _grouped_mm, or _scaled_mm
     EXPECT_GT(reduced, 0u);

@@ -191,6 +191,33 @@ TEST(compare_tables, every_ledger_prints_in_its_unit_with_the_rule_and_the_basel
     EXPECT_EQ(op_time_geomeans, 2u); // linear_decode stock and generic, 2 shapes each
     EXPECT_EQ(count(csv.str(), "\nop_time,"), c.op_time.size() + op_time_geomeans);
     EXPECT_NE(csv.str().find("geomean_ratio_over_2_pairs"), std::string::npos);
+    // no line ends in the padding of a left-aligned last column
+    std::istringstream lines(t);
+    for (std::string l; std::getline(lines, l);)
+        EXPECT_TRUE(l.empty() || l.back() != ' ') << "[" << l << "]";
+}
+
+TEST(compare_tables, a_ledger_without_a_pair_says_so_where_its_table_would_stand) {
+    two_runs fx;
+    auto c = compare::compare_in_store(fx.s, {"before", "2"}, {});
+    ASSERT_FALSE(c.throughput.empty());
+    c.throughput.clear(); // as for two runs of a suite with no decode job
+    std::ostringstream text;
+    report::print_comparison(c, text, report::table_format::text);
+    EXPECT_NE(text.str().find("throughput: no record of this ledger in A or B"), std::string::npos)
+        << text.str();
+    EXPECT_NE(text.str().find("  throughput: no pair\n"), std::string::npos);
+    EXPECT_NE(text.str().find("op_time: microseconds per call"), std::string::npos);
+
+    compare::unpaired_row only_a;
+    only_a.which = ledger::throughput;
+    c.unpaired.push_back(only_a);
+    std::ostringstream md;
+    report::print_comparison(c, md, report::table_format::markdown);
+    EXPECT_NE(md.str().find("### throughput: no measured pair: 1 record(s) unpaired, 0 skipped or "
+                            "failed in A or B (listed below)"),
+              std::string::npos)
+        << md.str();
 }
 
 TEST(progress_line, shows_job_i_of_n_the_pass_elapsed_and_an_estimate_within_the_width) {

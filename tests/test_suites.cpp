@@ -10,13 +10,19 @@
 
 using namespace fourfold;
 
-TEST(suites, article_on_the_cpu_covers_every_operator_workload_and_marks_what_it_reduced) {
+TEST(suites, article_on_the_cpu_covers_every_workload_and_marks_what_it_reduced) {
     auto dev = backend::open_device({backend::device_kind::cpu, 0});
     const auto jobs = suites::expand_suite("article", *dev);
     std::set<std::string> workloads;
-    std::size_t reduced = 0, linear = 0;
+    std::size_t reduced = 0, linear = 0, decode = 0;
     for (const auto& j : jobs) {
         workloads.insert(j.workload);
+        if (j.workload == "decode") { // E2 end to end: the MoE model, both MoE paths
+            ++decode;
+            EXPECT_EQ(j.params["model"], "tiny-qwen3-moe");
+            EXPECT_TRUE(j.variants.empty()) << "every variant: stock and the generic host loop";
+            EXPECT_NE(j.note.find("reduced for the CPU"), std::string::npos);
+        }
         if (j.note.find("reduced for the CPU") != std::string::npos)
             ++reduced;
         if (j.workload == "linear_decode") {
@@ -29,7 +35,8 @@ TEST(suites, article_on_the_cpu_covers_every_operator_workload_and_marks_what_it
         }
     }
     EXPECT_EQ(workloads, (std::set<std::string>{"linear_decode", "softmax", "moe_decode", "pad",
-                                                "fp8_linear"}));
+                                                "fp8_linear", "decode"}));
+    EXPECT_EQ(decode, 1u);
     EXPECT_EQ(linear, 16u); // 8 shapes, with and without bias
     EXPECT_GT(reduced, linear);
     // the plan is valid as it stands: every parameter in range, every dtype supported

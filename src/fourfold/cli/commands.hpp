@@ -16,7 +16,7 @@ struct run_options {
     std::optional<std::string> workload;
     std::vector<std::string> shapes, params, dtypes, variants;
     std::string device = "cpu";
-    std::string ledgers = "op_time,correctness,memory";
+    std::string ledgers = "all"; // each workload measures those of its ledgers it supports
     std::string db = "fourfold.db";
     std::string label;
     std::optional<std::string> timing, cache;

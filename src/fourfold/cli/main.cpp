@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
     run->add_option("--variants", ro.variants, "comma list of variants (default: all)")
         ->allow_extra_args(false);
     run->add_option("--device", ro.device, "cpu | cuda[:i] | mps")->capture_default_str();
-    run->add_option("--ledgers", ro.ledgers, "op_time,correctness,memory,throughput or all")
+    run->add_option("--ledgers", ro.ledgers,
+                    "op_time,correctness,memory,throughput or all (each workload measures those it supports)")
         ->capture_default_str();
     run->add_option("--db", ro.db, "the SQLite store")->capture_default_str();
     run->add_option("--label", ro.label, "a label for this run (compare and export take it)");

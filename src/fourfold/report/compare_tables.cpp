@@ -210,6 +210,25 @@ void print_treatment(const comparison& c, std::ostream& out, table_format format
     out << '\n';
 }
 
+// A ledger with no measured pair still gets its line where its table would stand: a reader must
+// see that it was not measured, not wonder whether the table was left out.
+void print_empty_ledger(const comparison& c, ledger l, std::ostream& out, table_format format) {
+    std::size_t unpaired = 0, not_compared = 0;
+    for (const auto& u : c.unpaired)
+        unpaired += u.which == l ? 1 : 0;
+    for (const auto& r : c.not_compared)
+        not_compared += r.id.which == l ? 1 : 0;
+    const std::string what =
+        unpaired + not_compared == 0
+            ? "no record of this ledger in A or B (none of their jobs measures it)"
+            : fmt::format("no measured pair: {} record(s) unpaired, {} skipped or failed in A or "
+                          "B (listed below)",
+                          unpaired, not_compared);
+    heading(out, format, fmt::format("{}: {}", to_string(l), what));
+    if (format == table_format::text)
+        out << '\n';
+}
+
 } // namespace
 
 std::string ratio_cell(const ratio_estimate& r) {
@@ -283,6 +302,8 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
                                              std::string(to_string(r.decision)), r.note}));
         emit(t, out, format);
         print_geomeans(c, ledger::throughput, out, format);
+    } else {
+        print_empty_ledger(c, ledger::throughput, out, format);
     }
     if (!c.op_time.empty()) {
         text_table t("op_time: microseconds per call (medians); ratio = B/A of time (below 1 = "
@@ -305,6 +326,8 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
                             r.note}));
         emit(t, out, format);
         print_geomeans(c, ledger::op_time, out, format);
+    } else {
+        print_empty_ledger(c, ledger::op_time, out, format);
     }
     if (!c.correctness.empty()) {
         text_table t("correctness: against the float64 CPU reference; verdict A -> B (PASS->FAIL "
@@ -325,6 +348,8 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
                             psnr(r.metrics_a), psnr(r.metrics_b), nonfinite(r.metrics_a),
                             nonfinite(r.metrics_b)}));
         emit(t, out, format);
+    } else {
+        print_empty_ledger(c, ledger::correctness, out, format);
     }
     if (!c.memory.empty()) {
         text_table t("memory: peaks in GiB per level (driver/process, allocator reserved, "
@@ -350,6 +375,8 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
                                                  d ? fmt_gib(*d) : "n/a", ratio, note}));
             }
         emit(t, out, format);
+    } else {
+        print_empty_ledger(c, ledger::memory, out, format);
     }
     if (!c.not_compared.empty()) {
         text_table t("not compared: skipped or failed in A or B (never counted as 0)",
@@ -395,13 +422,14 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
     std::size_t regressions = 0;
     for (const auto& r : c.correctness)
         regressions += r.regression() ? 1 : 0;
-    if (!c.throughput.empty())
-        line(out, format, "throughput: " + counts(ledger::throughput));
-    if (!c.op_time.empty())
-        line(out, format, "op_time: " + counts(ledger::op_time));
-    if (!c.correctness.empty())
-        line(out, format,
-             fmt::format("correctness: {} PASS->FAIL of {}", regressions, c.correctness.size()));
+    line(out, format, "throughput: " + (c.throughput.empty() ? "no pair" : counts(ledger::throughput)));
+    line(out, format, "op_time: " + (c.op_time.empty() ? "no pair" : counts(ledger::op_time)));
+    line(out, format, c.correctness.empty() ? std::string("correctness: no pair")
+                                            : fmt::format("correctness: {} PASS->FAIL of {}",
+                                                          regressions, c.correctness.size()));
+    line(out, format, c.memory.empty() ? std::string("memory: no pair")
+                                       : fmt::format("memory: {} pair(s), deltas per level above",
+                                                     c.memory.size()));
     line(out, format, verdict_rule(c.options.threshold));
     line(out, format,
          fmt::format("every ratio is B/A against the one baseline {}; ratios from "

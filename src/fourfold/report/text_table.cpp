@@ -24,21 +24,23 @@ void text_table::print(std::ostream& out) const {
         width[c] = display_width(m_columns[c].header);
         for (const auto& row : m_rows) width[c] = std::max(width[c], display_width(row[c]));
     }
-    auto cell = [&](const std::string& text, std::size_t c) {
-        const std::string pad(width[c] - display_width(text), ' ');
-        return m_columns[c].alignment == align::right ? pad + text : text + pad;
+    // One line of cells, without the padding a left-aligned last cell would leave at its end.
+    auto render = [&](auto&& text_of) {
+        std::string s;
+        for (std::size_t c = 0; c < m_columns.size(); ++c) {
+            const std::string& text = text_of(c);
+            const std::string pad(width[c] - display_width(text), ' ');
+            s += (c ? "  " : "") + (m_columns[c].alignment == align::right ? pad + text : text + pad);
+        }
+        return s.erase(s.find_last_not_of(' ') + 1);
     };
-    out << m_title << '\n';
-    std::size_t total = 0;
-    for (std::size_t c = 0; c < m_columns.size(); ++c) {
-        out << (c ? "  " : "") << cell(m_columns[c].header, c);
-        total += width[c] + (c ? 2 : 0);
-    }
-    out << '\n' << std::string(total, '-') << '\n';
-    for (const auto& row : m_rows) {
-        for (std::size_t c = 0; c < m_columns.size(); ++c) out << (c ? "  " : "") << cell(row[c], c);
-        out << '\n';
-    }
+    std::vector<std::string> lines{render([&](std::size_t c) -> const std::string& { return m_columns[c].header; })};
+    for (const auto& row : m_rows)
+        lines.push_back(render([&](std::size_t c) -> const std::string& { return row[c]; }));
+    std::size_t rule = 0;
+    for (const auto& l : lines) rule = std::max(rule, display_width(l));
+    out << m_title << '\n' << lines[0] << '\n' << std::string(rule, '-') << '\n';
+    for (std::size_t i = 1; i < lines.size(); ++i) out << lines[i] << '\n';
 }
 
 std::string markdown_escape(const std::string& text) {
