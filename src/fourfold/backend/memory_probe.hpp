@@ -35,6 +35,8 @@ public:
     // (the sampler's maximum stands in for those).
     virtual memory_sample counter_peaks() = 0;
     // Returns cached, unused allocator memory to the driver so a job starts from its own need.
+    // On CUDA it also frees libtorch's cuBLAS workspaces: never call it while a captured graph
+    // that ran cuBLAS is alive (the graph keeps the workspace's raw address).
     virtual void release_cached() {}
     // The poll rate the sampler should aim for on this device.
     virtual double target_poll_hz() const { return 1000.0; }

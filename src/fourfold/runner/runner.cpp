@@ -315,11 +315,17 @@ private:
         auto& dev = m_ctx.dev;
         auto& probe = dev.memory();
         try {
-            auto call = m_g.c->memory_call(variant, dev_inputs, dev);
-            if (!call) call = [&] { (void)m_g.w->run(variant, *m_g.c, dev_inputs); };
+            // What libtorch caches (cuBLAS workspaces, free blocks) and the flush buffer go
+            // before the job builds what it keeps: a CUDA graph that memory_call captures holds
+            // the raw address of the cuBLAS workspace it was captured with, so freeing the
+            // workspaces under a live graph is a use after free (a 30B MoE decode in graph mode
+            // crashed the H200 run of build dc4c406 with the release after the capture).
             dev.synchronize();
             dev.release_scratch();
             probe.release_cached();
+            auto call = m_g.c->memory_call(variant, dev_inputs, dev);
+            if (!call) call = [&] { (void)m_g.w->run(variant, *m_g.c, dev_inputs); };
+            dev.synchronize();
             const auto baseline = probe.now();
             probe.reset_peaks();
             measure::memory_sampler sampler(probe, probe.target_poll_hz());
