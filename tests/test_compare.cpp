@@ -469,6 +469,48 @@ TEST(compare, one_run_compares_each_variant_with_the_baseline_variant) {
     EXPECT_THROW((void)compare_variants(run_row_of(1, "r", provenance()), recs, o), bad_input);
 }
 
+// Within one run a variant that cannot be captured (the MoE host loop) is event-timed beside a
+// graph-timed baseline: that comes with the variant, so the comparison goes on and says so; two
+// runs timed in two modes are still refused until declared.
+TEST(compare, a_variant_timed_in_another_mode_within_one_run_is_part_of_the_treatment) {
+    const auto moe = json{{"tokens", 8}, {"experts", 128}};
+    const auto linear = json{{"tokens", 1}, {"n", 4096}, {"k", 4096}};
+    const auto recs = stored({
+        op_time_record(job_of("moe_decode", "stock", "bf16", moe), lognormal_samples(33, 0.02, 40, 1),
+                       "graph", "cold"),
+        op_time_record(job_of("moe_decode", "generic", "bf16", moe),
+                       lognormal_samples(290, 0.05, 40, 2), "event", "cold"),
+        op_time_record(job_of("linear_decode", "stock", "bf16", linear),
+                       lognormal_samples(12.9, 0.01, 40, 3), "graph", "cold"),
+        op_time_record(job_of("linear_decode", "generic", "bf16", linear),
+                       lognormal_samples(12.9, 0.01, 40, 4), "graph", "cold"),
+    });
+    compare_options o;
+    o.baseline_variant = "stock";
+    const auto c = compare_variants(run_row_of(1, "r", provenance()), recs, o);
+    ASSERT_EQ(c.op_time.size(), 2u);
+    EXPECT_EQ(c.what.job_diffs.at("timing"), 1u);
+    EXPECT_EQ(c.what.with_variant, std::set<std::string>{"timing"});
+    for (const auto& r : c.op_time)
+        if (r.id.a.workload == "moe_decode") {
+            EXPECT_EQ(r.mode, "graph/cold -> event/cold");
+            EXPECT_NE(r.note.find("timing graph/cold vs event/cold"), std::string::npos) << r.note;
+            EXPECT_EQ(r.decision, verdict::slower);
+        }
+    std::ostringstream text;
+    report::print_comparison(c, text, report::table_format::text);
+    EXPECT_NE(text.str().find("comes with the variant"), std::string::npos) << text.str();
+
+    // the same difference between two runs is a treatment to declare
+    const auto a = stored({op_time_record(job_of("moe_decode", "stock", "bf16", moe),
+                                          lognormal_samples(33, 0.02, 40, 5), "graph", "cold")});
+    const auto b = stored({op_time_record(job_of("moe_decode", "stock", "bf16", moe),
+                                          lognormal_samples(33, 0.02, 40, 6), "event", "cold")});
+    EXPECT_THROW((void)compare_runs(run_row_of(1, "a", provenance()), a,
+                                    run_row_of(2, "b", provenance()), b, {}),
+                 refused);
+}
+
 TEST(compare, in_store_by_label_and_usage_errors) {
     temp_dir dir;
     auto s = store::result_store::open(dir / "c.db", store::open_mode::read_write);

@@ -308,7 +308,7 @@ treatment treatment_of(const pairing& p, provenance_diff prov,
 void check_declared(const comparison& c) {
     std::vector<std::string> missing, details;
     for (const auto& name : c.what.names()) {
-        if (c.options.allowed.count(name))
+        if (c.options.allowed.count(name) || c.what.with_variant.count(name))
             continue;
         missing.push_back(name);
         if (const auto it = c.what.job_diffs.find(name); it != c.what.job_diffs.end()) {
@@ -556,7 +556,8 @@ json comparison::to_json() const {
                                 {"never_treatment", what.provenance.never_treatment},
                                 {"job_diffs", what.job_diffs},
                                 {"declared", what.declared},
-                                {"declared_but_equal", what.declared_but_equal}}},
+                                {"declared_but_equal", what.declared_but_equal},
+                                {"with_variant", what.with_variant}}},
              {"pairs", json{{"by_key", pairs_by_key}, {"by_case", pairs_by_case}}},
              {"regression", has_regression()}};
     auto rows = [](const auto& v) {
@@ -652,6 +653,10 @@ comparison compare_variants(const store::run_row& run, const std::vector<stored_
     c.options = options;
     const auto p = pair_variants(records, options.baseline_variant);
     c.what = treatment_of(p, {}, options.allowed);
+    // Within one run every job has the run's timing settings: a pair timed in two modes has a
+    // variant that fell back from graph capture, which is what that variant does.
+    if (c.what.job_diffs.count("timing"))
+        c.what.with_variant.insert("timing");
     check_declared(c);
     fill(c, p);
     return c;

@@ -143,6 +143,10 @@ struct treatment {
     std::map<std::string, std::set<std::string>> job_diff_examples; // name -> "fp32 -> bf16"
     std::set<std::string> declared;                                 // --allow-diff names given
     std::set<std::string> declared_but_equal;
+    // One run only: differences that come with the variant, no declaration needed. A variant
+    // that cannot be captured in a graph (it syncs with the host) is timed in event mode
+    // beside graph-timed ones; its rows name both modes.
+    std::set<std::string> with_variant;
     std::set<std::string> names() const; // every named difference
 };
 

@@ -173,9 +173,14 @@ void print_treatment(const comparison& c, std::ostream& out, table_format format
     for (const auto& [name, n] : t.job_diffs) {
         any = true;
         const auto& ex = t.job_diff_examples.at(name);
+        const auto why =
+            t.with_variant.count(name)
+                ? std::string("comes with the variant: one that cannot be captured in a graph "
+                              "is timed per call with events; each row names both modes")
+                : fmt::format("declared: --allow-diff {}", name);
         line(out, format,
-             fmt::format("{:<15} in {} pair(s): {}  (declared: --allow-diff {})", name, n,
-                         join({ex.begin(), ex.end()}, ", "), name));
+             fmt::format("{:<15} in {} pair(s): {}  ({})", name, n, join({ex.begin(), ex.end()}, ", "),
+                         why));
     }
     if (!any && !c.one_run)
         line(out, format,
