@@ -2,6 +2,8 @@
 #include "fourfold/backend/memory_probe.hpp"
 #include "fourfold/measure/memory_figures.hpp"
 #include "fourfold/measure/memory_sampler.hpp"
+#include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/workload.hpp"
 #include "runner_helpers.hpp"
 #include "test_variants.hpp"
 
@@ -16,7 +18,93 @@ namespace {
 double gib(std::int64_t b) { return static_cast<double>(b) / double(1ll << 30); }
 std::int64_t peak(const record* r, const char* level) { return r->figures[level].get<std::int64_t>(); }
 
+// A test-only workload whose memory pass keeps a captured graph, as a decode in graph mode does:
+// memory_call builds it (on CUDA a captured matmul, which takes a cuBLAS workspace; elsewhere the
+// product itself) and notes the allocator's bytes; the call notes them again before its first
+// replay. The runner must free nothing in between: a graph keeps the raw addresses it was
+// captured with (a freed cuBLAS workspace crashed a 30B MoE decode on the H200).
+struct kept_state_seen {
+    std::optional<std::int64_t> after_build, at_first_call;
+    bool captured = false;
+};
+kept_state_seen g_kept;
+
+class kept_graph_case final : public workloads::workload_case {
+public:
+    explicit kept_graph_case(const workloads::case_args& a) : workload_case(a), m_n(a.get_int("n")) {}
+
+    workloads::cost declared_cost() const override {
+        const double n = static_cast<double>(m_n);
+        return {2 * n * n * 4, n * n * 4, 2 * n * n * n, "x @ x"};
+    }
+    workloads::input_set make_inputs(std::uint64_t seed) const override {
+        return {{workloads::seeded_uniform({m_n, m_n}, seed, -1.0, 1.0, at::kFloat)}};
+    }
+    workloads::reference_plan reference(const workloads::input_set& in) const override {
+        const auto x = in[0];
+        return workloads::chunked_reference(0, m_n, m_n * 8, "x @ x in float64 on the CPU",
+                                            [x](std::int64_t start, std::int64_t length) {
+                                                const auto d = x.to(at::kDouble);
+                                                return at::matmul(d.narrow(0, start, length), d);
+                                            });
+    }
+    at::Tensor stock(const workloads::input_set& in) const { return at::matmul(in[0], in[0]); }
+
+    std::function<void()> memory_call(const std::string&, const workloads::input_set& in,
+                                      backend::device& dev) const override {
+        const auto x = in[0];
+        auto out = std::make_shared<at::Tensor>();
+        std::shared_ptr<backend::captured_graph> graph;
+        if (dev.caps().graphs)
+            graph = dev.capture([x, out] { *out = at::matmul(x, x); });
+        else
+            *out = at::matmul(x, x);
+        dev.synchronize();
+        g_kept = {dev.memory().now().allocated, std::nullopt, graph != nullptr};
+        auto first = std::make_shared<bool>(true);
+        return [x, out, graph, first, d = &dev] {
+            if (*first) {
+                g_kept.at_first_call = d->memory().now().allocated;
+                *first = false;
+            }
+            if (graph)
+                graph->replay();
+            else
+                *out = at::matmul(x, x);
+        };
+    }
+
+private:
+    std::int64_t m_n;
+};
+
+FOURFOLD_WORKLOAD(kept_graph_case, "kept_graph_probe")
+    .describe("tests only: a memory pass that keeps a captured graph between its build and its calls")
+    .param_int("n", 512, "rows and columns of x", 16, 4096)
+    .dtypes({dtype::fp32})
+    .variant("stock", &kept_graph_case::stock, "at::matmul");
+
 } // namespace
+
+TEST(memory, the_pass_frees_nothing_between_building_what_a_job_keeps_and_its_first_call) {
+    std::vector<std::unique_ptr<backend::device>> devices;
+    devices.push_back(backend::open_device({backend::device_kind::cpu, 0}));
+    if (backend::cuda_device_count() > 0) // the case that matters: a graph and a cuBLAS workspace
+        devices.push_back(backend::open_device({backend::device_kind::cuda, 0}));
+    for (auto& dev : devices) {
+        g_kept = {};
+        const auto r = run_jobs(
+            *dev, {{"kept_graph_probe", json{{"n", 512}}, dtype::fp32, {"stock"}, ""}}, "memory");
+        const auto* rec = find_record(r, ledger::memory, "stock");
+        ASSERT_NE(rec, nullptr);
+        ASSERT_EQ(rec->status, record_status::ok) << rec->reason;
+        EXPECT_EQ(g_kept.captured, dev->caps().graphs);
+        if (!g_kept.after_build || !g_kept.at_first_call)
+            continue; // this device's allocator keeps no count (checked where it does)
+        EXPECT_GE(*g_kept.at_first_call, *g_kept.after_build)
+            << dev->spec().name() << ": bytes were freed between memory_call and its first call";
+    }
+}
 
 TEST(memory, figures_say_unavailable_instead_of_zero) {
     measure::memory_reading r;
