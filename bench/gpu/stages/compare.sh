@@ -22,7 +22,11 @@ aa_run() {
         suite_args=(--workload linear_decode --shape 1x768x2048,1x1024x4096,1x4096x4096,1x14336x4096,1x4096x14336,1x128256x4096
                     --dtype bf16)
     fi
-    $BIN run "${suite_args[@]}" --device cuda --label "$label" --db "$AA_DB" --quiet >"$OUT/run-$label.txt" 2>&1
+    # The device call ends at 10 minutes; an article run takes about 9 min 20 s on an H200. Past
+    # AA_LIMIT_S it is interrupted (SIGINT: exit 130, the run marked interrupted, every record
+    # measured so far kept) rather than killed with the call.
+    timeout -s INT "${AA_LIMIT_S:-580}" \
+        $BIN run "${suite_args[@]}" --device cuda --label "$label" --db "$AA_DB" --quiet >"$OUT/run-$label.txt" 2>&1
     echo "run $label: exit $? ($(tail -2 "$OUT/run-$label.txt" | head -1))"
 }
 stage_aa_1() { aa_run aa-1; }
