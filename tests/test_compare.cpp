@@ -428,6 +428,39 @@ TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
     EXPECT_FALSE(runs(20, 20).environment[1].moved(k_default_threshold));
 }
 
+// Eager decode steps are launched op by op from the host: their tokens/s must clear the host
+// round trip's move too; graph-mode steps replay without the host and are called on their CI.
+TEST(compare, eager_decode_throughput_must_clear_the_host_round_trips_drift) {
+    auto decoded = [](const std::string& mode, double ms_per_token, double rt, std::uint64_t seed) {
+        auto r = throughput_record(
+            job_of("decode", "stock", "bf16", json{{"model", "m"}, {"ctx", 512}, {"mode", mode}}), 512,
+            lognormal_samples(ms_per_token, 0.01, 64, seed));
+        r.figures["mode"] = mode;
+        r.figures["host_paced"] = mode == "eager";
+        r.figures["host_sync"] = false;
+        r.figures["host_round_trip_us"] = json{{"before", rt}, {"after", rt}, {"reps", 200}};
+        return r;
+    };
+    // B: every step 20 % slower, and the host round trip 50 % slower
+    const auto a = stored({decoded("eager", 30, 20, 1), decoded("graph", 10, 20, 2)});
+    const auto b = stored({decoded("eager", 36, 30, 3), decoded("graph", 12, 30, 4)});
+    const auto c = compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
+    ASSERT_EQ(c.throughput.size(), 2u);
+    for (const auto& r : c.throughput) {
+        EXPECT_NEAR(*r.round_trip_b, 30.0, 1e-9);
+        if (r.id.a.params["mode"] == "eager") {
+            EXPECT_EQ(r.decision, verdict::unclear);
+            EXPECT_NE(r.note.find("the host launches every op of these steps"), std::string::npos)
+                << r.note;
+            EXPECT_NE(r.note.find("SLOWER without it"), std::string::npos) << r.note;
+        } else {
+            EXPECT_EQ(r.decision, verdict::slower) << r.note;
+        }
+    }
+    ASSERT_EQ(c.environment.size(), 2u);
+    EXPECT_DOUBLE_EQ(*c.environment[1].a, 20.0); // throughput records carry the round trip too
+}
+
 TEST(compare, geometric_means_are_per_workload_and_variant_over_one_baseline) {
     std::vector<record> ra, rb;
     for (int n : {64, 128, 256}) {

@@ -104,33 +104,38 @@ std::optional<round_trip> round_trip_of(const stored_record& r) {
     return round_trip{*before, *after};
 }
 
-// A time that synchronises with the host moves with the host: the band its verdict must clear
-// widens by how far the host round trip measured beside A and B moved (between the runs, or
-// within either job), so a slower host is not called a slower variant, and a change larger than
-// the host's own drift still is.
-void apply_round_trip(timed_row& row, const record_pair& p, double threshold) {
+// A time that synchronises with the host, or steps whose every op the host launches (eager
+// decode), moves with the host: the band its verdict must clear widens by how far the host round
+// trip measured beside A and B moved (between the runs, or within either job), so a slower host
+// is not called a slower variant, and a change larger than the host's own drift still is.
+void apply_round_trip(timed_row& row, const record_pair& p, double threshold, bool rate) {
     const auto ra = round_trip_of(p.a);
     const auto rb = round_trip_of(p.b);
     if (!ra || !rb)
         return;
     row.round_trip_a = ra->mean();
     row.round_trip_b = rb->mean();
-    const bool host_bound =
-        p.a.rec.figures.value("host_sync", false) || p.b.rec.figures.value("host_sync", false);
-    if (!host_bound)
+    auto flag = [&](const char* name) {
+        return p.a.rec.figures.value(name, false) || p.b.rec.figures.value(name, false);
+    };
+    const bool syncs = flag("host_sync");
+    if (!syncs && !flag("host_paced"))
         return;
     const double between = std::abs(rb->mean() / ra->mean() - 1);
     const double moved = std::max({between, ra->drift(), rb->drift()});
     const double noise = std::max(row.noise_a, row.noise_b);
     if (moved <= std::max(threshold, noise))
         return;
-    const auto widened = time_verdict(row.ratio, threshold, moved);
+    const auto widened =
+        rate ? rate_verdict(row.ratio, threshold, moved) : time_verdict(row.ratio, threshold, moved);
     append_note(row.note,
                 fmt::format("host round trip A {:.1f} us, B {:.1f} us (moved {:.1f} %, within a job up "
-                            "to {:.1f} %): this time syncs with the host, so a verdict needs the whole "
-                            "CI beyond {:.1f} %{}",
+                            "to {:.1f} %): {}, so a verdict needs the whole CI beyond {:.1f} %{}",
                             ra->mean(), rb->mean(), 100 * between,
-                            100 * std::max(ra->drift(), rb->drift()), 100 * moved,
+                            100 * std::max(ra->drift(), rb->drift()),
+                            syncs ? "this time syncs with the host"
+                                  : "the host launches every op of these steps",
+                            100 * moved,
                             widened == row.decision ? "" : fmt::format(" ({} without it)", to_string(row.decision))));
     row.decision = widened;
 }
@@ -158,7 +163,7 @@ timed_row op_time_row(const record_pair& p, double threshold) {
         row.note = "no raw samples stored: no CI, no U test";
     }
     row.decision = time_verdict(row.ratio, threshold, set_noise(row, p, threshold));
-    apply_round_trip(row, p, threshold);
+    apply_round_trip(row, p, threshold, false);
     if (std::find(p.job_diffs.begin(), p.job_diffs.end(), "timing") != p.job_diffs.end())
         append_note(row.note, fmt::format("timing {} vs {}", timing_text(p.a), timing_text(p.b)));
     return row;
@@ -193,6 +198,7 @@ timed_row throughput_row(const record_pair& p, double threshold) {
         row.note = "no raw ms/token samples stored: no CI, no U test";
     }
     row.decision = rate_verdict(row.ratio, threshold, set_noise(row, p, threshold));
+    apply_round_trip(row, p, threshold, true);
     return row;
 }
 
@@ -602,7 +608,8 @@ namespace {
 std::optional<double> median_round_trip(const std::vector<stored_record>& records) {
     std::vector<double> trips;
     for (const auto& r : records)
-        if (r.rec.which == ledger::op_time && r.rec.status == record_status::ok)
+        if ((r.rec.which == ledger::op_time || r.rec.which == ledger::throughput) &&
+            r.rec.status == record_status::ok)
             if (const auto t = round_trip_of(r))
                 trips.push_back(t->mean());
     if (trips.empty())
@@ -618,9 +625,10 @@ std::vector<environment_row> environment_of(const store::run_row& a, const std::
     copy.how = a.provenance.value("/bandwidth/method"_json_pointer, std::string());
     environment_row trip{"host round trip", "us",
                          "one one-element op launched and read back (the median of repeated trips "
-                         "before and after each job), the median over the run's op_time records",
+                         "before and after each job), the median over the run's timed records",
                          median_round_trip(ra), median_round_trip(rb),
-                         "a time that syncs with the host must clear that move before it is called"};
+                         "a time that syncs with the host, or eager decode steps, must clear that "
+                         "move before it is called"};
     std::vector<environment_row> out;
     for (auto* row : {&copy, &trip})
         if (row->a || row->b)

@@ -296,9 +296,15 @@ private:
     void throughput_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
         try {
             workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s, m_plan.settings.timing};
+            const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             auto res = m_g.c->measure_throughput(variant, dev_inputs, tc);
+            const double round_trip_after = measure::host_round_trip_us(m_ctx.dev);
             auto r = record::make(ledger::throughput, id(variant));
             r.figures = std::move(res.figures);
+            r.figures["host_sync"] = m_g.w->find_variant(variant)->host_sync;
+            r.figures["host_round_trip_us"] = json{{"before", round_trip_before},
+                                                   {"after", round_trip_after},
+                                                   {"reps", measure::k_round_trip_reps}};
             r.samples = std::move(res.samples_ms);
             r.samples_unit = "ms/token";
             emit(r);

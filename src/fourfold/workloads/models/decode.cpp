@@ -444,6 +444,9 @@ class decode_case final : public workload_case {
         r.figures = json{
             {"ctx", m_ctx},
             {"mode", m_graph ? "graph" : "eager"},
+            // eager: every op of a step is launched from the host, so a slower host can slow the
+            // steps (compare holds such a figure to the host round trip measured beside it)
+            {"host_paced", !m_graph},
             {"decode_steps", m_tokens},
             {"rounds", rounds},
             {"tokens_per_s", tokens_per_s},
