@@ -65,8 +65,8 @@ struct timed_row {
     ratio_estimate ratio;    // B/A of `unit`: time ratio for op_time, tokens/s ratio for throughput
     std::optional<u_test> u; // absent without raw samples
     double noise_a = 0, noise_b = 0; // relative_noise of the samples (the verdict must clear it)
-    // op_time: the host round trip measured beside A's and B's timings (mean of before and
-    // after, µs), where both records carry it
+    // the host round trip measured beside A's and B's timings (mean of before and after, µs),
+    // where both records carry it
     std::optional<double> round_trip_a, round_trip_b;
     verdict decision = verdict::unclear;
     std::string mode; // op_time: "graph/cold"; throughput: the decode mode
@@ -125,7 +125,7 @@ struct geomean_row {
 };
 
 // What each run measured of the machine beside its jobs, not a treatment: the copy bandwidth
-// (run provenance) and the host round trip (median over the run's op_time records). When one
+// (run provenance) and the host round trip (median over the run's timed records). When one
 // moved between A and B by more than the threshold the machine changed, and a time bound by it
 // may show the machine, not the change.
 struct environment_row {

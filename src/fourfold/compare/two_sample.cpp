@@ -212,8 +212,8 @@ std::string verdict_rule(double threshold) {
         "FASTER when the whole CI is beyond {:g} % better (time ratio < {:g}, tokens/s ratio > "
         "{:g}), SLOWER when the whole CI is beyond {:g} % worse, SAME when the whole CI lies "
         "within +-{:g} %, UNCLEAR otherwise; a pair whose samples scatter more than that (IQR / "
-        "1.349 over the median, of A or B) must clear its scatter instead, and a host-synchronising time must also "
-        "clear how far the host round trip measured beside it moved; "
+        "1.349 over the median, of A or B) must clear its scatter instead, and a host-synchronising time, or "
+        "the tokens/s of eager decode steps, must also clear how far the host round trip measured beside it moved; "
         "the Mann-Whitney p-value is shown beside it and never decides",
         pct, pct, 1 - threshold, 1 + threshold, pct, pct);
 }

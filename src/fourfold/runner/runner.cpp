@@ -23,6 +23,11 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// The host round trip measured before and after a job's timings, as its record carries it.
+json round_trip_figure(double before_us, double after_us) {
+    return json{{"before", before_us}, {"after", after_us}, {"reps", measure::k_round_trip_reps}};
+}
+
 // Why a call could not run: `unsupported` for what this build/device lacks (a skip, with its
 // reason), otherwise a failure.
 struct call_failure {
@@ -251,7 +256,7 @@ private:
             }
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             const auto results = measure::measure_interleaved(m_ctx.dev, candidates, t);
-            const double round_trip_after = measure::host_round_trip_us(m_ctx.dev);
+            const auto round_trip = round_trip_figure(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
             for (const auto& res : results) {
                 const auto cost = m_g.c->variant_cost(res.name);
                 auto r = record::make(ledger::op_time, id(res.name));
@@ -267,9 +272,7 @@ private:
                 r.figures["pct_of_bandwidth"] =
                     m_ctx.bandwidth.bytes_per_s > 0 ? 100.0 * gbps * 1e9 / m_ctx.bandwidth.bytes_per_s : 0;
                 r.figures["host_sync"] = m_g.w->find_variant(res.name)->host_sync;
-                r.figures["host_round_trip_us"] = json{{"before", round_trip_before},
-                                                       {"after", round_trip_after},
-                                                       {"reps", measure::k_round_trip_reps}};
+                r.figures["host_round_trip_us"] = round_trip;
                 const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(touched);
                 r.figures["rotation_bytes"] = rotated; // bytes the rotation's calls touch together
                 r.figures["cache_bytes"] = m_ctx.dev.caps().cache_bytes;
@@ -298,13 +301,11 @@ private:
             workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s, m_plan.settings.timing};
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             auto res = m_g.c->measure_throughput(variant, dev_inputs, tc);
-            const double round_trip_after = measure::host_round_trip_us(m_ctx.dev);
+            const auto round_trip = round_trip_figure(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
             auto r = record::make(ledger::throughput, id(variant));
             r.figures = std::move(res.figures);
             r.figures["host_sync"] = m_g.w->find_variant(variant)->host_sync;
-            r.figures["host_round_trip_us"] = json{{"before", round_trip_before},
-                                                   {"after", round_trip_after},
-                                                   {"reps", measure::k_round_trip_reps}};
+            r.figures["host_round_trip_us"] = round_trip;
             r.samples = std::move(res.samples_ms);
             r.samples_unit = "ms/token";
             emit(r);
