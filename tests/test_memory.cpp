@@ -21,10 +21,13 @@ std::int64_t peak(const record* r, const char* level) { return r->figures[level]
 // A test-only workload whose memory pass keeps a captured graph, as a decode in graph mode does:
 // memory_call builds it (on CUDA a captured matmul, which takes a cuBLAS workspace; elsewhere the
 // product itself) and notes the allocator's bytes; the call notes them again before its first
-// replay. The runner must free nothing in between: a graph keeps the raw addresses it was
-// captured with (a freed cuBLAS workspace crashed a 30B MoE decode on the H200).
+// replay, with the probe's count of cache releases. The runner must free nothing in between: a
+// graph keeps the raw addresses it was captured with (a freed cuBLAS workspace crashed a 30B MoE
+// decode on the H200). The release count tells the orders apart on every device; the bytes
+// only where an allocator frees something (CUDA).
 struct kept_state_seen {
-    std::optional<std::int64_t> after_build, at_first_call;
+    std::optional<std::int64_t> after_build, at_first_call; // allocated bytes
+    std::uint64_t releases_after_build = 0, releases_at_first_call = 0;
     bool captured = false;
 };
 kept_state_seen g_kept;
@@ -60,11 +63,12 @@ public:
         else
             *out = at::matmul(x, x);
         dev.synchronize();
-        g_kept = {dev.memory().now().allocated, std::nullopt, graph != nullptr};
+        g_kept = {dev.memory().now().allocated, std::nullopt, dev.memory().releases(), 0, graph != nullptr};
         auto first = std::make_shared<bool>(true);
         return [x, out, graph, first, d = &dev] {
             if (*first) {
                 g_kept.at_first_call = d->memory().now().allocated;
+                g_kept.releases_at_first_call = d->memory().releases();
                 *first = false;
             }
             if (graph)
@@ -99,6 +103,9 @@ TEST(memory, the_pass_frees_nothing_between_building_what_a_job_keeps_and_its_fi
         ASSERT_NE(rec, nullptr);
         ASSERT_EQ(rec->status, record_status::ok) << rec->reason;
         EXPECT_EQ(g_kept.captured, dev->caps().graphs);
+        // every device: no release was asked for in between (CUDA's would free the workspace)
+        EXPECT_EQ(g_kept.releases_at_first_call, g_kept.releases_after_build)
+            << dev->spec().name() << ": the runner released cached memory after memory_call";
         if (!g_kept.after_build || !g_kept.at_first_call)
             continue; // this device's allocator keeps no count (checked where it does)
         EXPECT_GE(*g_kept.at_first_call, *g_kept.after_build)

@@ -110,7 +110,12 @@ public:
         return s;
     }
 
-    void release_cached() override {
+    double target_poll_hz() const override { return 2000.0; }
+
+    json nvml_fingerprint() const { return m_nvml ? m_nvml->fingerprint() : json(m_nvml_why_not); }
+
+protected:
+    void free_cached() override {
 #if FOURFOLD_TORCH_AT_LEAST(2, 0)
         // cuBLAS keeps a workspace per (handle, stream) in the caching allocator: allocated
         // bytes that are libtorch's, not the job's (32 MiB each on Hopper)
@@ -118,9 +123,6 @@ public:
 #endif
         c10::cuda::CUDACachingAllocator::emptyCache();
     }
-    double target_poll_hz() const override { return 2000.0; }
-
-    json nvml_fingerprint() const { return m_nvml ? m_nvml->fingerprint() : json(m_nvml_why_not); }
 
 private:
     int m_index;

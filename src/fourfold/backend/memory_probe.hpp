@@ -5,6 +5,7 @@
 //              + mmapped bytes on the CPU)
 //   allocated- what live tensors use (caching allocator allocated; tracked CPU allocator)
 // A level a device cannot give is absent with its reason, never reported as 0.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -37,9 +38,22 @@ public:
     // Returns cached, unused allocator memory to the driver so a job starts from its own need.
     // On CUDA it also frees libtorch's cuBLAS workspaces: never call it while a captured graph
     // that ran cuBLAS is alive (the graph keeps the workspace's raw address).
-    virtual void release_cached() {}
+    void release_cached() {
+        m_releases.fetch_add(1, std::memory_order_relaxed);
+        free_cached();
+    }
+    // How many times release_cached() has run on this probe: lets a test see, on any device,
+    // whether a release fell between two points (on the CPU nothing is freed to show it).
+    std::uint64_t releases() const { return m_releases.load(std::memory_order_relaxed); }
     // The poll rate the sampler should aim for on this device.
     virtual double target_poll_hz() const { return 1000.0; }
+
+protected:
+    // What release_cached() frees on this device; nothing where no allocator caches.
+    virtual void free_cached() {}
+
+private:
+    std::atomic<std::uint64_t> m_releases{0};
 };
 
 } // namespace fourfold::backend

@@ -31,7 +31,9 @@ public:
         return s;
     }
     memory_sample counter_peaks() override { return {}; }
-    void release_cached() override { at::detail::getMPSHooks().emptyCache(); }
+
+protected:
+    void free_cached() override { at::detail::getMPSHooks().emptyCache(); }
 };
 
 class mps_device final : public device {
