@@ -1,6 +1,7 @@
 // Runs the real `fourfold` binary: bad input gets one line and exit code 2 and never touches the
 // store; a good run writes records the JSON export shows with units, status, params and provenance.
 #include "fourfold/core/json.hpp"
+#include "fourfold/store/result_store.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
 #include "test_helpers.hpp"
 
@@ -8,8 +9,14 @@
 #include <fstream>
 #include <set>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 using fourfold::json;
 using fourfold::testing::run_cli;
@@ -21,6 +28,56 @@ namespace {
 int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 const char* k_quick = " --min-time 0.02 --timeout 0.3 --warmup 0.005 --quiet";
+
+// The real binary in the background, its output into files in `dir`; returns its pid.
+pid_t spawn_cli(const std::vector<std::string>& args, const temp_dir& dir) {
+    std::vector<std::string> all{FOURFOLD_BINARY};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const auto out = dir / "spawned.out";
+    const auto err = dir / "spawned.err";
+    const pid_t pid = fork();
+    if (pid == 0) { // only async-signal-safe calls until exec
+        const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, STDOUT_FILENO);
+        dup2(e, STDERR_FILENO);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+// Records the store holds for its latest run; 0 while there is no store or run yet.
+std::size_t stored_records(const std::string& db) {
+    if (!fourfold::path_exists(db))
+        return 0;
+    try {
+        const auto s = fourfold::store::result_store::open(db, fourfold::store::open_mode::read_only);
+        const auto runs = s.runs();
+        return runs.empty() ? 0 : s.records(runs.back().id, false).size();
+    } catch (const std::exception&) {
+        return 0; // the store is being created
+    }
+}
+
+// Starts a run of 36 records (several seconds), waits for its first record, then sends `signal`;
+// returns the exit status waitpid saw.
+int cut_a_run(int signal, const std::string& db, const temp_dir& dir) {
+    const pid_t pid = spawn_cli({"run", "--workload", "softmax", "--shape",
+                                 "1x1000,1x2000,1x3000,1x4000,1x5000,1x6000", "--dtype", "fp32",
+                                 "--min-time", "0.3", "--quiet", "--label", "cut", "--db", db},
+                                dir);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (stored_records(db) == 0 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(pid, signal);
+    int status = 0;
+    waitpid(pid, &status, 0); // reaped: no zombie keeps the pid alive
+    return status;
+}
 
 } // namespace
 
@@ -102,6 +159,49 @@ TEST(cli, bad_input_is_one_line_exit_2_and_leaves_the_store_untouched) {
         EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
         EXPECT_EQ(fourfold::testing::read_file(db), before) << args << " changed the store";
     }
+}
+
+// Ctrl-C stops a run between passes: exit 130, the run closed as interrupted, every record
+// stored before it kept, and the store takes the next run.
+TEST(cli, an_interrupted_run_keeps_its_records_and_says_so) {
+    temp_dir dir;
+    const auto db = dir / "f.db";
+    const int status = cut_a_run(SIGINT, db, dir);
+    ASSERT_TRUE(WIFEXITED(status)) << fourfold::testing::read_file(dir / "spawned.err");
+    EXPECT_EQ(WEXITSTATUS(status), 130) << fourfold::testing::read_file(dir / "spawned.err");
+    const auto kept = stored_records(db);
+    EXPECT_GE(kept, 1u);
+    EXPECT_LT(kept, 36u);
+    const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
+    EXPECT_EQ(doc["runs"][0]["status"], "interrupted");
+    EXPECT_EQ(doc["records"].size(), kept);
+    const auto c = run_cli("compare cut cut --db " + db, dir);
+    EXPECT_EQ(c.code, 0) << c.err;
+    EXPECT_NE(c.out.find("(run interrupted: stopped by SIGINT"), std::string::npos) << c.out;
+    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --label next --db " + db + k_quick, dir).code, 0);
+}
+
+// A run whose process dies (a crashing kernel, kill -9) cannot close itself: its records stand,
+// the store opens and takes the next run, and compare says the run ended unfinished.
+TEST(cli, a_killed_run_keeps_its_records_and_reads_as_ended_unfinished) {
+    temp_dir dir;
+    const auto db = dir / "f.db";
+    const int status = cut_a_run(SIGKILL, db, dir);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    const auto kept = stored_records(db);
+    EXPECT_GE(kept, 1u);
+    EXPECT_LT(kept, 36u);
+    const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
+    EXPECT_EQ(doc["runs"][0]["status"], "running");
+    EXPECT_EQ(doc["records"].size(), kept);
+    const auto c = run_cli("compare cut cut --db " + db, dir);
+    EXPECT_EQ(c.code, 0) << c.err;
+    EXPECT_NE(c.out.find("(run ended unfinished: its process"), std::string::npos) << c.out;
+    const auto report = run_cli("report cut --format md -o " + (dir / "r.md") + " --db " + db, dir);
+    EXPECT_EQ(report.code, 0) << report.err;
+    EXPECT_NE(fourfold::testing::read_file(dir / "r.md").find("ended unfinished"), std::string::npos);
+    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --label next --db " + db + k_quick, dir).code, 0);
+    EXPECT_EQ(stored_records(db), 6u); // the next run's, beside the cut run's intact ones
 }
 
 TEST(cli, a_dtype_the_device_cannot_hold_is_bad_input) {

@@ -1,6 +1,7 @@
 #include "fourfold/core/error.hpp"
 #include "fourfold/store/export.hpp"
 #include "fourfold/store/result_store.hpp"
+#include "fourfold/store/run_state.hpp"
 #include "fourfold/store/schema.hpp"
 #include "test_helpers.hpp"
 
@@ -8,6 +9,8 @@
 #include <sqlite3.h>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace fourfold;
 using namespace fourfold::store;
@@ -101,6 +104,37 @@ TEST(store, an_unfinished_run_keeps_every_record_already_added) {
     EXPECT_EQ(r.records(run, false).size(), 2u);
 }
 
+TEST(store, a_run_left_running_reads_as_alive_or_ended_by_its_process) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    run_row r;
+    r.status = "running";
+    r.provenance = json{{"host", {{"hostname", host}}}, {"pid", static_cast<std::int64_t>(getpid())}};
+    EXPECT_EQ(state_of(r).word, "running"); // this test binary is a fourfold process
+    // a process that has ended (reaped, so not even a zombie holds its id)
+    const pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    ASSERT_GT(child, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    r.provenance["pid"] = static_cast<std::int64_t>(child);
+    const auto ended = state_of(r);
+    EXPECT_EQ(ended.word, "ended unfinished");
+    EXPECT_NE(ended.why.find(std::to_string(child)), std::string::npos) << ended.why;
+    EXPECT_NE(ended.why.find("records it stored stand"), std::string::npos) << ended.why;
+    // made elsewhere, or by a build that kept no pid: this host cannot tell
+    r.provenance["host"]["hostname"] = std::string(host) + "-elsewhere";
+    EXPECT_EQ(state_of(r).word, "not finished");
+    r.provenance = json{{"host", {{"hostname", host}}}};
+    EXPECT_EQ(state_of(r).word, "not finished");
+    for (const char* closed : {"complete", "interrupted", "failed"}) {
+        r.status = closed;
+        EXPECT_EQ(state_of(r).word, closed);
+        EXPECT_EQ(state_of(r).why.empty(), r.status == "complete") << closed;
+    }
+}
+
 TEST(store, a_file_that_is_not_sqlite_is_refused_and_left_untouched) {
     temp_dir dir;
     const auto path = dir / "bad.db";
@@ -179,7 +213,9 @@ TEST(store, export_json_and_csv_carry_identity_units_and_status) {
     for (const auto& r : doc["records"]) {
         for (const char* key : {"run", "ledger", "workload", "variant", "device", "dtype", "params", "key", "unit", "status", "figures"})
             EXPECT_TRUE(r.contains(key)) << key;
-        if (r["status"] == "skipped") EXPECT_EQ(r["reason"], "no probe");
+        if (r["status"] == "skipped") {
+            EXPECT_EQ(r["reason"], "no probe");
+        }
     }
     EXPECT_EQ(doc["runs"][0]["provenance"]["k"], 1);
     std::ostringstream csv;

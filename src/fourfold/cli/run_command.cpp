@@ -152,6 +152,8 @@ int run_command(const run_options& o) {
                                  {"workload", o.workload.value_or("")},
                                  {"groups", plan.groups.size()},
                                  {"jobs", plan.job_count()}};
+    // tells a run still being measured from one whose process died (store::state_of)
+    provenance["pid"] = static_cast<std::int64_t>(getpid());
     const auto run_id = store.begin_run(o.label, dev->name(), o.command_line, provenance);
 
     store_sink sink(store, run_id);

@@ -4,6 +4,7 @@
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "fourfold/store/export.hpp"
+#include "fourfold/store/run_state.hpp"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -236,6 +237,12 @@ void print_empty_ledger(const comparison& c, ledger l, std::ostream& out, table_
 
 } // namespace
 
+// Said beside a run that is not complete: a partial run pairs fewer records than it planned.
+std::string run_state_note(const store::run_row& r) {
+    const auto state = store::state_of(r);
+    return state.why.empty() ? "" : fmt::format(" (run {}: {})", state.word, state.why);
+}
+
 std::string ratio_cell(const ratio_estimate& r) {
     return fmt_num(r.ratio, 4);
 }
@@ -266,7 +273,7 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
              fmt::format("{} {} — device {}, started {}, fourfold {}", role, run_text(r), r.device,
                          r.started_at,
                          r.provenance.value("/fourfold/git_sha"_json_pointer, std::string("?"))) +
-                 (r.status == "complete" ? "" : fmt::format(" (run {})", r.status)));
+                 run_state_note(r));
     };
     if (c.one_run) {
         run_line("run:", c.a);

@@ -9,6 +9,7 @@
 #include "fourfold/report/svg_chart.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "fourfold/store/export.hpp"
+#include "fourfold/store/run_state.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -369,7 +370,7 @@ void runs_table(const report_data& d, std::ostream& out, table_format format) {
     for (const auto& r : d.runs) {
         const auto& p = r.provenance;
         t.add_row(
-            {std::to_string(r.id), r.label, r.status, r.device, device_name(r), r.started_at,
+            {std::to_string(r.id), r.label, store::state_of(r).word, r.device, device_name(r), r.started_at,
              p.value("/fourfold/git_sha"_json_pointer, std::string("?")),
              p.value("/libtorch/version"_json_pointer, std::string("?")),
              fmt::format("{}/{}", p.value("/settings/timing/mode"_json_pointer, std::string("?")),
@@ -381,6 +382,16 @@ void runs_table(const report_data& d, std::ostream& out, table_format format) {
         t.print_markdown(out);
     else
         t.print(out);
+    for (const auto& r : d.runs) {
+        const auto state = store::state_of(r);
+        if (state.why.empty())
+            continue;
+        const auto text = fmt::format("{}: {}: {}", compare::run_text(r), state.word, state.why);
+        if (format == table_format::html)
+            out << "<p class=\"why\">" << html_escape(text) << "</p>\n";
+        else
+            out << text << "\n\n";
+    }
 }
 
 void write_html(const report_data& d, std::ostream& out) {
