@@ -79,6 +79,23 @@ int cut_a_run(int signal, const std::string& db, const temp_dir& dir) {
     return status;
 }
 
+// What both cut runs must show: some but not all records kept, the export agrees with the store
+// and names the run's status, compare says what became of the run, and the store takes the next
+// run.
+void expect_cut_run_kept(const std::string& db, const temp_dir& dir, const char* status,
+                                const std::string& compare_says) {
+    const auto kept = stored_records(db);
+    EXPECT_GE(kept, 1u);
+    EXPECT_LT(kept, 36u);
+    const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
+    EXPECT_EQ(doc["runs"][0]["status"], status);
+    EXPECT_EQ(doc["records"].size(), kept);
+    const auto c = run_cli("compare cut cut --db " + db, dir);
+    EXPECT_EQ(c.code, 0) << c.err;
+    EXPECT_NE(c.out.find(compare_says), std::string::npos) << c.out;
+    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --label next --db " + db + k_quick, dir).code, 0);
+}
+
 } // namespace
 
 TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
@@ -169,16 +186,7 @@ TEST(cli, an_interrupted_run_keeps_its_records_and_says_so) {
     const int status = cut_a_run(SIGINT, db, dir);
     ASSERT_TRUE(WIFEXITED(status)) << fourfold::testing::read_file(dir / "spawned.err");
     EXPECT_EQ(WEXITSTATUS(status), 130) << fourfold::testing::read_file(dir / "spawned.err");
-    const auto kept = stored_records(db);
-    EXPECT_GE(kept, 1u);
-    EXPECT_LT(kept, 36u);
-    const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
-    EXPECT_EQ(doc["runs"][0]["status"], "interrupted");
-    EXPECT_EQ(doc["records"].size(), kept);
-    const auto c = run_cli("compare cut cut --db " + db, dir);
-    EXPECT_EQ(c.code, 0) << c.err;
-    EXPECT_NE(c.out.find("(run interrupted: stopped by SIGINT"), std::string::npos) << c.out;
-    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --label next --db " + db + k_quick, dir).code, 0);
+    expect_cut_run_kept(db, dir, "interrupted", "(run interrupted: stopped by SIGINT");
 }
 
 // A run whose process dies (a crashing kernel, kill -9) cannot close itself: its records stand,
@@ -188,20 +196,11 @@ TEST(cli, a_killed_run_keeps_its_records_and_reads_as_ended_unfinished) {
     const auto db = dir / "f.db";
     const int status = cut_a_run(SIGKILL, db, dir);
     ASSERT_TRUE(WIFSIGNALED(status));
-    const auto kept = stored_records(db);
-    EXPECT_GE(kept, 1u);
-    EXPECT_LT(kept, 36u);
-    const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
-    EXPECT_EQ(doc["runs"][0]["status"], "running");
-    EXPECT_EQ(doc["records"].size(), kept);
-    const auto c = run_cli("compare cut cut --db " + db, dir);
-    EXPECT_EQ(c.code, 0) << c.err;
-    EXPECT_NE(c.out.find("(run ended unfinished: its process"), std::string::npos) << c.out;
+    expect_cut_run_kept(db, dir, "running", "(run ended unfinished: its process");
+    EXPECT_EQ(stored_records(db), 6u); // the next run's, beside the cut run's intact ones
     const auto report = run_cli("report cut --format md -o " + (dir / "r.md") + " --db " + db, dir);
     EXPECT_EQ(report.code, 0) << report.err;
     EXPECT_NE(fourfold::testing::read_file(dir / "r.md").find("ended unfinished"), std::string::npos);
-    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --label next --db " + db + k_quick, dir).code, 0);
-    EXPECT_EQ(stored_records(db), 6u); // the next run's, beside the cut run's intact ones
 }
 
 TEST(cli, a_dtype_the_device_cannot_hold_is_bad_input) {

@@ -235,13 +235,13 @@ void print_empty_ledger(const comparison& c, ledger l, std::ostream& out, table_
         out << '\n';
 }
 
-} // namespace
-
 // Said beside a run that is not complete: a partial run pairs fewer records than it planned.
 std::string run_state_note(const store::run_row& r) {
     const auto state = store::state_of(r);
     return state.why.empty() ? "" : fmt::format(" (run {}: {})", state.word, state.why);
 }
+
+} // namespace
 
 std::string ratio_cell(const ratio_estimate& r) {
     return fmt_num(r.ratio, 4);

@@ -367,10 +367,12 @@ void runs_table(const report_data& d, std::ostream& out, table_format format) {
                   {"fourfold"},
                   {"libtorch"},
                   {"timing"}});
+    std::vector<store::run_state> states; // each looks up the run's process once
     for (const auto& r : d.runs) {
         const auto& p = r.provenance;
+        states.push_back(store::state_of(r));
         t.add_row(
-            {std::to_string(r.id), r.label, store::state_of(r).word, r.device, device_name(r), r.started_at,
+            {std::to_string(r.id), r.label, states.back().word, r.device, device_name(r), r.started_at,
              p.value("/fourfold/git_sha"_json_pointer, std::string("?")),
              p.value("/libtorch/version"_json_pointer, std::string("?")),
              fmt::format("{}/{}", p.value("/settings/timing/mode"_json_pointer, std::string("?")),
@@ -382,11 +384,12 @@ void runs_table(const report_data& d, std::ostream& out, table_format format) {
         t.print_markdown(out);
     else
         t.print(out);
-    for (const auto& r : d.runs) {
-        const auto state = store::state_of(r);
+    for (std::size_t i = 0; i < d.runs.size(); ++i) {
+        const auto& state = states[i];
         if (state.why.empty())
             continue;
-        const auto text = fmt::format("{}: {}: {}", compare::run_text(r), state.word, state.why);
+        const auto text =
+            fmt::format("{}: {}: {}", compare::run_text(d.runs[i]), state.word, state.why);
         if (format == table_format::html)
             out << "<p class=\"why\">" << html_escape(text) << "</p>\n";
         else
