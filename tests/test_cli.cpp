@@ -93,7 +93,7 @@ void expect_cut_run_kept(const std::string& db, const temp_dir& dir, const char*
     const auto c = run_cli("compare cut cut --db " + db, dir);
     EXPECT_EQ(c.code, 0) << c.err;
     EXPECT_NE(c.out.find(compare_says), std::string::npos) << c.out;
-    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --label next --db " + db + k_quick, dir).code, 0);
+    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --variants stock,generic --label next --db " + db + k_quick, dir).code, 0);
 }
 
 } // namespace
@@ -101,7 +101,7 @@ void expect_cut_run_kept(const std::string& db, const temp_dir& dir, const char*
 TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
     temp_dir dir;
     const auto db = (dir / "f.db");
-    const auto r = run_cli("run --workload softmax --shape 2x1000 --dtype fp32,bf16 --label first --db " + db + k_quick, dir);
+    const auto r = run_cli("run --workload softmax --shape 2x1000 --dtype fp32,bf16 --variants stock,generic --label first --db " + db + k_quick, dir);
     ASSERT_EQ(r.code, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("median [µs]"), std::string::npos);
     EXPECT_NE(r.out.find("PSNR [dB]"), std::string::npos);
@@ -135,7 +135,7 @@ TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
 TEST(cli, ledgers_flag_runs_only_that_pass) {
     temp_dir dir;
     const auto db = (dir / "f.db");
-    ASSERT_EQ(run_cli("run --workload linear_decode --shape 1x64x64 --ledgers correctness --db " + db + k_quick, dir).code, 0);
+    ASSERT_EQ(run_cli("run --workload linear_decode --shape 1x64x64 --variants stock,generic --ledgers correctness --db " + db + k_quick, dir).code, 0);
     const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
     for (const auto& rec : doc["records"]) EXPECT_EQ(rec["ledger"], "correctness");
     EXPECT_EQ(doc["records"].size(), 2u);
@@ -163,6 +163,8 @@ TEST(cli, bad_input_is_one_line_exit_2_and_leaves_the_store_untouched) {
         {"run --workload softmax --timing graph", "graph"},
         {"run --workload softmax --ledgers speed", "speed"},
         {"run --suite nosuch", "nosuch"},
+        {"run --suite article --workload nosuch", "nosuch"},
+        {"run --suite smoke --workload softmax --shape 1x8", "--shape"},
         {"run", "--suite"},
         {"run --workload softmax --min-time -1", "--min-time"},
         {"run --workload softmax --bogus-flag", "bogus"},

@@ -41,21 +41,23 @@ public:
         return {2 * n * n * 4, n * n * 4, 2 * n * n * n, "x @ x"};
     }
     workloads::input_set make_inputs(std::uint64_t seed) const override {
-        return {{workloads::seeded_uniform({m_n, m_n}, seed, -1.0, 1.0, at::kFloat)}};
+        return workloads::input_set().add("x", workloads::seeded_uniform({m_n, m_n}, seed, -1.0, 1.0, at::kFloat));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
-        const auto x = in[0];
+        const auto x = in["x"];
         return workloads::chunked_reference(0, m_n, m_n * 8, "x @ x in float64 on the CPU",
                                             [x](std::int64_t start, std::int64_t length) {
                                                 const auto d = x.to(at::kDouble);
                                                 return at::matmul(d.narrow(0, start, length), d);
                                             });
     }
-    at::Tensor stock(const workloads::input_set& in) const { return at::matmul(in[0], in[0]); }
+    at::Tensor stock(const workloads::call_context&, const workloads::input_set& in) const {
+        return at::matmul(in["x"], in["x"]);
+    }
 
     std::function<void()> memory_call(const std::string&, const workloads::input_set& in,
                                       backend::device& dev) const override {
-        const auto x = in[0];
+        const auto x = in["x"];
         auto out = std::make_shared<at::Tensor>();
         std::shared_ptr<backend::captured_graph> graph;
         if (dev.caps().graphs)

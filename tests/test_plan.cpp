@@ -65,7 +65,7 @@ TEST(plan, make_plan_checks_dtype_variant_and_size_against_workload_and_device) 
     const auto p = make_plan({{"softmax", json{{"rows", 2}}, dtype::fp32, {}, ""}}, s, *dev);
     ASSERT_EQ(p.groups.size(), 1u);
     EXPECT_EQ(p.groups[0].args.params["vocab"], 128256); // default filled in
-    EXPECT_EQ(p.groups[0].variants, (std::vector<std::string>{"stock", "generic"}));
+    EXPECT_EQ(p.groups[0].variants, (std::vector<std::string>{"stock", "generic", "native"}));
 }
 
 TEST(plan, timing_modes_the_device_lacks_are_bad_input) {

@@ -1,6 +1,7 @@
 // The named suites as plans: the article suite covers every operator workload, sized for the
 // device (reduced on the CPU, and saying so), and linear_shapes sweeps all 96 layer shapes.
 #include "fourfold/backend/device.hpp"
+#include "fourfold/core/error.hpp"
 #include "fourfold/suites/suite.hpp"
 #include "fourfold/workloads/linear_shapes.hpp"
 
@@ -59,4 +60,22 @@ TEST(suites, linear_shapes_sweeps_every_layer_shape_with_and_without_bias) {
                       j.params["bias"].get<bool>());
     }
     EXPECT_EQ(cases.size(), jobs.size());
+}
+
+TEST(suites, a_suite_narrowed_to_some_workloads_keeps_their_jobs_alone) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    const auto jobs = suites::expand_suite("article", *dev);
+    const auto some = suites::jobs_of_workloads(jobs, "article", {"softmax", "pad"});
+    ASSERT_FALSE(some.empty());
+    std::size_t expected = 0;
+    for (const auto& j : jobs) expected += j.workload == "softmax" || j.workload == "pad";
+    EXPECT_EQ(some.size(), expected);
+    for (const auto& j : some) EXPECT_TRUE(j.workload == "softmax" || j.workload == "pad") << j.workload;
+    try {
+        suites::jobs_of_workloads(jobs, "article", {"softmax", "nosuch"});
+        FAIL() << "no throw";
+    } catch (const bad_input& e) {
+        EXPECT_NE(std::string(e.what()).find("'nosuch'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("linear_decode"), std::string::npos) << e.what();
+    }
 }

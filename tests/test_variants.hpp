@@ -15,6 +15,8 @@ inline constexpr int k_outside_hold_ms = 30;
 //   outside_allocator  - holds 1 GiB outside the tensor allocator during the call (mmap on the
 //                        CPU, cudaMalloc on CUDA), touched, for k_outside_hold_ms
 //   malloc_outside     - the same with plain malloc on the CPU (malloc's own level sees it)
+//   native_scale       - stock, then fourfold's native scale kernel with alpha 1 (CUDA only)
+//   native_scale_off   - the same with alpha 1.01: must FAIL correctness
 void register_test_variants();
 
 } // namespace fourfold::testing

@@ -191,6 +191,7 @@ public:
     }
     const capabilities& caps() const override { return m_caps; }
     void synchronize() override { FOURFOLD_CHECK_CUDA(cudaStreamSynchronize(current_stream())); }
+    void* native_stream() const override { return current_stream(); }
     std::unique_ptr<device_event> make_event() override { return std::make_unique<cuda_event>(); }
 
     void flush_cache() override {

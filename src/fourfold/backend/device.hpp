@@ -84,6 +84,10 @@ public:
     virtual const capabilities& caps() const = 0;
     // Waits until all work queued on the device's current stream is done.
     virtual void synchronize() = 0;
+    // The stream native kernels launch on, read at the moment of the call: the device's current
+    // stream (the capture stream while a graph is being captured). A cudaStream_t on CUDA;
+    // nullptr on devices whose work libtorch alone queues (CPU, MPS).
+    virtual void* native_stream() const { return nullptr; }
     // Throws device_error when !caps().events.
     virtual std::unique_ptr<device_event> make_event() = 0;
     // Evicts the last-level cache (a write over a buffer larger than it), in stream order.

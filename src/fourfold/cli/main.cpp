@@ -45,8 +45,10 @@ int main(int argc, char** argv) {
     cli::run_options ro;
     auto* run = app.add_subcommand("run", "measure a suite or a workload into the store");
     auto* suite_opt = run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
-    auto* workload_opt = run->add_option("--workload", ro.workload, "one workload (fourfold list)");
-    suite_opt->excludes(workload_opt);
+    auto* workload_opt = run->add_option("--workload", ro.workload,
+                                         "one workload (fourfold list); with --suite, the suite's "
+                                         "jobs of these workloads (a comma list)");
+    (void)suite_opt;
     run->add_option("--shape", ro.shapes, "shape(s), e.g. 1x128256 or 1x4096x4096,1x14336x4096")
         ->allow_extra_args(false)->needs(workload_opt);
     run->add_option("--param", ro.params, "NAME=VALUE[,VALUE|A..B] (repeatable)")

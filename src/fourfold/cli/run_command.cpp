@@ -136,8 +136,10 @@ int run_command(const run_options& o) {
     std::vector<runner::job_spec> specs;
     if (o.suite) {
         specs = suites::expand_suite(*o.suite, *dev);
-        if (!o.dtypes.empty() || !o.variants.empty())
-            throw bad_input("--dtype and --variants apply to --workload; a suite fixes its own");
+        if (!o.dtypes.empty() || !o.variants.empty() || !o.shapes.empty() || !o.params.empty())
+            throw bad_input("--dtype, --variants, --shape and --param apply to --workload alone; a "
+                            "suite fixes its own (--suite with --workload W keeps the suite's jobs of W)");
+        if (o.workload) specs = suites::jobs_of_workloads(specs, *o.suite, split(*o.workload, ','));
     } else {
         specs = runner::expand_request({*o.workload, o.shapes, o.params, o.dtypes, o.variants});
     }
@@ -176,6 +178,9 @@ int run_command(const run_options& o) {
                                 o.format == "md" ? report::table_format::markdown
                                                  : report::table_format::text);
     report::print_speedup_summaries(report::summarize_speedups(sink.records), std::cout);
+    // fourfold's own kernels against the library's path, where a run has both
+    report::print_speedup_summaries(report::summarize_speedups(sink.records, "native", "stock"),
+                                    std::cout);
     std::cout << fmt::format("device {} ({}); copy bandwidth {:.1f} GB/s ({})\n", dev->name(),
                              dev->fingerprint().value("name", std::string("?")),
                              bandwidth.bytes_per_s / 1e9, bandwidth.method);

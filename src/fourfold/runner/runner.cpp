@@ -78,7 +78,7 @@ public:
         m_ledgers = m_ledgers.intersect(m_g.w->ledgers);
         std::vector<std::string> runnable;
         for (const auto& v : m_g.variants) {
-            if (const auto why = m_g.c->unsupported(v, dev)) {
+            if (const auto why = m_g.w->unavailable(v, *m_g.c, dev)) {
                 skip_all(v, *why);
                 continue;
             }
@@ -131,6 +131,9 @@ private:
         if (!m_g.note.empty()) r.figures["job_note"] = m_g.note; // e.g. "reduced for the CPU"
         if (r.status == record_status::ok) {
             auto facts = m_g.c->variant_facts(r.job.variant);
+            // what the variant's call said of itself (a kernel's configuration)
+            if (const auto it = m_call_facts.find(r.job.variant); it != m_call_facts.end())
+                for (auto f = it->second.begin(); f != it->second.end(); ++f) facts[f.key()] = f.value();
             if (!facts.empty()) r.figures["facts"] = std::move(facts);
         }
         m_ctx.sink.write(r);
@@ -163,7 +166,10 @@ private:
         std::map<std::string, at::Tensor> outputs;
         for (const auto& v : variants) {
             try {
-                auto out = m_g.w->run(v, *m_g.c, dev_inputs);
+                json said = json::object();
+                const workloads::call_context call(m_ctx.dev, &said);
+                auto out = m_g.w->run(v, *m_g.c, call, dev_inputs);
+                m_call_facts[v] = std::move(said);
                 m_ctx.dev.synchronize();
                 if (check) outputs[v] = out.to(at::kCPU);
                 ran.push_back(v);
@@ -251,7 +257,10 @@ private:
                 c.input_sets = sets;
                 c.capturable = !spec->host_sync;
                 if (spec->host_sync) c.not_capturable_reason = "the variant synchronises with the host";
-                c.call = [this, v, &rotation](int set) { (void)m_g.w->run(v, *m_g.c, rotation[static_cast<std::size_t>(set)]); };
+                c.call = [this, v, &rotation](int set) {
+                    const workloads::call_context call(m_ctx.dev);
+                    (void)m_g.w->run(v, *m_g.c, call, rotation[static_cast<std::size_t>(set)]);
+                };
                 candidates.push_back(std::move(c));
             }
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
@@ -331,7 +340,11 @@ private:
             dev.release_scratch();
             probe.release_cached();
             auto call = m_g.c->memory_call(variant, dev_inputs, dev);
-            if (!call) call = [&] { (void)m_g.w->run(variant, *m_g.c, dev_inputs); };
+            if (!call)
+                call = [&] {
+                    const workloads::call_context ctx(dev);
+                    (void)m_g.w->run(variant, *m_g.c, ctx, dev_inputs);
+                };
             dev.synchronize();
             const auto baseline = probe.now();
             probe.reset_peaks();
@@ -369,6 +382,7 @@ private:
     const job_group& m_g;
     run_summary& m_summary;
     ledger_set m_ledgers;
+    std::map<std::string, json> m_call_facts; // per variant, from its correctness-pass call
 };
 
 } // namespace

@@ -3,7 +3,9 @@
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/text.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <set>
 
 namespace fourfold::suites {
 
@@ -43,6 +45,22 @@ std::vector<runner::job_spec> expand_suite(const std::string& name, const backen
         throw bad_input(fmt::format("suite '{}' is unknown; valid: {}", name,
                                     suite_registry::instance().names()));
     return s->jobs(dev);
+}
+
+std::vector<runner::job_spec> jobs_of_workloads(const std::vector<runner::job_spec>& jobs,
+                                                const std::string& suite_name,
+                                                const std::vector<std::string>& workloads) {
+    std::set<std::string> present;
+    for (const auto& j : jobs) present.insert(j.workload);
+    for (const auto& w : workloads)
+        if (w.empty() || !present.count(w))
+            throw bad_input(fmt::format("suite {} has no job of workload '{}'; its workloads: {}",
+                                        suite_name, w,
+                                        join(std::vector<std::string>(present.begin(), present.end()), ", ")));
+    std::vector<runner::job_spec> out;
+    for (const auto& j : jobs)
+        if (std::find(workloads.begin(), workloads.end(), j.workload) != workloads.end()) out.push_back(j);
+    return out;
 }
 
 } // namespace fourfold::suites

@@ -40,6 +40,11 @@ private:
 
 // Throws bad_input naming the valid suites.
 std::vector<runner::job_spec> expand_suite(const std::string& name, const backend::device& dev);
+// The jobs of `jobs` (suite `suite_name`'s) whose workload is one of `workloads`; throws
+// bad_input naming the suite's workloads when one of them has no job there.
+std::vector<runner::job_spec> jobs_of_workloads(const std::vector<runner::job_spec>& jobs,
+                                                const std::string& suite_name,
+                                                const std::vector<std::string>& workloads);
 
 #define FOURFOLD_SUITE(ident, name, description, fn)                                               \
     [[maybe_unused]] static ::fourfold::suites::suite& fourfold_suite_##ident =                    \

@@ -4,7 +4,10 @@
 #include "fourfold/core/text.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
+#include <cstdlib>
 #include <fmt/format.h>
+#include <torch/version.h>
 
 namespace fourfold::workloads {
 
@@ -23,8 +26,75 @@ json param_spec::to_json() const {
     return out;
 }
 
+json variant_needs::to_json() const {
+    json out = json::object();
+    if (native_kernels) out["native_kernels"] = true;
+    if (!devices.empty()) {
+        json d = json::array();
+        for (const auto k : devices) d.push_back(std::string(backend::to_string(k)));
+        out["devices"] = d;
+    }
+    if (!features.empty()) out["features"] = features;
+    if (torch_major > 0) out["torch"] = fmt::format(">= {}.{}", torch_major, torch_minor);
+    return out;
+}
+
+namespace {
+
+// Whether the kernels' code (CMAKE_CUDA_ARCHITECTURES, e.g. "90a" or "80-real,90-virtual") can
+// load on a device of compute capability `cc` ("sm_90" -> 90): machine code for exactly that
+// capability, or portable PTX of an older one ("a" PTX runs on its own capability alone).
+[[maybe_unused]] bool kernels_run_on(const std::string& arch_list, int cc) {
+    for (const auto& entry : split(arch_list, ',')) {
+        const int v = std::atoi(entry.c_str());
+        const auto digits = entry.find_first_not_of("0123456789");
+        const bool arch_specific = digits != std::string::npos && entry[digits] == 'a';
+        const bool ptx = entry.find("-real") == std::string::npos;
+        if (v == cc || (ptx && !arch_specific && v < cc)) return true;
+    }
+    return false;
+}
+
+} // namespace
+
+std::optional<std::string> unmet(const variant_needs& needs, const backend::device& dev) {
+    const auto kind = dev.spec().kind;
+    if (!needs.devices.empty() &&
+        std::find(needs.devices.begin(), needs.devices.end(), kind) == needs.devices.end()) {
+        std::vector<std::string> names;
+        for (const auto k : needs.devices) names.emplace_back(backend::to_string(k));
+        return fmt::format("runs on {} only; this device is {}", join(names, ", "), dev.name());
+    }
+    if (needs.native_kernels) {
+#if FOURFOLD_WITH_KERNELS
+        const auto& arch = dev.caps().arch; // "sm_90"
+        const int cc = arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
+        if (!kernels_run_on(FOURFOLD_KERNEL_ARCHITECTURES, cc))
+            return fmt::format("fourfold's native kernels are built for CUDA architectures {} "
+                               "(CMAKE_CUDA_ARCHITECTURES); this device is {}",
+                               FOURFOLD_KERNEL_ARCHITECTURES, arch);
+#elif FOURFOLD_BUILD_KERNELS
+        return std::string("fourfold's native kernels are compiled in this build, but its libtorch "
+                           "has no CUDA: they need a CUDA libtorch and a CUDA device");
+#else
+        return std::string("this build has no native CUDA kernels (no CUDA toolkit was found "
+                           "when it was configured)");
+#endif
+    }
+    for (const auto& f : needs.features)
+        if (const auto why = dev.caps().missing(f)) return "needs " + f + ": " + *why;
+    if (needs.torch_major > 0 &&
+        !(TORCH_VERSION_MAJOR > needs.torch_major ||
+          (TORCH_VERSION_MAJOR == needs.torch_major && TORCH_VERSION_MINOR >= needs.torch_minor)))
+        return fmt::format("needs libtorch {}.{} or later; this build has {}.{}", needs.torch_major,
+                           needs.torch_minor, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+    return std::nullopt;
+}
+
 json variant_spec::to_json() const {
-    return json{{"name", name}, {"help", help}, {"host_sync", host_sync}};
+    json out{{"name", name}, {"help", help}, {"host_sync", host_sync}};
+    if (auto n = needs.to_json(); !n.empty()) out["needs"] = std::move(n);
+    return out;
 }
 
 json cost::to_json() const {
@@ -32,22 +102,42 @@ json cost::to_json() const {
                 {"bytes_moved", bytes()},   {"flops", flops}, {"note", note}};
 }
 
+input_set& input_set::add(std::string name, at::Tensor tensor) {
+    if (has(name)) throw std::logic_error("input slot '" + name + "' added twice");
+    m_names.push_back(std::move(name));
+    m_tensors.push_back(std::move(tensor));
+    return *this;
+}
+
+const at::Tensor& input_set::operator[](std::string_view name) const {
+    for (std::size_t i = 0; i < m_names.size(); ++i)
+        if (m_names[i] == name) return m_tensors[i];
+    throw std::logic_error(fmt::format("no input slot '{}'; the slots are: {}", name,
+                                       m_names.empty() ? "(none)" : join(m_names, ", ")));
+}
+
+bool input_set::has(std::string_view name) const {
+    return std::find(m_names.begin(), m_names.end(), name) != m_names.end();
+}
+
 std::int64_t input_set::bytes() const {
     std::int64_t total = 0;
-    for (const auto& t : tensors)
+    for (const auto& t : m_tensors)
         if (t.defined()) total += static_cast<std::int64_t>(t.numel() * t.element_size());
     return total;
 }
 
 input_set input_set::to(const c10::Device& device) const {
     input_set out;
-    for (const auto& t : tensors) out.tensors.push_back(t.defined() ? t.to(device) : t);
+    for (std::size_t i = 0; i < m_names.size(); ++i)
+        out.add(m_names[i], m_tensors[i].defined() ? m_tensors[i].to(device) : m_tensors[i]);
     return out;
 }
 
 input_set input_set::clone() const {
     input_set out;
-    for (const auto& t : tensors) out.tensors.push_back(t.defined() ? t.clone() : t);
+    for (std::size_t i = 0; i < m_names.size(); ++i)
+        out.add(m_names[i], m_tensors[i].defined() ? m_tensors[i].clone() : m_tensors[i]);
     return out;
 }
 
@@ -110,12 +200,19 @@ bool workload::supports(dtype t) const {
     return false;
 }
 
+std::optional<std::string> workload::unavailable(const std::string& variant, const workload_case& c,
+                                                 const backend::device& dev) const {
+    if (const auto* spec = find_variant(variant))
+        if (auto why = unmet(spec->needs, dev)) return why;
+    return c.unsupported(variant, dev);
+}
+
 at::Tensor workload::run(const std::string& variant, const workload_case& c,
-                         const input_set& in) const {
+                         const call_context& ctx, const input_set& in) const {
     const auto it = variant_fns.find(variant);
     if (it == variant_fns.end())
         throw bad_input(fmt::format("workload {} has no variant '{}'", name, variant));
-    return it->second(c, in);
+    return it->second(c, ctx, in);
 }
 
 json workload::to_json() const {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fourfold::workloads {
@@ -35,11 +36,26 @@ struct param_spec {
     json to_json() const;
 };
 
+// What a variant needs of the build and the device. The runner asks `unavailable()` once before
+// a variant runs: a need not met is a skip with its reason, decided here for every workload
+// alike (a case adds its own shape-dependent reasons through workload_case::unsupported).
+struct variant_needs {
+    bool native_kernels = false;             // fourfold's CUDA kernels (kernels/), on a CUDA device
+    std::vector<backend::device_kind> devices; // the device kinds it runs on; empty: every kind
+    std::vector<std::string> features;       // capabilities::features names (grouped_mm, ...)
+    int torch_major = 0, torch_minor = 0;    // the oldest libtorch it runs on
+    json to_json() const;
+};
+
+// Why `needs` is not met on this build and device; nullopt when it is.
+std::optional<std::string> unmet(const variant_needs& needs, const backend::device& dev);
+
 struct variant_spec {
     std::string name;
     std::string help;
     bool host_sync = false; // synchronises with the host: no graph capture, recorded as such
     bool test_only = false; // registered by a test binary, never offered by the CLI
+    variant_needs needs;
     json to_json() const;
 };
 
@@ -54,12 +70,42 @@ struct cost {
     json to_json() const;
 };
 
-struct input_set {
-    std::vector<at::Tensor> tensors;
-    const at::Tensor& operator[](std::size_t i) const { return tensors.at(i); }
+// A job's inputs as named slots ("x", "weight", "offsets", ...), in the order they were added.
+class input_set {
+public:
+    input_set& add(std::string name, at::Tensor tensor);
+    // The slot `name`; throws std::logic_error naming the slots there are.
+    const at::Tensor& operator[](std::string_view name) const;
+    bool has(std::string_view name) const;
+    const std::vector<std::string>& names() const { return m_names; }
+    const std::vector<at::Tensor>& tensors() const { return m_tensors; }
     std::int64_t bytes() const;
     input_set to(const c10::Device& device) const;
     input_set clone() const;
+
+private:
+    std::vector<std::string> m_names;
+    std::vector<at::Tensor> m_tensors;
+};
+
+// What a variant runs with besides its case and inputs: the device and the stream its native
+// kernels launch on, and a place to say which configuration a call chose (a kernel's block size,
+// split count, path), which the runner copies into the records' facts.
+class call_context {
+public:
+    explicit call_context(backend::device& dev, json* facts = nullptr) : m_dev(&dev), m_facts(facts) {}
+    backend::device& device() const { return *m_dev; }
+    // The device's current stream when the call runs (the capture stream during a capture).
+    void* stream() const { return m_dev->native_stream(); }
+    // Only the correctness pass's call listens; timed calls pass no sink and pay nothing.
+    bool wants_facts() const { return m_facts != nullptr; }
+    void fact(const std::string& key, json value) const {
+        if (m_facts) (*m_facts)[key] = std::move(value);
+    }
+
+private:
+    backend::device* m_dev;
+    json* m_facts;
 };
 
 // The float64 reference of one slice of the output: `values` covers [start, start + size(dim))
@@ -170,7 +216,8 @@ private:
     case_args m_args;
 };
 
-using variant_fn = std::function<at::Tensor(const workload_case&, const input_set&)>;
+using variant_fn =
+    std::function<at::Tensor(const workload_case&, const call_context&, const input_set&)>;
 using case_factory = std::function<std::unique_ptr<workload_case>(const case_args&)>;
 
 struct workload {
@@ -188,7 +235,12 @@ struct workload {
     const param_spec* find_param(const std::string& param) const;
     std::vector<std::string> user_variant_names() const;
     bool supports(dtype t) const;
-    at::Tensor run(const std::string& variant, const workload_case& c, const input_set& in) const;
+    // Why `variant` cannot run for case `c` on this build and device (its declared needs, then
+    // the case's own reasons); nullopt when it can.
+    std::optional<std::string> unavailable(const std::string& variant, const workload_case& c,
+                                           const backend::device& dev) const;
+    at::Tensor run(const std::string& variant, const workload_case& c, const call_context& ctx,
+                   const input_set& in) const;
     json to_json() const;
 };
 
@@ -246,13 +298,23 @@ public:
         m_w->ledgers = set;
         return *this;
     }
-    workload_builder& variant(std::string name, at::Tensor (Case::*fn)(const input_set&) const,
-                              std::string help, bool host_sync = false) {
-        m_w->variants.push_back({name, std::move(help), host_sync, false});
-        m_w->variant_fns[name] = [fn](const workload_case& c, const input_set& in) {
-            return (static_cast<const Case&>(c).*fn)(in);
+    using member_variant = at::Tensor (Case::*)(const call_context&, const input_set&) const;
+    workload_builder& variant(std::string name, member_variant fn, std::string help,
+                              bool host_sync = false, variant_needs needs = {}) {
+        m_w->variants.push_back({name, std::move(help), host_sync, false, std::move(needs)});
+        m_w->variant_fns[name] = [fn](const workload_case& c, const call_context& ctx,
+                                      const input_set& in) {
+            return (static_cast<const Case&>(c).*fn)(ctx, in);
         };
         return *this;
+    }
+    // A variant of fourfold's own CUDA kernels (see kernels/): a skip with its reason wherever
+    // they cannot run (a CPU, MPS, a build without them).
+    workload_builder& native_variant(std::string name, member_variant fn, std::string help) {
+        variant_needs needs;
+        needs.native_kernels = true;
+        needs.devices = {backend::device_kind::cuda};
+        return variant(std::move(name), fn, std::move(help), false, std::move(needs));
     }
 
 private:

@@ -215,15 +215,16 @@ class decode_case final : public workload_case {
     // with the same vocabulary, preset or checkpoint, decodes the same tokens.
     input_set make_inputs(std::uint64_t) const override {
         const auto v = config().vocab;
-        return {{to_tensor(seeded_tokens(m_ctx, v, sub_seed(m_seed, 1))),
-                 to_tensor(seeded_tokens(k_twin_tokens, v, sub_seed(m_seed, 2)))}};
+        return input_set()
+            .add("prompt", to_tensor(seeded_tokens(m_ctx, v, sub_seed(m_seed, 1))))
+            .add("twin_tokens", to_tensor(seeded_tokens(k_twin_tokens, v, sub_seed(m_seed, 2))));
     }
 
     reference_plan reference(const input_set& in) const override {
         const auto model = m_last.lock();
         if (!model)
             throw std::logic_error("decode: the reference runs after a variant built the model");
-        const auto tokens = in[1];
+        const auto tokens = in["twin_tokens"];
         const auto hidden_bytes = config().hidden * 8 + k_twin_tokens * 8;
         return chunked_reference(
             1, config().vocab, hidden_bytes,
@@ -370,11 +371,11 @@ class decode_case final : public workload_case {
     throughput_result measure_throughput(const std::string& variant, const input_set& in,
                                          const throughput_context& tc) const override {
         using clock = std::chrono::steady_clock;
-        const auto model = acquire(in[0].device());
+        const auto model = acquire(in["prompt"].device());
         decoder_session s(model->weights, cache_capacity(), path(variant));
         if (m_graph)
             s.capture(tc.dev);
-        const auto& prompt = in[0];
+        const auto& prompt = in["prompt"];
         const bool events = tc.dev.caps().events;
         std::vector<std::unique_ptr<backend::device_event>> marks;
         if (events)
@@ -489,19 +490,23 @@ class decode_case final : public workload_case {
                                       backend::device& dev) const override {
         if (!own_variant(variant))
             return {}; // a test's variant: the runner calls its function
-        const auto model = acquire(in[0].device());
+        const auto model = acquire(in["prompt"].device());
         auto s = std::make_shared<decoder_session>(model->weights, cache_capacity(), path(variant));
         if (m_graph)
             s->capture(dev);
-        return [s, model, steps = m_tokens, prompt = in[0]] {
+        return [s, model, steps = m_tokens, prompt = in["prompt"]] {
             s->prefill(prompt);
             for (std::int64_t i = 0; i < steps; ++i)
                 s->step();
         };
     }
 
-    at::Tensor stock(const input_set& in) const { return twin_logits(in, moe_path::grouped_mm); }
-    at::Tensor generic(const input_set& in) const { return twin_logits(in, moe_path::host_loop); }
+    at::Tensor stock(const call_context& ctx, const input_set& in) const {
+        return twin_logits(ctx, in, moe_path::grouped_mm);
+    }
+    at::Tensor generic(const call_context& ctx, const input_set& in) const {
+        return twin_logits(ctx, in, moe_path::host_loop);
+    }
 
   private:
     double element_bytes() const { return static_cast<double>(size_bytes(args().type)); }
@@ -549,23 +554,15 @@ class decode_case final : public workload_case {
         return model;
     }
 
-    // A device for graph capture inside a variant function, which gets no device of its own.
-    backend::device& capture_device(c10::Device d) const {
-        if (!m_capture_device)
-            m_capture_device = backend::open_device(
-                {d.is_cuda() ? backend::device_kind::cuda : backend::device_kind::cpu,
-                 d.is_cuda() ? d.index() : 0});
-        return *m_capture_device;
-    }
-
-    at::Tensor twin_logits(const input_set& in, moe_path moe) const {
-        const auto model = acquire(in[1].device());
+    at::Tensor twin_logits(const call_context& ctx, const input_set& in, moe_path moe) const {
+        const auto& tokens = in["twin_tokens"];
+        const auto model = acquire(tokens.device());
         auto twin =
             std::make_shared<const decoder_weights>(model->weights->first_layers(twin_layers()));
         decoder_session s(twin, k_cache_block, moe);
-        std::vector<at::Tensor> rows{s.prefill_teacher_forced(in[1], k_twin_prompt)};
+        std::vector<at::Tensor> rows{s.prefill_teacher_forced(tokens, k_twin_prompt)};
         if (m_graph)
-            s.capture(capture_device(in[1].device()));
+            s.capture(ctx.device());
         for (std::int64_t p = k_twin_prompt; p < k_twin_tokens; ++p) {
             s.step();
             rows.push_back(s.logits().clone());
@@ -581,7 +578,6 @@ class decode_case final : public workload_case {
     std::unique_ptr<checkpoint> m_checkpoint;
     mutable std::string m_key;
     mutable std::weak_ptr<loaded_model> m_last;
-    mutable std::unique_ptr<backend::device> m_capture_device;
 };
 
 FOURFOLD_WORKLOAD(decode_case, "decode")

@@ -31,7 +31,13 @@ measure::tolerance fp8_tolerance() {
             "product with the original bf16 weights"};
 }
 
-enum input_index : std::size_t { k_x, k_w, k_wq_tensor, k_scale_tensor, k_wq_row, k_scale_row };
+// the input slots
+constexpr const char* k_x = "x";
+constexpr const char* k_w = "weight";
+constexpr const char* k_wq_tensor = "weight_fp8_tensor";
+constexpr const char* k_scale_tensor = "scale_tensor";
+constexpr const char* k_wq_row = "weight_fp8_row";
+constexpr const char* k_scale_row = "scale_row";
 
 class fp8_linear_case final : public workload_case {
 public:
@@ -57,8 +63,9 @@ public:
     input_set make_inputs(std::uint64_t seed) const override {
         const auto bf16 = backend::scalar_type_or_throw(args().type);
         const double bound = 1.0 / std::sqrt(static_cast<double>(m_k));
-        input_set in{{seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, bf16),
-                      seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, bf16)}};
+        input_set in;
+        in.add(k_x, seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, bf16))
+            .add(k_w, seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, bf16));
 #if FOURFOLD_HAS_FLOAT8
         const auto w = in[k_w].to(at::kFloat);
         const auto scale_tensor = (w.abs().amax() / k_e4m3_max).clamp_min(1e-12).reshape({1});
@@ -66,10 +73,10 @@ public:
         auto quantise = [](const at::Tensor& v) {
             return v.clamp(-k_e4m3_max, k_e4m3_max).to(at::kFloat8_e4m3fn);
         };
-        in.tensors.push_back(quantise(w / scale_tensor));
-        in.tensors.push_back(scale_tensor);
-        in.tensors.push_back(quantise(w / scale_row));
-        in.tensors.push_back(scale_row.reshape({1, m_n}).contiguous()); // (1, N): _scaled_mm's form
+        in.add(k_wq_tensor, quantise(w / scale_tensor))
+            .add(k_scale_tensor, scale_tensor)
+            .add(k_wq_row, quantise(w / scale_row))
+            .add(k_scale_row, scale_row.reshape({1, m_n}).contiguous()); // (1, N): _scaled_mm's form
 #endif
         return in;
     }
@@ -127,21 +134,21 @@ public:
         return f;
     }
 
-    at::Tensor bf16(const input_set& in) const {
+    at::Tensor bf16(const call_context&, const input_set& in) const {
         return at::linear(in[k_x], in[k_w]);
     }
 
-    at::Tensor dequant_tensor(const input_set& in) const {
+    at::Tensor dequant_tensor(const call_context&, const input_set& in) const {
         return dequant_linear(in[k_x], in[k_wq_tensor], in[k_scale_tensor]);
     }
-    at::Tensor dequant_row(const input_set& in) const {
+    at::Tensor dequant_row(const call_context&, const input_set& in) const {
         return dequant_linear(in[k_x], in[k_wq_row], in[k_scale_row].t());
     }
 
-    at::Tensor scaled_mm_tensor(const input_set& in) const {
+    at::Tensor scaled_mm_tensor(const call_context&, const input_set& in) const {
         return scaled_linear(in[k_x], in[k_wq_tensor], in[k_scale_tensor], false);
     }
-    at::Tensor scaled_mm_row(const input_set& in) const {
+    at::Tensor scaled_mm_row(const call_context&, const input_set& in) const {
         return scaled_linear(in[k_x], in[k_wq_row], in[k_scale_row], true);
     }
 

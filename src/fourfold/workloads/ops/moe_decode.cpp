@@ -133,12 +133,16 @@ public:
         if (m_gate_up_only) {
             const auto rows =
                 seeded_normal({m_tokens * m_top_k, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type);
-            return {{rows, offsets_tensor(), w_gate_up}};
+            return input_set().add("rows", rows).add("offsets", offsets_tensor()).add("w_gate_up", w_gate_up);
         }
         const auto x = seeded_normal({m_tokens, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type);
         const auto w_down = seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2),
                                            -down_bound, down_bound, type);
-        return {{x, m_routing.logits.clone(), w_gate_up, w_down}};
+        return input_set()
+            .add("x", x)
+            .add("router_logits", m_routing.logits.clone())
+            .add("w_gate_up", w_gate_up)
+            .add("w_down", w_down);
     }
 
     // One expert at a time: only the experts the routing reaches are upcast to float64.
@@ -155,9 +159,9 @@ public:
         const auto tokens = m_tokens, experts = m_experts, top_k = m_top_k, width = m_width;
         const bool gate_up_only = m_gate_up_only;
         plan.chunk = [=](std::int64_t) {
-            const auto w_gate_up = in[2];
+            const auto w_gate_up = in["w_gate_up"];
             if (gate_up_only) {
-                const auto rows = in[0].to(at::kDouble);
+                const auto rows = in["rows"].to(at::kDouble);
                 auto out = at::empty({rows.size(0), 2 * width}, rows.options());
                 std::int64_t start = 0;
                 for (std::int64_t e = 0; e < experts; ++e) {
@@ -170,8 +174,8 @@ public:
                 }
                 return reference_chunk{0, 0, out};
             }
-            const auto x = in[0].to(at::kDouble);
-            const auto w_down = in[3];
+            const auto x = in["x"].to(at::kDouble);
+            const auto w_down = in["w_down"];
             auto out = at::zeros({tokens, x.size(1)}, x.options());
             std::size_t pos = 0;
             for (std::int64_t e = 0; e < experts; ++e) {
@@ -202,8 +206,6 @@ public:
                                            const backend::device& dev) const override {
         if (variant != "stock")
             return std::nullopt;
-        if (const auto why = dev.caps().missing("grouped_mm"))
-            return "_grouped_mm: " + *why;
         const auto e = size_bytes(args().type);
         if ((m_hidden * e) % 16 != 0 || (m_width * e) % 16 != 0)
             return fmt::format("_grouped_mm needs 16-byte aligned strides: hidden={} and width={} "
@@ -256,8 +258,8 @@ public:
     };
 
     device_routing route_on_device(const input_set& in) const {
-        const auto& x = in[0];
-        const auto probs = at::softmax(in[1], -1);
+        const auto& x = in["x"];
+        const auto probs = at::softmax(in["router_logits"], -1);
         const auto top = at::topk(probs, m_top_k, -1);
         const auto values = std::get<0>(top);
         const auto flat = std::get<1>(top).reshape({-1});
@@ -281,7 +283,7 @@ public:
         return at::silu(gate_up.narrow(1, 0, m_width)) * gate_up.narrow(1, m_width, m_width);
     }
 
-    at::Tensor stock(const input_set& in) const {
+    at::Tensor stock(const call_context&, const input_set& in) const {
 #if FOURFOLD_HAS_GROUPED_MM
         // (E, N, K) weights seen as (E, K, N) column-major: the layout _grouped_mm's fast path
         // takes
@@ -289,10 +291,10 @@ public:
             return at::_grouped_mm(rows, w.transpose(1, 2), offs);
         };
         if (m_gate_up_only)
-            return grouped(in[0], in[2], in[1]);
+            return grouped(in["rows"], in["w_gate_up"], in["offsets"]);
         const auto r = route_on_device(in);
-        const auto h = swiglu(grouped(r.rows, in[2], r.offsets));
-        return combine(grouped(h, in[3], r.offsets), r);
+        const auto h = swiglu(grouped(r.rows, in["w_gate_up"], r.offsets));
+        return combine(grouped(h, in["w_down"], r.offsets), r);
 #else
         throw std::logic_error("moe_decode stock ran on a build without _grouped_mm");
 #endif
@@ -300,12 +302,12 @@ public:
 
     // The path the report replaced: the offsets go to the host, which then issues one mm per
     // active expert (a sync that drains the queue, then E launches instead of one).
-    at::Tensor generic(const input_set& in) const {
+    at::Tensor generic(const call_context&, const input_set& in) const {
         if (m_gate_up_only)
-            return expert_loop(in[0], in[1], in[2]);
+            return expert_loop(in["rows"], in["offsets"], in["w_gate_up"]);
         const auto r = route_on_device(in);
-        const auto h = swiglu(expert_loop(r.rows, r.offsets, in[2]));
-        return combine(expert_loop(h, r.offsets, in[3]), r);
+        const auto h = swiglu(expert_loop(r.rows, r.offsets, in["w_gate_up"]));
+        return combine(expert_loop(h, r.offsets, in["w_down"]), r);
     }
 
 private:
@@ -348,7 +350,8 @@ FOURFOLD_WORKLOAD(moe_decode_case, "moe_decode")
                 "matmul alone on rows already sorted by expert")
     .dtypes({dtype::bf16, dtype::fp32})
     .variant("stock", &moe_decode_case::stock,
-             "at::_grouped_mm with int32 offsets on the device (no host sync)")
+             "at::_grouped_mm with int32 offsets on the device (no host sync)", false,
+             {.features = {"grouped_mm"}})
     .variant("generic", &moe_decode_case::generic,
              "offsets copied to the host, then one mm per active expert", /*host_sync=*/true);
 

@@ -5,10 +5,14 @@
 // much as its time (the memory ledger).
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/native.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/pad.hpp"
+#endif
 
 namespace fourfold::workloads {
 namespace {
@@ -35,13 +39,13 @@ public:
     }
 
     input_set make_inputs(std::uint64_t seed) const override {
-        return {
-            {seeded_normal({m_batch, m_channels, m_frames, m_height, m_width}, sub_seed(seed, 0),
-                           0.0, 1.0, backend::scalar_type_or_throw(args().type))}};
+        return input_set().add("x", seeded_normal({m_batch, m_channels, m_frames, m_height, m_width},
+                                                  sub_seed(seed, 0), 0.0, 1.0,
+                                                  backend::scalar_type_or_throw(args().type)));
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto x = in[0];
+        const auto x = in["x"];
         const auto pad = pads();
         const auto per_channel = (in_elements() + out_elements()) / m_channels * 8;
         // channels are independent of the padding, so the reference is sliced along them
@@ -59,6 +63,10 @@ public:
             f["path"] = "at::constant_pad_nd (on CUDA: fill the whole output, then copy the "
                         "input into its interior)";
             f["intermediate_bytes"] = 0;
+        } else if (variant == "native") {
+            f["path"] = "fourfold's kernel: one pass, each output element written once (the input "
+                        "value or the constant)";
+            f["intermediate_bytes"] = 0;
         } else {
             f["path"] = "at::cat of zero blocks along width, then height, then time";
             f["intermediate_bytes"] = intermediate_elements() * e;
@@ -66,12 +74,47 @@ public:
         return f;
     }
 
-    at::Tensor stock(const input_set& in) const { return at::constant_pad_nd(in[0], pads(), 0); }
+    at::Tensor stock(const call_context&, const input_set& in) const {
+        return at::constant_pad_nd(in["x"], pads(), 0);
+    }
+
+    at::Tensor native(const call_context& ctx, const input_set& in) const {
+#if FOURFOLD_WITH_KERNELS
+        const auto& x = in["x"];
+        auto y = at::empty({m_batch, m_channels, m_frames + m_pad_time, m_height + 2 * m_pad_space,
+                            m_width + 2 * m_pad_space},
+                           x.options());
+        kernels::pad_args a;
+        a.x = x.data_ptr();
+        a.y = y.data_ptr();
+        a.dims = 5;
+        const std::int64_t before[5] = {0, 0, m_pad_time, m_pad_space, m_pad_space};
+        const std::int64_t after[5] = {0, 0, 0, m_pad_space, m_pad_space};
+        for (int i = 0; i < 5; ++i) {
+            a.in_shape[i] = x.size(i);
+            a.in_stride[i] = x.stride(i);
+            a.before[i] = before[i];
+            a.after[i] = after[i];
+        }
+        a.value = 0;
+        a.type = native::elem_of(args().type);
+        const auto plan = kernels::plan_pad(a, native::limits(ctx));
+        if (ctx.wants_facts())
+            ctx.fact("kernel", json{{"path", plan.describe()},
+                                    {"vector_elements", plan.vec},
+                                    {"blocks", plan.blocks},
+                                    {"threads_per_block", plan.threads}});
+        native::check(kernels::launch_pad(plan, a, native::stream(ctx)), "pad");
+        return y;
+#else
+        throw std::logic_error("pad native ran in a build without native kernels");
+#endif
+    }
 
     // A composite of the kind the report replaced: each padded dimension becomes a cat with
     // freshly allocated constant blocks, so every step allocates and writes a whole intermediate.
-    at::Tensor generic(const input_set& in) const {
-        auto y = in[0];
+    at::Tensor generic(const call_context&, const input_set& in) const {
+        auto y = in["x"];
         const auto s = m_pad_space;
         if (s > 0) {
             for (const std::int64_t dim : {4, 3}) {
@@ -128,7 +171,9 @@ FOURFOLD_WORKLOAD(pad_case, "pad")
     .dtypes({dtype::bf16, dtype::fp32, dtype::fp16})
     .variant("stock", &pad_case::stock, "at::constant_pad_nd")
     .variant("generic", &pad_case::generic,
-             "cat with allocated zero blocks along each padded dimension (a composite path)");
+             "cat with allocated zero blocks along each padded dimension (a composite path)")
+    .native_variant("native", &pad_case::native,
+                    "fourfold's CUDA kernel: one pass, every output element written once");
 
 } // namespace
 } // namespace fourfold::workloads

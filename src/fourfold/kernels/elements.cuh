@@ -1,0 +1,70 @@
+#pragma once
+// Device-side element helpers shared by the kernels: 16-byte packets of any element type seen as
+// floats, and conversions. Only included by .cu files.
+#include "fourfold/kernels/kernel_api.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math_constants.h>
+
+namespace fourfold::kernels::device {
+
+template <typename T> struct element;
+template <> struct element<float> {
+    static constexpr elem tag = elem::f32;
+    __device__ static float to_float(float v) { return v; }
+    __device__ static float from_float(float v) { return v; }
+};
+template <> struct element<__half> {
+    static constexpr elem tag = elem::f16;
+    __device__ static float to_float(__half v) { return __half2float(v); }
+    __device__ static __half from_float(float v) { return __float2half_rn(v); }
+};
+template <> struct element<__nv_bfloat16> {
+    static constexpr elem tag = elem::bf16;
+    __device__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+    __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+};
+
+// VEC elements moved as one unit: a 16-byte uint4 for VEC * sizeof(T) == 16, else one T.
+template <typename T, int VEC> struct packet {
+    static_assert(VEC * sizeof(T) == 16, "a packet is 16 bytes or one element");
+    using raw = uint4;
+    __device__ static void unpack(const raw& r, float (&f)[VEC]) {
+        const T* e = reinterpret_cast<const T*>(&r);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) f[j] = element<T>::to_float(e[j]);
+    }
+    __device__ static raw pack(const float (&f)[VEC]) {
+        raw r;
+        T* e = reinterpret_cast<T*>(&r);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) e[j] = element<T>::from_float(f[j]);
+        return r;
+    }
+    __device__ static raw load(const raw* p) { return __ldg(p); }
+};
+template <typename T> struct packet<T, 1> {
+    using raw = T;
+    __device__ static void unpack(const raw& r, float (&f)[1]) { f[0] = element<T>::to_float(r); }
+    __device__ static raw pack(const float (&f)[1]) { return element<T>::from_float(f[0]); }
+    __device__ static raw load(const raw* p) { return *p; }
+};
+
+template <elem E> struct type_of;
+template <> struct type_of<elem::f32> { using type = float; };
+template <> struct type_of<elem::f16> { using type = __half; };
+template <> struct type_of<elem::bf16> { using type = __nv_bfloat16; };
+
+} // namespace fourfold::kernels::device
+
+namespace fourfold::kernels {
+
+// The launch's outcome from the runtime's last error (a launch never synchronises).
+inline launch_status status_of(cudaError_t e) {
+    if (e == cudaSuccess) return {};
+    return {static_cast<int>(e), cudaGetErrorString(e)};
+}
+
+} // namespace fourfold::kernels

@@ -1,0 +1,231 @@
+// Decode GEMV kernels (see gemv.hpp).
+//
+// A block is 8 warps: (8 / KS) row groups of R rows, each row group's K split over KS warps.
+// Lane l of a warp reads 16-byte vectors l, l + 32, ... of its slice of each of its R rows, so a
+// warp's load instruction covers 512 contiguous bytes of one row; U such loads per row are in
+// flight before the first multiply. x (T x K, at most 8 x K) is read through the L1 cache and
+// shared by the R rows. Partial sums are reduced over the lanes by shuffles and over the KS warps
+// in shared memory; the bias is added in fp32 before the one rounding to the output dtype.
+#include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/gemv.hpp"
+
+namespace fourfold::kernels {
+namespace {
+
+using namespace device;
+
+// A weight vector is read once and never again in this call: keep it out of L1.
+__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// Reduces acc over the lanes and the KS warps of a row group, then writes y (+ bias).
+template <typename T, int TOK, int R>
+__device__ __forceinline__ void finish_rows(float (&acc)[R][TOK], float (*part)[R * TOK], int warp,
+                                            int lane, int ks, int ks_index, std::int64_t row0,
+                                            std::int64_t n, int tokens, const T* __restrict__ bias,
+                                            T* __restrict__ y, std::int64_t ld_y) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) acc[r][t] = warp_sum(acc[r][t]);
+    if (ks > 1) {
+        if (lane == 0) {
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int t = 0; t < TOK; ++t) part[warp][r * TOK + t] = acc[r][t];
+        }
+        __syncthreads();
+        if (ks_index == 0) {
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int t = 0; t < TOK; ++t) {
+                    float s = 0.f;
+                    for (int i = 0; i < ks; ++i) s += part[warp + i][r * TOK + t];
+                    acc[r][t] = s;
+                }
+        }
+    }
+    if (ks_index == 0) {
+        // lane r * TOK + t writes element (t, row0 + r): one store per lane, no dynamic indexing
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) {
+                const std::int64_t row = row0 + r;
+                if (lane == r * TOK + t && row < n && t < tokens) {
+                    float v = acc[r][t];
+                    if (bias) v += element<T>::to_float(bias[row]);
+                    y[t * ld_y + row] = element<T>::from_float(v);
+                }
+            }
+    }
+    if (ks > 1) __syncthreads(); // part is reused by the next row block
+}
+
+template <typename T, int TOK, int R>
+__global__ void __launch_bounds__(256, 1)
+    gemv_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+             T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
+             std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
+             std::int64_t row_blocks) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int U = 8 / R;
+    using P = packet<T, VEC>;
+    __shared__ float part[8][R * TOK];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int groups = 8 / ks, group = warp / ks, ks_index = warp % ks;
+    const std::int64_t rows_per_block = static_cast<std::int64_t>(groups) * R;
+    const std::int64_t kbeg = ks_index * kchunk;
+    const std::int64_t kend = kbeg + kchunk < nkv ? kbeg + kchunk : nkv;
+    const uint4* xv[TOK];
+#pragma unroll
+    for (int t = 0; t < TOK; ++t) xv[t] = reinterpret_cast<const uint4*>(x + t * ld_x);
+
+    for (std::int64_t rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+        const std::int64_t row0 = rb * rows_per_block + static_cast<std::int64_t>(group) * R;
+        const uint4* wr[R];
+        bool row_ok[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            row_ok[r] = row0 + r < n;
+            wr[r] = reinterpret_cast<const uint4*>(w + (row_ok[r] ? row0 + r : 0) * ld_w);
+        }
+        float acc[R][TOK];
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) acc[r][t] = 0.f;
+
+        for (std::int64_t v = kbeg + lane; v < kend; v += 32 * U) {
+            uint4 wv[U][R];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const std::int64_t vv = v + u * 32;
+                    wv[u][r] = vv < kend && row_ok[r] ? load_streaming(wr[r] + vv) : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const std::int64_t vv = v + u * 32;
+                if (vv >= kend) continue; // (the loads above were predicated alike)
+                float wf[R][VEC];
+#pragma unroll
+                for (int r = 0; r < R; ++r) P::unpack(wv[u][r], wf[r]);
+#pragma unroll
+                for (int t = 0; t < TOK; ++t) {
+                    float xf[VEC];
+                    P::unpack(__ldg(xv[t] + vv), xf);
+#pragma unroll
+                    for (int r = 0; r < R; ++r)
+#pragma unroll
+                        for (int j = 0; j < VEC; ++j) acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
+                }
+            }
+        }
+        finish_rows<T, TOK, R>(acc, part, warp, lane, ks, ks_index, row0, n, TOK, bias, y, ld_y);
+    }
+}
+
+// Any alignment and any strides: one element per lane per step, tokens up to 8 at run time.
+template <typename T>
+__global__ void __launch_bounds__(256, 1)
+    gemv_scalar(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                T* __restrict__ y, int tokens, std::int64_t n, std::int64_t k, std::int64_t ld_x,
+                std::int64_t ld_w, std::int64_t ld_y, std::int64_t inc_x, std::int64_t inc_w, int ks,
+                std::int64_t kchunk, std::int64_t row_blocks) {
+    constexpr int TOK = k_gemv_max_tokens;
+    __shared__ float part[8][TOK];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int groups = 8 / ks, group = warp / ks, ks_index = warp % ks;
+    const std::int64_t kbeg = ks_index * kchunk;
+    const std::int64_t kend = kbeg + kchunk < k ? kbeg + kchunk : k;
+    for (std::int64_t rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+        const std::int64_t row0 = rb * groups + group;
+        float acc[1][TOK];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) acc[0][t] = 0.f;
+        if (row0 < n) {
+            const T* wr = w + row0 * ld_w;
+            for (std::int64_t i = kbeg + lane; i < kend; i += 32) {
+                const float wf = element<T>::to_float(wr[i * inc_w]);
+#pragma unroll
+                for (int t = 0; t < TOK; ++t)
+                    if (t < tokens) acc[0][t] = fmaf(wf, element<T>::to_float(x[t * ld_x + i * inc_x]), acc[0][t]);
+            }
+        }
+        finish_rows<T, TOK, 1>(acc, part, warp, lane, ks, ks_index, row0, n, tokens, bias, y, ld_y);
+    }
+}
+
+template <typename T, int TOK>
+launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream) {
+    constexpr int VEC = 16 / sizeof(T);
+    const std::int64_t nkv = a.k / VEC;
+    const std::int64_t kchunk = (nkv + p.k_split - 1) / p.k_split;
+    const std::int64_t rows_per_block = (p.threads / 32 / p.k_split) * p.rows_per_warp;
+    const std::int64_t row_blocks = (a.n + rows_per_block - 1) / rows_per_block;
+    const auto* x = static_cast<const T*>(a.x);
+    const auto* w = static_cast<const T*>(a.w);
+    const auto* b = static_cast<const T*>(a.bias);
+    auto* y = static_cast<T*>(a.y);
+    const auto grid = static_cast<unsigned>(p.blocks);
+    if (p.rows_per_warp == 2)
+        gemv_vec<T, TOK, 2><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
+                                                             a.ld_y, p.k_split, kchunk, row_blocks);
+    else
+        gemv_vec<T, TOK, 1><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
+                                                             a.ld_y, p.k_split, kchunk, row_blocks);
+    return status_of(cudaGetLastError());
+}
+
+template <typename T>
+launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stream) {
+    if (!p.vectorised) {
+        const std::int64_t kchunk = (a.k + p.k_split - 1) / p.k_split;
+        const std::int64_t rows_per_block = p.threads / 32 / p.k_split;
+        const std::int64_t row_blocks = (a.n + rows_per_block - 1) / rows_per_block;
+        gemv_scalar<T><<<static_cast<unsigned>(p.blocks), p.threads, 0, stream>>>(
+            static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
+            static_cast<T*>(a.y), static_cast<int>(a.tokens), a.n, a.k, a.ld_x, a.ld_w, a.ld_y,
+            a.inc_x, a.inc_w, p.k_split, kchunk, row_blocks);
+        return status_of(cudaGetLastError());
+    }
+    switch (a.tokens) {
+    case 1: return launch_vec<T, 1>(p, a, stream);
+    case 2: return launch_vec<T, 2>(p, a, stream);
+    case 3: return launch_vec<T, 3>(p, a, stream);
+    case 4: return launch_vec<T, 4>(p, a, stream);
+    case 5: return launch_vec<T, 5>(p, a, stream);
+    case 6: return launch_vec<T, 6>(p, a, stream);
+    case 7: return launch_vec<T, 7>(p, a, stream);
+    default: return launch_vec<T, 8>(p, a, stream);
+    }
+}
+
+} // namespace
+
+launch_status launch_gemv(const gemv_plan& p, const gemv_args& a, stream_t stream) {
+    if (!p.valid.empty()) return {static_cast<int>(cudaErrorInvalidValue), p.valid};
+    switch (a.type) {
+    case elem::f32: return launch_typed<float>(p, a, stream);
+    case elem::f16: return launch_typed<__half>(p, a, stream);
+    case elem::bf16: return launch_typed<__nv_bfloat16>(p, a, stream);
+    }
+    return {static_cast<int>(cudaErrorInvalidValue), "unknown element type"};
+}
+
+} // namespace fourfold::kernels

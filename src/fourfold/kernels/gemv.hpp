@@ -1,0 +1,43 @@
+#pragma once
+// Decode GEMV: y (T x N) = x (T x K) W^T (+ b), W N x K, T = 1..8 tokens, fp32 accumulation,
+// output in the input dtype. Bandwidth-bound: each weight element is read exactly once per call,
+// in 16-byte loads coalesced across a warp; a warp takes R rows, and where N is too small to
+// give every SM enough rows, the warps of one block split K between them (split-K reduced in
+// shared memory, so no workspace and no second launch). Inputs whose rows are not 16-byte
+// aligned (K not a multiple of the vector width, a view at an odd offset) take a scalar path
+// that the plan names.
+#include "fourfold/kernels/kernel_api.hpp"
+
+#include <string>
+
+namespace fourfold::kernels {
+
+inline constexpr int k_gemv_max_tokens = 8;
+
+struct gemv_args {
+    const void* x = nullptr;    // T x K
+    const void* w = nullptr;    // N x K
+    const void* bias = nullptr; // N, or nullptr
+    void* y = nullptr;          // T x N
+    std::int64_t tokens = 1, n = 0, k = 0;
+    std::int64_t ld_x = 0, ld_w = 0, ld_y = 0; // row strides in elements
+    std::int64_t inc_x = 1, inc_w = 1;         // element strides along K (the scalar path takes any)
+    elem type = elem::bf16;
+};
+
+struct gemv_plan {
+    bool vectorised = true;
+    int threads = 256;
+    int rows_per_warp = 1; // R
+    int k_split = 1;       // warps of a block sharing one row group's K
+    int unroll = 8;        // 16-byte loads a lane has in flight per row
+    std::int64_t blocks = 0;
+    std::string why_scalar;
+    std::string valid; // empty when the plan can run; else what is wrong with the arguments
+    std::string describe() const;
+};
+
+gemv_plan plan_gemv(const gemv_args& a, const device_limits& d);
+launch_status launch_gemv(const gemv_plan& p, const gemv_args& a, stream_t stream);
+
+} // namespace fourfold::kernels

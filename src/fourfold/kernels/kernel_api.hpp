@@ -1,0 +1,52 @@
+#pragma once
+// fourfold's native CUDA kernels: raw pointers and a stream, no libtorch. Each kernel has a
+// host-side plan (pure arithmetic on the shape, the alignment and the device's limits, so the
+// configuration a call will take can be recorded before it runs) and a launch that only
+// enqueues work: no allocation, no host synchronisation, so a call can be captured in a graph.
+// This header needs no CUDA header: the stream is the runtime's own opaque type.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+struct CUstream_st; // cudaStream_t is CUstream_st*
+
+namespace fourfold::kernels {
+
+using stream_t = CUstream_st*;
+
+enum class elem { f32, f16, bf16 };
+std::size_t elem_bytes(elem e);
+const char* to_string(elem e);
+
+// What a plan needs to know of the device (read once per device, not per call).
+struct device_limits {
+    int sm_count = 132;
+    int max_threads_per_sm = 2048;
+    int max_smem_per_block = 227 * 1024; // opt-in limit
+    int cc_major = 9;
+    int cc_minor = 0;
+    bool clusters() const { return cc_major >= 9; }
+};
+
+// The launch's outcome: cudaSuccess (0) or the CUDA error code and its text.
+struct launch_status {
+    int code = 0;
+    std::string message;
+    bool ok() const { return code == 0; }
+};
+
+// Whether this build compiled the kernels for a device it can run on; false in a build without
+// the CUDA toolkit (then every launch reports it).
+bool compiled();
+// The limits of CUDA device `index` (cudaGetDeviceProperties; a host call, no synchronisation).
+device_limits query_device(int index);
+
+// The alignment in bytes a pointer has (16 at most): vector paths need 16.
+inline int alignment_of(const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    for (int b = 16; b > 1; b /= 2)
+        if (a % static_cast<std::uintptr_t>(b) == 0) return b;
+    return 1;
+}
+
+} // namespace fourfold::kernels

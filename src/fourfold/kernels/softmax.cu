@@ -1,0 +1,226 @@
+// Softmax kernels (see softmax.hpp). Two passes over a row, one launch:
+//   1. every thread loads its vectors (keeping up to CACHE of them in registers), folding them
+//      into a running (max m, sum s of exp(x - m));
+//   2. the pairs are merged over the warp, the block and the cluster (distributed shared
+//      memory), then each thread writes exp(x - M) / S for its vectors.
+// Special values follow the arithmetic of stock softmax: a NaN anywhere in a row makes the row
+// NaN; a row of -inf has M = -inf and is NaN (exp(-inf - -inf)); a +inf makes the sum NaN.
+#include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/softmax.hpp"
+
+#include <cooperative_groups.h>
+
+namespace fourfold::kernels {
+namespace {
+
+namespace cg = cooperative_groups;
+using namespace device;
+
+struct running {
+    float m; // max so far (never NaN)
+    float s; // sum of exp(x - m) so far; NaN once a NaN was seen
+};
+
+// s * exp(m - M), with the empty pair (s == 0: nothing but -inf seen) contributing nothing.
+__device__ __forceinline__ float rescaled(float s, float m, float big) {
+    return s == 0.f ? 0.f : s * expf(m - big);
+}
+
+__device__ __forceinline__ running merge(running a, running b) {
+    const float big = fmaxf(a.m, b.m);
+    return {big, rescaled(a.s, a.m, big) + rescaled(b.s, b.m, big)};
+}
+
+template <int VEC> __device__ __forceinline__ void fold(running& r, const float (&f)[VEC]) {
+    float vmax = f[0];
+    bool nan = f[0] != f[0];
+#pragma unroll
+    for (int j = 1; j < VEC; ++j) {
+        vmax = fmaxf(vmax, f[j]);
+        nan |= f[j] != f[j];
+    }
+    const float big = fmaxf(r.m, vmax);
+    if (big != -CUDART_INF_F) {
+        float acc = 0.f;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) acc += expf(f[j] - big);
+        r.s = rescaled(r.s, r.m, big) + acc;
+        r.m = big;
+    }
+    if (nan) r.s = CUDART_NAN_F;
+}
+
+__device__ __forceinline__ running warp_merge(running r) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+        running o{__shfl_xor_sync(0xffffffffu, r.m, off), __shfl_xor_sync(0xffffffffu, r.s, off)};
+        r = merge(r, o);
+    }
+    return r;
+}
+
+// Pass 1 over vectors [begin, end) of a row, stepping by `step` from `first`.
+template <typename T, int VEC, int CACHE>
+__device__ __forceinline__ running pass_one(const typename packet<T, VEC>::raw* row,
+                                            std::int64_t first, std::int64_t end, int step,
+                                            typename packet<T, VEC>::raw (&cache)[CACHE]) {
+    using P = packet<T, VEC>;
+    running r{-CUDART_INF_F, 0.f};
+#pragma unroll
+    for (int c = 0; c < CACHE; ++c) {
+        const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
+        if (v < end) cache[c] = P::load(row + v);
+    }
+#pragma unroll
+    for (int c = 0; c < CACHE; ++c) {
+        const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
+        if (v < end) {
+            float f[VEC];
+            P::unpack(cache[c], f);
+            fold<VEC>(r, f);
+        }
+    }
+    for (std::int64_t v = first + static_cast<std::int64_t>(CACHE) * step; v < end; v += step) {
+        float f[VEC];
+        P::unpack(P::load(row + v), f);
+        fold<VEC>(r, f);
+    }
+    return r;
+}
+
+template <typename T, int VEC, int CACHE>
+__device__ __forceinline__ void pass_two(const typename packet<T, VEC>::raw* row,
+                                         typename packet<T, VEC>::raw* out, std::int64_t first,
+                                         std::int64_t end, int step, running total,
+                                         const typename packet<T, VEC>::raw (&cache)[CACHE]) {
+    using P = packet<T, VEC>;
+    const float inv = 1.f / total.s;
+    auto write = [&](std::int64_t v, const typename P::raw& raw) {
+        float f[VEC];
+        P::unpack(raw, f);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) f[j] = expf(f[j] - total.m) * inv;
+        out[v] = P::pack(f);
+    };
+#pragma unroll
+    for (int c = 0; c < CACHE; ++c) {
+        const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
+        if (v < end) write(v, cache[c]);
+    }
+    for (std::int64_t v = first + static_cast<std::int64_t>(CACHE) * step; v < end; v += step)
+        write(v, P::load(row + v));
+}
+
+// One warp per row (short rows); 8 rows per 256-thread block.
+template <typename T, int VEC, int CACHE>
+__global__ void __launch_bounds__(256, 1)
+    softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows,
+                      std::int64_t nvec, std::int64_t ld_x, std::int64_t ld_y) {
+    using P = packet<T, VEC>;
+    const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) return; // the whole warp leaves together
+    const int lane = threadIdx.x % 32;
+    const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
+    auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
+    typename P::raw cache[CACHE];
+    const running total = warp_merge(pass_one<T, VEC, CACHE>(xr, lane, nvec, 32, cache));
+    pass_two<T, VEC, CACHE>(xr, yr, lane, nvec, 32, total, cache);
+}
+
+// A cluster of `gridDim.x / rows` blocks per row; block b of a cluster takes vectors
+// [b * chunk, (b + 1) * chunk). The partial pairs meet in distributed shared memory.
+template <typename T, int VEC, int CACHE>
+__global__ void __launch_bounds__(512)
+    softmax_cluster_rows(const T* __restrict__ x, T* __restrict__ y, std::int64_t nvec,
+                         std::int64_t chunk, std::int64_t ld_x, std::int64_t ld_y) {
+    using P = packet<T, VEC>;
+    __shared__ running warp_part[32];
+    __shared__ running block_part;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = static_cast<int>(cluster.block_rank());
+    const int size = static_cast<int>(cluster.num_blocks());
+    const std::int64_t row = blockIdx.x / size;
+    const std::int64_t begin = rank * chunk;
+    const std::int64_t end = begin + chunk < nvec ? begin + chunk : nvec;
+    const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
+    auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+
+    typename P::raw cache[CACHE];
+    running r = warp_merge(
+        pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), cache));
+    if (lane == 0) warp_part[warp] = r;
+    __syncthreads();
+    if (warp == 0) {
+        r = lane < warps ? warp_part[lane] : running{-CUDART_INF_F, 0.f};
+        r = warp_merge(r);
+        if (lane == 0) block_part = r;
+    }
+    cluster.sync(); // every block's pair is written
+    // each warp merges the cluster's pairs itself: no further barrier inside the block
+    running total{-CUDART_INF_F, 0.f};
+    if (lane < size) total = *cluster.map_shared_rank(&block_part, lane);
+    total = warp_merge(total);
+    pass_two<T, VEC, CACHE>(xr, yr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), total,
+                            cache);
+    cluster.sync(); // no block leaves while another may still read its pair
+}
+
+template <typename T, int VEC, int CACHE>
+launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_t stream) {
+    const auto* x = static_cast<const T*>(a.x);
+    auto* y = static_cast<T*>(a.y);
+    const std::int64_t nvec = a.cols / VEC;
+    if (p.kind == softmax_plan::path::warp_per_row) {
+        const int rows_per_block = p.threads / 32;
+        const auto blocks = static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block);
+        softmax_warp_rows<T, VEC, CACHE>
+            <<<blocks, p.threads, 0, stream>>>(x, y, a.rows, nvec, a.ld_x, a.ld_y);
+        return status_of(cudaGetLastError());
+    }
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(a.rows * p.cluster));
+    config.blockDim = dim3(static_cast<unsigned>(p.threads));
+    config.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    return status_of(cudaLaunchKernelEx(&config, softmax_cluster_rows<T, VEC, CACHE>, x, y, nvec,
+                                        p.chunk_vectors, a.ld_x, a.ld_y));
+}
+
+template <typename T, int VEC>
+launch_status by_cache(const softmax_plan& p, const softmax_args& a, stream_t stream) {
+    switch (p.cache) {
+    case 1: return launch_typed<T, VEC, 1>(p, a, stream);
+    case 2: return launch_typed<T, VEC, 2>(p, a, stream);
+    case 4: return launch_typed<T, VEC, 4>(p, a, stream);
+    default: return launch_typed<T, VEC, 8>(p, a, stream);
+    }
+}
+
+template <typename T>
+launch_status by_vec(const softmax_plan& p, const softmax_args& a, stream_t stream) {
+    constexpr int vw = 16 / sizeof(T);
+    if (p.vec == vw) return by_cache<T, vw>(p, a, stream);
+    // the scalar path: alignment or a ragged width, never the fast case
+    return launch_typed<T, 1, 8>(p, a, stream);
+}
+
+} // namespace
+
+launch_status launch_softmax(const softmax_plan& p, const softmax_args& a, stream_t stream) {
+    if (!p.valid.empty()) return {static_cast<int>(cudaErrorInvalidValue), p.valid};
+    switch (a.type) {
+    case elem::f32: return by_vec<float>(p, a, stream);
+    case elem::f16: return by_vec<__half>(p, a, stream);
+    case elem::bf16: return by_vec<__nv_bfloat16>(p, a, stream);
+    }
+    return {static_cast<int>(cudaErrorInvalidValue), "unknown element type"};
+}
+
+} // namespace fourfold::kernels

@@ -1,0 +1,37 @@
+#pragma once
+// Softmax over the last dimension of a rows x cols matrix, in fp32/fp16/bf16, output in the
+// input dtype. Numerically stable: each thread keeps a running (max, sum of exp) pair, merged
+// across the warp, the block and, for long rows, a thread-block cluster (sm_90 distributed
+// shared memory), so a row is read once from memory and written once in a single launch.
+#include "fourfold/kernels/kernel_api.hpp"
+
+#include <string>
+
+namespace fourfold::kernels {
+
+struct softmax_args {
+    const void* x = nullptr;
+    void* y = nullptr;
+    std::int64_t rows = 0, cols = 0;
+    std::int64_t ld_x = 0, ld_y = 0; // row strides in elements; columns are contiguous
+    elem type = elem::f32;
+};
+
+struct softmax_plan {
+    enum class path { warp_per_row, cluster_per_row };
+    path kind = path::cluster_per_row;
+    int vec = 1;       // elements per load: 16 bytes where the pointers and strides allow
+    int threads = 256; // per block
+    int cluster = 1;   // blocks per row (cluster_per_row)
+    int cache = 1;     // vectors per thread kept in registers between the two passes
+    std::int64_t chunk_vectors = 0; // vectors of a row per block
+    bool rereads = false; // part of a row is read again in the second pass (row too long)
+    std::string why_scalar; // why vec is 1, when it is
+    std::string valid;      // empty when the plan can run; else what is wrong with the arguments
+    std::string describe() const;
+};
+
+softmax_plan plan_softmax(const softmax_args& a, const device_limits& d);
+launch_status launch_softmax(const softmax_plan& p, const softmax_args& a, stream_t stream);
+
+} // namespace fourfold::kernels

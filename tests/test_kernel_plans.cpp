@@ -1,0 +1,167 @@
+// The host half of fourfold's native kernels: the plans a call would take, decided from the
+// shape, the alignment and the device's limits alone (no GPU needed, so CI checks them).
+#include "fourfold/kernels/gemv.hpp"
+#include "fourfold/kernels/pad.hpp"
+#include "fourfold/kernels/softmax.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace fourfold::kernels;
+
+namespace {
+
+// Plans look only at addresses: aligned and misaligned stand-ins for device pointers.
+void* at(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+constexpr std::uintptr_t k_aligned = 1 << 20;
+
+device_limits h200() { return device_limits{}; } // 132 SMs, sm_90
+
+softmax_args softmax_of(std::int64_t rows, std::int64_t cols, elem t, std::uintptr_t x = k_aligned) {
+    return {at(x), at(k_aligned * 64), rows, cols, cols, cols, t};
+}
+
+} // namespace
+
+TEST(kernel_plans, softmax_one_long_row_spreads_over_a_cluster_and_stays_in_registers) {
+    const auto p = plan_softmax(softmax_of(1, 128256, elem::f32), h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.kind, softmax_plan::path::cluster_per_row);
+    EXPECT_EQ(p.vec, 4);
+    EXPECT_EQ(p.cluster, 8);
+    EXPECT_EQ(p.threads, 512);
+    EXPECT_FALSE(p.rereads) << p.describe();
+    EXPECT_GE(static_cast<std::int64_t>(p.cache) * p.threads, p.chunk_vectors);
+    EXPECT_EQ(p.chunk_vectors * p.cluster * p.vec, 128256);
+}
+
+TEST(kernel_plans, softmax_rows_enough_to_fill_the_device_get_one_block_each) {
+    const auto p = plan_softmax(softmax_of(512, 32000, elem::bf16), h200());
+    EXPECT_EQ(p.kind, softmax_plan::path::cluster_per_row);
+    EXPECT_EQ(p.cluster, 1);
+    EXPECT_EQ(p.vec, 8);
+}
+
+TEST(kernel_plans, softmax_short_rows_take_a_warp_each) {
+    const auto p = plan_softmax(softmax_of(64, 1000, elem::f32), h200());
+    EXPECT_EQ(p.kind, softmax_plan::path::warp_per_row);
+    EXPECT_EQ(p.cache, 8); // 250 vectors over 32 lanes
+}
+
+TEST(kernel_plans, softmax_a_row_longer_than_the_registers_is_read_again) {
+    const auto p = plan_softmax(softmax_of(1, 1 << 20, elem::f32), h200());
+    EXPECT_TRUE(p.rereads) << p.describe();
+    EXPECT_EQ(p.cluster, 8);
+}
+
+TEST(kernel_plans, softmax_names_why_it_takes_the_scalar_path) {
+    auto ragged = softmax_of(2, 1001, elem::f32);
+    ragged.ld_x = ragged.ld_y = 1004; // rows 16-byte aligned, the width alone is ragged
+    auto odd = plan_softmax(ragged, h200());
+    EXPECT_EQ(odd.vec, 1);
+    EXPECT_NE(odd.why_scalar.find("multiple of 4"), std::string::npos) << odd.why_scalar;
+    auto misaligned = plan_softmax(softmax_of(1, 4096, elem::bf16, k_aligned + 2), h200());
+    EXPECT_EQ(misaligned.vec, 1);
+    EXPECT_NE(misaligned.why_scalar.find("aligned"), std::string::npos) << misaligned.why_scalar;
+    EXPECT_NE(misaligned.describe().find("scalar"), std::string::npos);
+}
+
+TEST(kernel_plans, softmax_refuses_what_it_cannot_compute) {
+    EXPECT_FALSE(plan_softmax(softmax_of(0, 10, elem::f32), h200()).valid.empty());
+    auto a = softmax_of(2, 10, elem::f32);
+    a.ld_x = 5;
+    EXPECT_FALSE(plan_softmax(a, h200()).valid.empty());
+}
+
+namespace {
+
+gemv_args gemv_of(std::int64_t t, std::int64_t n, std::int64_t k, std::uintptr_t w = k_aligned) {
+    gemv_args a;
+    a.x = at(k_aligned);
+    a.w = at(w);
+    a.y = at(k_aligned * 2);
+    a.tokens = t;
+    a.n = n;
+    a.k = k;
+    a.ld_x = k;
+    a.ld_w = k;
+    a.ld_y = n;
+    a.type = elem::bf16;
+    return a;
+}
+
+} // namespace
+
+TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
+    const auto small = plan_gemv(gemv_of(1, 768, 2048), h200());
+    ASSERT_TRUE(small.valid.empty()) << small.valid;
+    EXPECT_TRUE(small.vectorised);
+    EXPECT_GT(small.k_split, 1) << small.describe();
+    const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
+    EXPECT_EQ(big.k_split, 1) << big.describe();
+    EXPECT_EQ(big.rows_per_warp, 2);
+    // every row is in some block
+    const auto rows_per_block = (big.threads / 32 / big.k_split) * big.rows_per_warp;
+    EXPECT_GE(big.blocks * rows_per_block, 128256);
+}
+
+TEST(kernel_plans, gemv_never_splits_k_below_one_vector_per_lane) {
+    const auto p = plan_gemv(gemv_of(1, 8, 512), h200()); // 64 vectors per row
+    EXPECT_LE(p.k_split, 2) << p.describe();
+}
+
+TEST(kernel_plans, gemv_ragged_k_and_offset_views_take_the_named_scalar_path) {
+    const auto ragged = plan_gemv(gemv_of(2, 64, 4095), h200());
+    EXPECT_FALSE(ragged.vectorised);
+    EXPECT_NE(ragged.why_scalar.find("4095"), std::string::npos) << ragged.why_scalar;
+    const auto offset = plan_gemv(gemv_of(1, 64, 4096, k_aligned + 2), h200());
+    EXPECT_FALSE(offset.vectorised);
+    EXPECT_NE(offset.why_scalar.find("offset"), std::string::npos) << offset.why_scalar;
+    auto strided = gemv_of(1, 64, 4096);
+    strided.inc_w = 2;
+    EXPECT_FALSE(plan_gemv(strided, h200()).vectorised);
+}
+
+TEST(kernel_plans, gemv_takes_one_to_eight_tokens) {
+    EXPECT_TRUE(plan_gemv(gemv_of(8, 64, 64), h200()).valid.empty());
+    EXPECT_FALSE(plan_gemv(gemv_of(9, 64, 64), h200()).valid.empty());
+    EXPECT_FALSE(plan_gemv(gemv_of(0, 64, 64), h200()).valid.empty());
+}
+
+namespace {
+
+pad_args pad_of(std::uintptr_t y = k_aligned) {
+    pad_args a;
+    a.x = at(k_aligned);
+    a.y = at(y);
+    a.dims = 5;
+    const std::int64_t shape[5] = {1, 96, 5, 130, 130};
+    std::int64_t stride = 1;
+    for (int i = 4; i >= 0; --i) {
+        a.in_shape[i] = shape[i];
+        a.in_stride[i] = stride;
+        stride *= shape[i];
+    }
+    a.before[2] = 2;
+    a.before[3] = a.after[3] = a.before[4] = a.after[4] = 1;
+    return a;
+}
+
+} // namespace
+
+TEST(kernel_plans, pad_writes_16_bytes_per_thread_and_counts_the_output) {
+    const auto p = plan_pad(pad_of(), h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.vec, 8);
+    EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
+    EXPECT_TRUE(p.contiguous_rows);
+}
+
+TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {
+    auto neg = pad_of();
+    neg.before[4] = -1;
+    EXPECT_FALSE(plan_pad(neg, h200()).valid.empty());
+    auto huge = pad_of();
+    huge.in_shape[0] = 1000;
+    EXPECT_NE(plan_pad(huge, h200()).valid.find("2^31"), std::string::npos);
+    EXPECT_EQ(plan_pad(pad_of(k_aligned + 2), h200()).vec, 1);
+}
