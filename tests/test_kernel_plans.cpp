@@ -97,11 +97,34 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     EXPECT_TRUE(small.vectorised);
     EXPECT_GT(small.k_split, 1) << small.describe();
     const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
-    EXPECT_EQ(big.k_split, 1) << big.describe();
-    EXPECT_EQ(big.rows_per_warp, 2);
+    EXPECT_LE(big.k_split, 2) << big.describe();
+    EXPECT_EQ(big.rows_per_warp, 1);
     // every row is in some block
     const auto rows_per_block = (big.threads / 32 / big.k_split) * big.rows_per_warp;
     EXPECT_GE(big.blocks * rows_per_block, 128256);
+}
+
+TEST(kernel_plans, gemv_fills_whole_waves_of_resident_blocks) {
+    // 4096 rows: 512 blocks of 8 rows fit one wave of 4 x 132 resident blocks
+    const auto q = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    EXPECT_EQ(q.k_split, 1) << q.describe();
+    EXPECT_EQ(q.blocks, 512);
+    // 14336 rows: 1792 blocks are 3.4 waves; a split of 2 makes 6.8, nearly whole
+    const auto g = plan_gemv(gemv_of(1, 14336, 4096), h200());
+    EXPECT_EQ(g.k_split, 2) << g.describe();
+}
+
+TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles) {
+    const auto p = plan_gemv(gemv_of(8, 4096, 4096), h200());
+    EXPECT_TRUE(p.tensor_cores) << p.describe();
+    EXPECT_EQ(p.rows_per_warp, 16);
+    const auto tiles_per_block = 8 / p.k_split;
+    EXPECT_GE(p.blocks * tiles_per_block * 16, 4096);
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), h200()).tensor_cores); // one token: FMA
+    auto f32 = gemv_of(4, 4096, 4096);
+    f32.type = elem::f32;
+    EXPECT_FALSE(plan_gemv(f32, h200()).tensor_cores); // fp32 stays exact: no tf32
+    EXPECT_FALSE(plan_gemv(gemv_of(4, 64, 4008), h200()).tensor_cores); // K % 32 != 0
 }
 
 TEST(kernel_plans, gemv_never_splits_k_below_one_vector_per_lane) {

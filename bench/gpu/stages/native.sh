@@ -46,6 +46,24 @@ with open(sys.argv[1].replace(".txt", "_table.md"), "w") as out:
 PY
 }
 
+# Nsight Compute on one call of each native kernel and of stock pad: duration, memory
+# throughput, occupancy (the clocks left as they are).
+stage_ncu_native() {
+    local db=/tmp/ncu-$$.db
+    : >"$OUT/ncu.txt"
+    for job in "pad --shape 1x96x5x130x130 --dtype bf16 --variants native,stock" \
+               "softmax --shape 1x128256 --dtype fp32 --variants native" \
+               "linear_decode --shape 1x4096x4096,8x4096x4096 --dtype bf16 --variants native"; do
+        timeout 120 ncu --clock-control none --kernel-name regex:"pad|softmax|gemv|elementwise|fill|copy" \
+            --launch-count 12 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+            --section Occupancy --section LaunchStats \
+            $BIN run --workload $job --ledgers correctness --device cuda --db $db --quiet \
+            >>"$OUT/ncu.txt" 2>&1
+    done
+    grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth" \
+        "$OUT/ncu.txt" | head -90
+}
+
 stage_native_tests() {
     $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.*:cuda.operator_workloads*:cuda.stock_passes*' \
         >"$OUT/native_tests.txt" 2>&1

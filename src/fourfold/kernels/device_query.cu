@@ -1,4 +1,5 @@
 #include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/softmax.hpp"
 
 namespace fourfold::kernels {
 
@@ -13,6 +14,13 @@ device_limits query_device(int index) {
     d.max_smem_per_block = static_cast<int>(prop.sharedMemPerBlockOptin);
     d.cc_major = prop.major;
     d.cc_minor = prop.minor;
+    if (d.clusters()) {
+        int current = 0;
+        cudaGetDevice(&current);
+        cudaSetDevice(index);
+        d.max_cluster_blocks = softmax_cluster_limit();
+        cudaSetDevice(current);
+    }
     return d;
 }
 

@@ -76,7 +76,7 @@ __device__ __forceinline__ void finish_rows(float (&acc)[R][TOK], float (*part)[
 }
 
 template <typename T, int TOK, int R>
-__global__ void __launch_bounds__(256, 1)
+__global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
              T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
@@ -171,6 +171,105 @@ __global__ void __launch_bounds__(256, 1)
     }
 }
 
+// Tensor-core GEMV for 2..8 tokens (bf16/fp16, K a multiple of 32): a warp owns a tile of 16
+// rows and a slice of K; per 32 columns each lane loads 16 bytes of row g and of row g + 8
+// (g = lane / 4) and 16 bytes of x for token g, and issues two m16n8k16 MMAs with fp32
+// accumulators. The MMA's k order is a fixed permutation of the 32 columns shared by its A and
+// B fragments (lane c = lane % 4 holds columns 8c..8c+7), so the dot products are unchanged and
+// every load is a plain 16-byte one. The accumulator fragment holds (row g or g + 8, tokens
+// 2c and 2c + 1): no reduction over lanes, only over the KS warps of a K split.
+template <typename T> struct mma_op;
+template <> struct mma_op<__nv_bfloat16> {
+    __device__ static void run(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+template <> struct mma_op<__half> {
+    __device__ static void run(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
+    gemv_mma(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+             T* __restrict__ y, int tokens, std::int64_t n, std::int64_t kblocks, std::int64_t ld_x,
+             std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kbchunk) {
+    constexpr int U = 4; // 32-column blocks in flight per iteration
+    __shared__ float part[8][32][4];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, c = lane % 4;
+    const int tiles = 8 / ks, tile = warp / ks, ks_index = warp % ks;
+    const std::int64_t row0 = (static_cast<std::int64_t>(blockIdx.x) * tiles + tile) * 16;
+    const std::int64_t kb_begin = ks_index * kbchunk;
+    const std::int64_t kb_end = kb_begin + kbchunk < kblocks ? kb_begin + kbchunk : kblocks;
+    const bool ok_lo = row0 + g < n, ok_hi = row0 + g + 8 < n, ok_x = g < tokens;
+    const uint4* wlo = reinterpret_cast<const uint4*>(w + (ok_lo ? row0 + g : 0) * ld_w) + c;
+    const uint4* whi = reinterpret_cast<const uint4*>(w + (ok_hi ? row0 + g + 8 : 0) * ld_w) + c;
+    const uint4* xg = reinterpret_cast<const uint4*>(x + (ok_x ? g : 0) * ld_x) + c;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (std::int64_t kb = kb_begin; kb < kb_end; kb += U) {
+        uint4 lo[U], hi[U], xv[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const bool in = kb + u < kb_end;
+            const std::int64_t off = (kb + u) * 4; // 16-byte vectors per 32 columns
+            lo[u] = in && ok_lo ? load_streaming(wlo + off) : zero;
+            hi[u] = in && ok_hi ? load_streaming(whi + off) : zero;
+            xv[u] = in && ok_x ? __ldg(xg + off) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const unsigned a0[4] = {lo[u].x, hi[u].x, lo[u].y, hi[u].y};
+            const unsigned b0[2] = {xv[u].x, xv[u].y};
+            mma_op<T>::run(acc, a0, b0);
+            const unsigned a1[4] = {lo[u].z, hi[u].z, lo[u].w, hi[u].w};
+            const unsigned b1[2] = {xv[u].z, xv[u].w};
+            mma_op<T>::run(acc, a1, b1);
+        }
+    }
+    if (ks > 1) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) part[warp][lane][i] = acc[i];
+        __syncthreads();
+        if (ks_index == 0) {
+            for (int j = 1; j < ks; ++j)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[i] += part[warp + j][lane][i];
+        }
+    }
+    if (ks_index != 0) return;
+    // acc: (row g, token 2c), (row g, token 2c + 1), (row g + 8, token 2c), (row g + 8, 2c + 1)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const std::int64_t row = row0 + g + (i >= 2 ? 8 : 0);
+        const int t = 2 * c + (i & 1);
+        if (row < n && t < tokens) {
+            float v = acc[i];
+            if (bias) v += element<T>::to_float(bias[row]);
+            y[t * ld_y + row] = element<T>::from_float(v);
+        }
+    }
+}
+
+template <typename T>
+launch_status launch_mma(const gemv_plan& p, const gemv_args& a, stream_t stream) {
+    const std::int64_t kblocks = a.k / 32;
+    const std::int64_t kbchunk = (kblocks + p.k_split - 1) / p.k_split;
+    gemv_mma<T><<<static_cast<unsigned>(p.blocks), p.threads, 0, stream>>>(
+        static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
+        static_cast<T*>(a.y), static_cast<int>(a.tokens), a.n, kblocks, a.ld_x, a.ld_w, a.ld_y,
+        p.k_split, kbchunk);
+    return status_of(cudaGetLastError());
+}
+
 template <typename T, int TOK>
 launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream) {
     constexpr int VEC = 16 / sizeof(T);
@@ -183,12 +282,8 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
     const auto* b = static_cast<const T*>(a.bias);
     auto* y = static_cast<T*>(a.y);
     const auto grid = static_cast<unsigned>(p.blocks);
-    if (p.rows_per_warp == 2)
-        gemv_vec<T, TOK, 2><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
-                                                             a.ld_y, p.k_split, kchunk, row_blocks);
-    else
-        gemv_vec<T, TOK, 1><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
-                                                             a.ld_y, p.k_split, kchunk, row_blocks);
+    gemv_vec<T, TOK, 1><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
+                                                         a.ld_y, p.k_split, kchunk, row_blocks);
     return status_of(cudaGetLastError());
 }
 
@@ -204,6 +299,8 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
             a.inc_x, a.inc_w, p.k_split, kchunk, row_blocks);
         return status_of(cudaGetLastError());
     }
+    if constexpr (sizeof(T) == 2)
+        if (p.tensor_cores) return launch_mma<T>(p, a, stream);
     switch (a.tokens) {
     case 1: return launch_vec<T, 1>(p, a, stream);
     case 2: return launch_vec<T, 2>(p, a, stream);

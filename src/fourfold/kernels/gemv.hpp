@@ -13,6 +13,11 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_gemv_max_tokens = 8;
+// Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
+// split so the grid fills whole waves of them.
+// (FMA path: 4 for one or two tokens, whose kernels fit 64 registers, 2 beyond)
+constexpr int gemv_fma_blocks_per_sm(int tokens) { return tokens <= 2 ? 4 : 2; }
+inline constexpr int k_gemv_mma_blocks_per_sm = 3;
 
 struct gemv_args {
     const void* x = nullptr;    // T x K
@@ -27,8 +32,9 @@ struct gemv_args {
 
 struct gemv_plan {
     bool vectorised = true;
+    bool tensor_cores = false; // 2..8 tokens, bf16/fp16: m16n8k16 MMAs, 16-row tiles
     int threads = 256;
-    int rows_per_warp = 1; // R
+    int rows_per_warp = 1; // R (16 on the tensor-core path: one tile)
     int k_split = 1;       // warps of a block sharing one row group's K
     int unroll = 8;        // 16-byte loads a lane has in flight per row
     std::int64_t blocks = 0;

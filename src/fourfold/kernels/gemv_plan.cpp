@@ -2,11 +2,14 @@
 #include "fourfold/kernels/gemv.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fourfold::kernels {
 
 std::string gemv_plan::describe() const {
-    std::string s = vectorised ? "16-byte loads" : "scalar loads";
+    std::string s = tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
+                    : vectorised ? "16-byte loads"
+                                 : "scalar loads";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
@@ -39,22 +42,37 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     else if ((a.ld_x * es) % 16 != 0 || (a.ld_w * es) % 16 != 0)
         p.why_scalar = "a row stride is not a multiple of 16 bytes";
     p.vectorised = p.why_scalar.empty();
-    const std::int64_t units = p.vectorised ? a.k / vw : a.k; // per row, per lane step
-    const std::int64_t target_warps = static_cast<std::int64_t>(d.sm_count) * 48;
-    // two rows per warp where there are rows enough (more loads in flight per lane, and x read
-    // once for both), one otherwise
-    p.rows_per_warp = p.vectorised && (a.n >= 2 * target_warps / 3 || (a.tokens >= 4 && a.n >= 1024))
-                          ? 2
-                          : 1;
-    p.unroll = p.vectorised ? 8 / p.rows_per_warp : 4;
-    const std::int64_t row_groups = (a.n + p.rows_per_warp - 1) / p.rows_per_warp;
-    // split K over the warps of a block until the warps fill the device, keeping at least one
-    // unit per lane in every warp's slice
-    while (p.k_split < 8 && row_groups * p.k_split < target_warps && units / (2 * p.k_split) >= 32)
-        p.k_split *= 2;
-    const std::int64_t rows_per_block = (p.threads / 32 / p.k_split) * p.rows_per_warp;
-    p.blocks = std::min<std::int64_t>((a.n + rows_per_block - 1) / rows_per_block,
-                                      std::int64_t{1} << 30);
+    p.tensor_cores = p.vectorised && a.type != elem::f32 && a.tokens >= 2 && a.k % 32 == 0;
+    // Split K over the warps of a block (KS = 1, 2, 4 or 8) so that the grid fills whole waves
+    // of the resident blocks the kernel is compiled for: a grid of 1.3 waves runs as long as 2.
+    // Ties within 1 % go to the smaller split (more loads in flight per warp).
+    std::int64_t groups = a.n, units = 0;
+    int per_sm = gemv_fma_blocks_per_sm(static_cast<int>(a.tokens));
+    if (p.tensor_cores) {
+        p.rows_per_warp = 16;
+        p.unroll = 4;
+        groups = (a.n + 15) / 16;
+        units = a.k / 32; // 32-column blocks
+        per_sm = k_gemv_mma_blocks_per_sm;
+    } else {
+        p.rows_per_warp = 1;
+        p.unroll = p.vectorised ? 8 : 4;
+        units = (p.vectorised ? a.k / vw : a.k) / 32; // vectors (or elements) per lane
+    }
+    const double capacity = static_cast<double>(d.sm_count) * per_sm;
+    double best = -1;
+    for (int ks = 1; ks <= 8; ks *= 2) {
+        if (ks > 1 && units < ks) break; // every warp gets a share of K
+        const std::int64_t per_block = 8 / ks;
+        const std::int64_t blocks = (groups + per_block - 1) / per_block;
+        const double waves = static_cast<double>(blocks) / capacity;
+        const double filled = waves >= 1 ? waves / std::ceil(waves) : waves;
+        if (filled > best * 1.01) {
+            best = filled;
+            p.k_split = ks;
+            p.blocks = blocks;
+        }
+    }
     return p;
 }
 

@@ -25,6 +25,7 @@ struct device_limits {
     int max_smem_per_block = 227 * 1024; // opt-in limit
     int cc_major = 9;
     int cc_minor = 0;
+    int max_cluster_blocks = 8; // 16 where the device can schedule the non-portable size
     bool clusters() const { return cc_major >= 9; }
 };
 

@@ -22,8 +22,9 @@ struct running {
 };
 
 // s * exp(m - M), with the empty pair (s == 0: nothing but -inf seen) contributing nothing.
+__device__ __forceinline__ float fast_exp(float x);
 __device__ __forceinline__ float rescaled(float s, float m, float big) {
-    return s == 0.f ? 0.f : s * expf(m - big);
+    return s == 0.f ? 0.f : s * fast_exp(m - big);
 }
 
 __device__ __forceinline__ running merge(running a, running b) {
@@ -43,7 +44,7 @@ template <int VEC> __device__ __forceinline__ void fold(running& r, const float 
     if (big != -CUDART_INF_F) {
         float acc = 0.f;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) acc += expf(f[j] - big);
+        for (int j = 0; j < VEC; ++j) acc += fast_exp(f[j] - big);
         r.s = rescaled(r.s, r.m, big) + acc;
         r.m = big;
     }
@@ -59,27 +60,65 @@ __device__ __forceinline__ running warp_merge(running r) {
     return r;
 }
 
-// Pass 1 over vectors [begin, end) of a row, stepping by `step` from `first`.
+// exp(x) as one MUFU.EX2 on x * log2(e): relative error a few ulp plus |x| * 2^-24 from the
+// product's rounding, far inside fp32's tolerance (1e-4) for the arguments softmax meets
+// (x - max <= 0, where the largest errors fall on the smallest, least significant outputs).
+__device__ __forceinline__ float fast_exp(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+}
+
+// What one thread holds between the passes: its cached vectors' exp(x - m) as floats (one
+// exponential per element), m its own maximum over them, and the running pair of the rest.
+template <int VEC, int CACHE> struct thread_part {
+    float e[CACHE][VEC];
+    float m; // the maximum over the cached elements (-inf when none)
+};
+
+// Pass 1 over vectors [first, end) stepping by `step`: the first CACHE are loaded together,
+// reduced to their maximum, then turned into exponentials once; the rest (rows longer than
+// the registers) are folded into a running pair and read again in pass 2.
 template <typename T, int VEC, int CACHE>
 __device__ __forceinline__ running pass_one(const typename packet<T, VEC>::raw* row,
                                             std::int64_t first, std::int64_t end, int step,
-                                            typename packet<T, VEC>::raw (&cache)[CACHE]) {
+                                            thread_part<VEC, CACHE>& part) {
     using P = packet<T, VEC>;
-    running r{-CUDART_INF_F, 0.f};
+    typename P::raw raw[CACHE];
 #pragma unroll
     for (int c = 0; c < CACHE; ++c) {
         const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
-        if (v < end) cache[c] = P::load(row + v);
+        if (v < end) raw[c] = P::load(row + v);
     }
+    float m = -CUDART_INF_F;
+    bool nan = false;
 #pragma unroll
     for (int c = 0; c < CACHE; ++c) {
         const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
         if (v < end) {
-            float f[VEC];
-            P::unpack(cache[c], f);
-            fold<VEC>(r, f);
+            P::unpack(raw[c], part.e[c]);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+                m = fmaxf(m, part.e[c][j]);
+                nan |= part.e[c][j] != part.e[c][j];
+            }
         }
     }
+    part.m = m;
+    float s = 0.f;
+    // exp(x - m) of a cached element; none when all of them are -inf (m = -inf)
+    const float shift = m == -CUDART_INF_F ? 0.f : m;
+#pragma unroll
+    for (int c = 0; c < CACHE; ++c) {
+        const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+            const float e = v < end ? fast_exp(part.e[c][j] - shift) : 0.f;
+            part.e[c][j] = e;
+            s += e;
+        }
+    }
+    running r{m, nan ? CUDART_NAN_F : s};
     for (std::int64_t v = first + static_cast<std::int64_t>(CACHE) * step; v < end; v += step) {
         float f[VEC];
         P::unpack(P::load(row + v), f);
@@ -88,27 +127,35 @@ __device__ __forceinline__ running pass_one(const typename packet<T, VEC>::raw* 
     return r;
 }
 
+// out = exp(x - M) / S: the cached exponentials scaled once by exp(m - M) / S; a row whose
+// maximum is -inf is NaN, as in stock (exp(-inf - -inf)).
 template <typename T, int VEC, int CACHE>
 __device__ __forceinline__ void pass_two(const typename packet<T, VEC>::raw* row,
                                          typename packet<T, VEC>::raw* out, std::int64_t first,
                                          std::int64_t end, int step, running total,
-                                         const typename packet<T, VEC>::raw (&cache)[CACHE]) {
+                                         const thread_part<VEC, CACHE>& part) {
     using P = packet<T, VEC>;
     const float inv = 1.f / total.s;
-    auto write = [&](std::int64_t v, const typename P::raw& raw) {
-        float f[VEC];
-        P::unpack(raw, f);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) f[j] = expf(f[j] - total.m) * inv;
-        out[v] = P::pack(f);
-    };
+    const float scale = total.m == -CUDART_INF_F ? CUDART_NAN_F
+                        : part.m == -CUDART_INF_F ? 0.f
+                                                  : fast_exp(part.m - total.m) * inv;
 #pragma unroll
     for (int c = 0; c < CACHE; ++c) {
         const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
-        if (v < end) write(v, cache[c]);
+        if (v < end) {
+            float f[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) f[j] = part.e[c][j] * scale;
+            out[v] = P::pack(f);
+        }
     }
-    for (std::int64_t v = first + static_cast<std::int64_t>(CACHE) * step; v < end; v += step)
-        write(v, P::load(row + v));
+    for (std::int64_t v = first + static_cast<std::int64_t>(CACHE) * step; v < end; v += step) {
+        float f[VEC];
+        P::unpack(P::load(row + v), f);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) f[j] = fast_exp(f[j] - total.m) * inv;
+        out[v] = P::pack(f);
+    }
 }
 
 // One warp per row (short rows); 8 rows per 256-thread block.
@@ -122,9 +169,9 @@ __global__ void __launch_bounds__(256, 1)
     const int lane = threadIdx.x % 32;
     const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
-    typename P::raw cache[CACHE];
-    const running total = warp_merge(pass_one<T, VEC, CACHE>(xr, lane, nvec, 32, cache));
-    pass_two<T, VEC, CACHE>(xr, yr, lane, nvec, 32, total, cache);
+    thread_part<VEC, CACHE> part;
+    const running total = warp_merge(pass_one<T, VEC, CACHE>(xr, lane, nvec, 32, part));
+    pass_two<T, VEC, CACHE>(xr, yr, lane, nvec, 32, total, part);
 }
 
 // A cluster of `gridDim.x / rows` blocks per row; block b of a cluster takes vectors
@@ -146,9 +193,9 @@ __global__ void __launch_bounds__(512)
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
 
-    typename P::raw cache[CACHE];
+    thread_part<VEC, CACHE> part;
     running r = warp_merge(
-        pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), cache));
+        pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), part));
     if (lane == 0) warp_part[warp] = r;
     __syncthreads();
     if (warp == 0) {
@@ -162,7 +209,7 @@ __global__ void __launch_bounds__(512)
     if (lane < size) total = *cluster.map_shared_rank(&block_part, lane);
     total = warp_merge(total);
     pass_two<T, VEC, CACHE>(xr, yr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), total,
-                            cache);
+                            part);
     cluster.sync(); // no block leaves while another may still read its pair
 }
 
@@ -211,7 +258,51 @@ launch_status by_vec(const softmax_plan& p, const softmax_args& a, stream_t stre
     return launch_typed<T, 1, 8>(p, a, stream);
 }
 
+// Every cluster kernel, for the one-time opt-in to clusters of more than 8 blocks.
+template <typename T> void allow_large_clusters(bool& ok) {
+    constexpr int vw = 16 / sizeof(T);
+    const void* kernels[] = {
+        reinterpret_cast<const void*>(softmax_cluster_rows<T, 1, 8>),
+        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 1>),
+        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 2>),
+        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 4>),
+        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 8>)};
+    for (const void* k : kernels)
+        ok &= cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+}
+
 } // namespace
+
+int softmax_cluster_limit() {
+    bool ok = true;
+    allow_large_clusters<float>(ok);
+    allow_large_clusters<__half>(ok);
+    allow_large_clusters<__nv_bfloat16>(ok);
+    if (!ok) {
+        (void)cudaGetLastError();
+        return 8;
+    }
+    // can 16 blocks of the largest configuration (512 threads, the bf16 kernel's registers)
+    // be resident as one cluster?
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(16);
+    config.blockDim = dim3(512);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 16;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_cluster_rows<__nv_bfloat16, 8, 8>, &config) !=
+            cudaSuccess ||
+        clusters < 1) {
+        (void)cudaGetLastError();
+        return 8;
+    }
+    return 16;
+}
 
 launch_status launch_softmax(const softmax_plan& p, const softmax_args& a, stream_t stream) {
     if (!p.valid.empty()) return {static_cast<int>(cudaErrorInvalidValue), p.valid};

@@ -32,6 +32,10 @@ struct softmax_plan {
 };
 
 softmax_plan plan_softmax(const softmax_args& a, const device_limits& d);
+// The largest cluster the softmax kernels can launch on the current device: 16 where the
+// non-portable size is schedulable (opting every cluster kernel in), else the portable 8.
+// A host call made once per device (query_device), never inside a capture.
+int softmax_cluster_limit();
 launch_status launch_softmax(const softmax_plan& p, const softmax_args& a, stream_t stream);
 
 } // namespace fourfold::kernels
