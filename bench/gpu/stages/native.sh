@@ -77,7 +77,7 @@ stage_sanitizer() {
     local tool rc=0
     : >"$OUT/sanitizer.txt"
     for tool in memcheck racecheck; do
-        FOURFOLD_NATIVE_TEST_SIZES=small timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
             $BUILD/tests/fourfold_gpu_tests \
             --gtest_filter='native.*:-native.memory*:native.a_variant_is_handed*' >>"$OUT/sanitizer.txt" 2>&1
         local r=$?

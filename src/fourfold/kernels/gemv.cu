@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
              std::int64_t row_blocks) {
     constexpr int VEC = 16 / sizeof(T);
-    constexpr int U = 8 / R;
+    constexpr int U = 4 / R; // x 2 buffers: 8 vectors of a row in flight per lane
     using P = packet<T, VEC>;
     __shared__ float part[8][R * TOK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -109,22 +109,28 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
             for (int t = 0; t < TOK; ++t) acc[r][t] = 0.f;
 
-        for (std::int64_t v = kbeg + lane; v < kend; v += 32 * U) {
-            uint4 wv[U][R];
+        // double-buffered: the next U vectors of every row are in flight while the current ones
+        // are multiplied, so a lane never waits on an empty pipe between batches
+        uint4 cur[U][R], nxt[U][R];
+        auto fetch = [&](uint4 (&dst)[U][R], std::int64_t v) {
 #pragma unroll
             for (int u = 0; u < U; ++u)
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
                     const std::int64_t vv = v + u * 32;
-                    wv[u][r] = vv < kend && row_ok[r] ? load_streaming(wr[r] + vv) : make_uint4(0, 0, 0, 0);
+                    dst[u][r] = vv < kend && row_ok[r] ? load_streaming(wr[r] + vv) : make_uint4(0, 0, 0, 0);
                 }
+        };
+        fetch(cur, kbeg + lane);
+        for (std::int64_t v = kbeg + lane; v < kend; v += 32 * U) {
+            fetch(nxt, v + 32 * U);
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const std::int64_t vv = v + u * 32;
-                if (vv >= kend) continue; // (the loads above were predicated alike)
+                if (vv >= kend) continue; // (the loads were predicated alike)
                 float wf[R][VEC];
 #pragma unroll
-                for (int r = 0; r < R; ++r) P::unpack(wv[u][r], wf[r]);
+                for (int r = 0; r < R; ++r) P::unpack(cur[u][r], wf[r]);
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float xf[VEC];
@@ -135,6 +141,10 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
                         for (int j = 0; j < VEC; ++j) acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
                 }
             }
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int r = 0; r < R; ++r) cur[u][r] = nxt[u][r];
         }
         finish_rows<T, TOK, R>(acc, part, warp, lane, ks, ks_index, row0, n, TOK, bias, y, ld_y);
     }

@@ -15,8 +15,8 @@ namespace fourfold::kernels {
 inline constexpr int k_gemv_max_tokens = 8;
 // Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
 // split so the grid fills whole waves of them.
-// (FMA path: 4 for one or two tokens, whose kernels fit 64 registers, 2 beyond)
-constexpr int gemv_fma_blocks_per_sm(int tokens) { return tokens <= 2 ? 4 : 2; }
+// (FMA path: 4 for one token, whose kernels fit 64 registers, 2 beyond)
+constexpr int gemv_fma_blocks_per_sm(int tokens) { return tokens <= 1 ? 4 : 2; }
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
 
 struct gemv_args {

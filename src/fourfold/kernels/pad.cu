@@ -1,13 +1,10 @@
-// Constant pad kernel (see pad.hpp). Output-driven: a thread owns V consecutive output elements
-// (16 bytes, one store). Where they fall inside one output row and inside the input row it maps
-// to (the common case), the V input elements are fetched with at most two aligned 16-byte loads
-// and a funnel shift, whatever the input's element alignment; elsewhere (the pad borders, a
-// chunk that spans two rows) each element is decided alone. Index arithmetic is 32-bit with
-// multiply-high division (the output has fewer than 2^31 elements).
+// Constant pad kernel (see pad.hpp): one warp per output row, index arithmetic once per row,
+// 32-bit with multiply-high division (the output has fewer than 2^31 elements).
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/pad.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace fourfold::kernels {
 namespace {
@@ -39,6 +36,12 @@ struct pad_params {
     divider by_w, by_h, by_t, by_c;
 };
 
+template <typename T, int VE> struct store_of;
+template <typename T> struct store_of<T, 1> { using type = T; };
+template <typename T> struct store_of<T, 2> { using type = std::conditional_t<sizeof(T) == 2, unsigned, uint2>; };
+template <typename T> struct store_of<T, 4> { using type = std::conditional_t<sizeof(T) == 2, uint2, uint4>; };
+template <typename T> struct store_of<T, 8> { using type = uint4; }; // 2-byte elements only
+
 // Where output row `row` (an index over the first four output dims) comes from: false for a
 // row of padding, else its input row.
 template <typename T>
@@ -60,71 +63,35 @@ __device__ __forceinline__ bool locate(const pad_params& p, const T* x, std::uin
     return true;
 }
 
-// 16 bytes starting at any element-aligned address, from the (at most two) aligned 16-byte
-// blocks that hold them; each block holds at least one of the wanted bytes, so neither read
-// leaves the allocation.
-__device__ __forceinline__ uint4 load16_any(const void* p) {
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    const auto* q = reinterpret_cast<const uint4*>(a & ~std::uintptr_t{15});
-    const unsigned sh = static_cast<unsigned>(a & 15);
-    const uint4 lo = __ldg(q);
-    if (sh == 0) return lo;
-    const uint4 hi = __ldg(q + 1);
-    const unsigned r = (sh & 3) * 8;
-    const unsigned w0 = lo.x, w1 = lo.y, w2 = lo.z, w3 = lo.w, w4 = hi.x, w5 = hi.y, w6 = hi.z, w7 = hi.w;
-    switch (sh >> 2) {
-    case 0: return make_uint4(__funnelshift_r(w0, w1, r), __funnelshift_r(w1, w2, r), __funnelshift_r(w2, w3, r), __funnelshift_r(w3, w4, r));
-    case 1: return make_uint4(__funnelshift_r(w1, w2, r), __funnelshift_r(w2, w3, r), __funnelshift_r(w3, w4, r), __funnelshift_r(w4, w5, r));
-    case 2: return make_uint4(__funnelshift_r(w2, w3, r), __funnelshift_r(w3, w4, r), __funnelshift_r(w4, w5, r), __funnelshift_r(w5, w6, r));
-    default: return make_uint4(__funnelshift_r(w3, w4, r), __funnelshift_r(w4, w5, r), __funnelshift_r(w5, w6, r), __funnelshift_r(w6, w7, r));
-    }
-}
-
-template <typename T>
-__device__ __forceinline__ T element_at(const pad_params& p, const T* x, std::uint32_t o, T value) {
-    const std::uint32_t row = p.by_w.div(o);
-    const int c = static_cast<int>(o - row * p.od[4]) - p.pb[4];
-    const T* src = nullptr;
-    if (!locate(p, x, row, src) || static_cast<unsigned>(c) >= static_cast<unsigned>(p.id[4]))
-        return value;
-    return src[c * p.is[4]];
-}
-
-template <typename T, int V>
+// One warp per output row (the last dimension): where the row comes from is decided once, by
+// the whole warp alike (no divergence), then each lane writes VE consecutive elements per step
+// (one 2-, 4-, 8- or 16-byte store: rows start at that alignment) and reads its input elements
+// one by one (a row of the input may start at any element alignment); whole pad rows are the
+// constant alone, with no load.
+template <typename T, int VE>
 __global__ void __launch_bounds__(256)
-    pad_kernel(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value) {
-    const std::uint32_t chunks = (p.total + V - 1) / V;
-    for (std::uint32_t ch = blockIdx.x * blockDim.x + threadIdx.x; ch < chunks;
-         ch += gridDim.x * blockDim.x) {
-        const std::uint32_t o = ch * V;
-        if constexpr (V > 1) {
-            const std::uint32_t row = p.by_w.div(o);
-            const std::uint32_t col = o - row * p.od[4];
-            if (col + V <= p.od[4]) { // the chunk lies in one output row (so below total)
-                const T* src = nullptr;
-                const bool mapped = locate(p, x, row, src);
-                const int c0 = static_cast<int>(col) - p.pb[4];
-                uint4 out;
-                if (mapped && p.is[4] == 1 && c0 >= 0 && c0 + V <= p.id[4]) {
-                    out = load16_any(src + c0);
-                } else {
-                    T* e = reinterpret_cast<T*>(&out);
+    pad_rows(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t rows) {
+    using store_t = typename store_of<T, VE>::type;
+    const int lane = threadIdx.x % 32;
+    const int width = static_cast<int>(p.od[4]), in_width = p.id[4], before = p.pb[4];
+    const std::int64_t in_step = p.is[4];
+    for (std::uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < rows;
+         row += gridDim.x * (blockDim.x / 32)) {
+        const T* src = nullptr;
+        const bool mapped = locate(p, x, row, src);
+        T* dst = y + static_cast<std::size_t>(row) * width;
+        for (int c = lane * VE; c < width; c += 32 * VE) {
+            store_t out;
+            T* e = reinterpret_cast<T*>(&out);
 #pragma unroll
-                    for (int j = 0; j < V; ++j) {
-                        const int c = c0 + j;
-                        e[j] = mapped && static_cast<unsigned>(c) < static_cast<unsigned>(p.id[4])
-                                   ? src[c * p.is[4]]
-                                   : value;
-                    }
-                }
-                *reinterpret_cast<uint4*>(y + o) = out;
-                continue;
+            for (int j = 0; j < VE; ++j) {
+                const int ci = c + j - before;
+                e[j] = mapped && static_cast<unsigned>(ci) < static_cast<unsigned>(in_width)
+                           ? src[ci * in_step]
+                           : value;
             }
+            *reinterpret_cast<store_t*>(dst + c) = out;
         }
-        // a chunk across two rows, the ragged end, or the scalar path: element by element
-#pragma unroll
-        for (int j = 0; j < V; ++j)
-            if (o + j < p.total) y[o + j] = element_at(p, x, o + j, value);
     }
 }
 
@@ -158,9 +125,18 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
     auto* y = static_cast<T*>(a.y);
     const T value = constant_of<T>(a.value);
     const auto grid = static_cast<unsigned>(plan.blocks);
-    constexpr int vw = 16 / sizeof(T);
-    if (plan.vec == vw) pad_kernel<T, vw><<<grid, plan.threads, 0, stream>>>(x, y, p, value);
-    else pad_kernel<T, 1><<<grid, plan.threads, 0, stream>>>(x, y, p, value);
+    const auto rows = static_cast<std::uint32_t>(plan.out_elements / p.od[4]);
+    switch (plan.vec) {
+    case 8:
+        if constexpr (sizeof(T) == 2) {
+            pad_rows<T, 8><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows);
+            break;
+        }
+        [[fallthrough]];
+    case 4: pad_rows<T, 4><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows); break;
+    case 2: pad_rows<T, 2><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows); break;
+    default: pad_rows<T, 1><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows); break;
+    }
     return status_of(cudaGetLastError());
 }
 

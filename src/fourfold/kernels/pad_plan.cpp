@@ -6,8 +6,7 @@
 namespace fourfold::kernels {
 
 std::string pad_plan::describe() const {
-    std::string s = std::to_string(vec) + " element(s)/thread";
-    s += vec > 1 ? " (16-byte stores)" : "";
+    std::string s = "warp per output row, " + std::to_string(vec) + " element(s) per store";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (!contiguous_rows) s += ", strided input rows";
     if (!why_scalar.empty()) s += " (scalar: " + why_scalar + ")";
@@ -38,13 +37,25 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     }
     p.out_elements = total;
     p.contiguous_rows = a.in_stride[a.dims - 1] == 1;
+    // elements per store: the most (16 bytes at most) whose size divides the output row's
     const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
-    if (alignment_of(a.y) < 16) p.why_scalar = "the output is not 16-byte aligned";
-    else if (alignment_of(a.x) < static_cast<int>(es)) p.why_scalar = "the input is not element-aligned";
-    p.vec = p.why_scalar.empty() ? static_cast<int>(16 / es) : 1;
-    const std::int64_t chunks = (total + p.vec - 1) / p.vec;
-    p.blocks = std::max<std::int64_t>(1, std::min<std::int64_t>((chunks + p.threads - 1) / p.threads,
-                                                                 std::int64_t{d.sm_count} * 64));
+    const std::int64_t width = a.in_shape[a.dims - 1] + a.before[a.dims - 1] + a.after[a.dims - 1];
+    p.vec = 1;
+    for (int ve = static_cast<int>(16 / es); ve > 1; ve /= 2)
+        if (width % ve == 0 && alignment_of(a.y) >= ve * es) {
+            p.vec = ve;
+            break;
+        }
+    if (p.vec == 1) p.why_scalar = "the output row (" + std::to_string(width) + " elements) allows no wider store";
+    if (alignment_of(a.x) < static_cast<int>(es)) {
+        p.valid = "the input is not aligned to its element size";
+        return p;
+    }
+    const std::int64_t rows = total / width;
+    const std::int64_t rows_per_block = p.threads / 32;
+    p.blocks = std::max<std::int64_t>(1, std::min<std::int64_t>((rows + rows_per_block - 1) / rows_per_block,
+                                                                 std::int64_t{1} << 30));
+    (void)d;
     return p;
 }
 

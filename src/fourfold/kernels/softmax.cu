@@ -9,6 +9,7 @@
 #include "fourfold/kernels/softmax.hpp"
 
 #include <cooperative_groups.h>
+#include <utility>
 
 namespace fourfold::kernels {
 namespace {
@@ -207,10 +208,13 @@ __global__ void __launch_bounds__(512)
     // each warp merges the cluster's pairs itself: no further barrier inside the block
     running total{-CUDART_INF_F, 0.f};
     if (lane < size) total = *cluster.map_shared_rank(&block_part, lane);
+    // this thread is done with the other blocks' shared memory: say so now, wait only at the
+    // end (no block may leave while another still reads its pair), so the writes overlap it
+    auto done_reading = cluster.barrier_arrive();
     total = warp_merge(total);
     pass_two<T, VEC, CACHE>(xr, yr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), total,
                             part);
-    cluster.sync(); // no block leaves while another may still read its pair
+    cluster.barrier_wait(std::move(done_reading));
 }
 
 template <typename T, int VEC, int CACHE>

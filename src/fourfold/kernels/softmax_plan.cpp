@@ -64,7 +64,11 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     p.kind = softmax_plan::path::cluster_per_row;
     // Enough blocks to reach every SM twice over, but at least 128 vectors for each block; a
     // cluster of at most 16 blocks (where the device schedules that size) shares one row.
-    std::int64_t c = std::clamp<std::int64_t>(2 * d.sm_count / a.rows, 1, d.max_cluster_blocks);
+    // and as many as it takes for every vector to stay in registers between the passes
+    // (512 threads x 8 vectors a block), so no part of a row is read twice when avoidable
+    constexpr std::int64_t k_block_vectors = 512 * k_max_cache;
+    std::int64_t c = std::max<std::int64_t>(2 * d.sm_count / a.rows, ceil_div(nvec, k_block_vectors));
+    c = std::clamp<std::int64_t>(c, 1, d.max_cluster_blocks);
     c = std::min<std::int64_t>(c, std::max<std::int64_t>(1, nvec / 128));
     if (!d.clusters()) c = 1;
     p.cluster = static_cast<int>(c);
