@@ -63,34 +63,52 @@ __device__ __forceinline__ bool locate(const pad_params& p, const T* x, std::uin
     return true;
 }
 
-// One warp per output row (the last dimension): where the row comes from is decided once, by
-// the whole warp alike (no divergence), then each lane writes VE consecutive elements per step
-// (one 2-, 4-, 8- or 16-byte store: rows start at that alignment) and reads its input elements
-// one by one (a row of the input may start at any element alignment); whole pad rows are the
-// constant alone, with no load.
+// A warp per k_rows_per_warp output rows (the last dimension): where each row comes from is
+// decided once, by the whole warp alike (no divergence); then each lane writes VE consecutive
+// elements of every one of those rows per step (one 2-, 4-, 8- or 16-byte store: rows start at
+// that alignment), the input elements of all the rows loaded first, so a lane has
+// k_rows_per_warp x VE loads in flight; an input row may start at any element alignment, so they
+// are loaded one by one. Whole pad rows are the constant alone, with no load.
+constexpr int k_rows_per_warp = 4;
+
 template <typename T, int VE>
 __global__ void __launch_bounds__(256)
     pad_rows(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t rows) {
     using store_t = typename store_of<T, VE>::type;
+    constexpr int RW = k_rows_per_warp;
     const int lane = threadIdx.x % 32;
     const int width = static_cast<int>(p.od[4]), in_width = p.id[4], before = p.pb[4];
     const std::int64_t in_step = p.is[4];
-    for (std::uint32_t row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < rows;
-         row += gridDim.x * (blockDim.x / 32)) {
-        const T* src = nullptr;
-        const bool mapped = locate(p, x, row, src);
-        T* dst = y + static_cast<std::size_t>(row) * width;
-        for (int c = lane * VE; c < width; c += 32 * VE) {
-            store_t out;
-            T* e = reinterpret_cast<T*>(&out);
+    const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
+    for (std::uint32_t first = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * RW; first < rows;
+         first += warps * RW) {
+        const T* src[RW];
+        bool mapped[RW];
 #pragma unroll
-            for (int j = 0; j < VE; ++j) {
-                const int ci = c + j - before;
-                e[j] = mapped && static_cast<unsigned>(ci) < static_cast<unsigned>(in_width)
-                           ? src[ci * in_step]
-                           : value;
+        for (int r = 0; r < RW; ++r) {
+            src[r] = x;
+            mapped[r] = first + r < rows && locate(p, x, first + r, src[r]);
+        }
+        for (int c = lane * VE; c < width; c += 32 * VE) {
+            T v[RW][VE];
+#pragma unroll
+            for (int r = 0; r < RW; ++r)
+#pragma unroll
+                for (int j = 0; j < VE; ++j) {
+                    const int ci = c + j - before;
+                    v[r][j] = mapped[r] && static_cast<unsigned>(ci) < static_cast<unsigned>(in_width)
+                                  ? src[r][ci * in_step]
+                                  : value;
+                }
+#pragma unroll
+            for (int r = 0; r < RW; ++r) {
+                if (first + r >= rows) break;
+                store_t out;
+                T* e = reinterpret_cast<T*>(&out);
+#pragma unroll
+                for (int j = 0; j < VE; ++j) e[j] = v[r][j];
+                *reinterpret_cast<store_t*>(y + static_cast<std::size_t>(first + r) * width + c) = out;
             }
-            *reinterpret_cast<store_t*>(dst + c) = out;
         }
     }
 }
