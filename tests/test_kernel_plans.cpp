@@ -97,21 +97,23 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     EXPECT_TRUE(small.vectorised);
     EXPECT_GT(small.k_split, 1) << small.describe();
     const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
-    EXPECT_LE(big.k_split, 2) << big.describe();
+    EXPECT_EQ(big.k_split, 1) << big.describe();
     EXPECT_EQ(big.rows_per_warp, 1);
     // every row is in some block
     const auto rows_per_block = (big.threads / 32 / big.k_split) * big.rows_per_warp;
     EXPECT_GE(big.blocks * rows_per_block, 128256);
 }
 
-TEST(kernel_plans, gemv_fills_whole_waves_of_resident_blocks) {
-    // 4096 rows: 512 blocks of 8 rows fit one wave of 4 x 132 resident blocks
+TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
+    // 4096 rows: 512 blocks of 8 rows, nearly one wave of 4 x 132 resident blocks: no split
     const auto q = plan_gemv(gemv_of(1, 4096, 4096), h200());
     EXPECT_EQ(q.k_split, 1) << q.describe();
     EXPECT_EQ(q.blocks, 512);
-    // 14336 rows: 1792 blocks are 3.4 waves; a split of 2 makes 6.8, nearly whole
-    const auto g = plan_gemv(gemv_of(1, 14336, 4096), h200());
-    EXPECT_EQ(g.k_split, 2) << g.describe();
+    // 768 rows: 96 blocks; split until half a wave (264) is reached: 4 warps a row
+    EXPECT_EQ(plan_gemv(gemv_of(1, 768, 2048), h200()).k_split, 4);
+    // 14336 and 262144 rows fill waves unsplit
+    EXPECT_EQ(plan_gemv(gemv_of(1, 14336, 4096), h200()).k_split, 1);
+    EXPECT_EQ(plan_gemv(gemv_of(1, 262144, 1152), h200()).k_split, 1);
 }
 
 TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles) {
