@@ -156,9 +156,11 @@ TEST(report, markdown_and_csv_views_hold_the_same_figures) {
     const auto csv = fx.write(report::report_format::csv);
     const auto c = compare::compare_in_store(fx.s, {"1", "2"}, {});
     ASSERT_FALSE(c.op_time.empty());
-    const auto ratio = report::ratio_cell(c.op_time[0].ratio);
-    EXPECT_NE(md.find(ratio), std::string::npos) << ratio;
-    EXPECT_NE(md.find("geometric mean of the B/A time ratios"), std::string::npos);
+    // tables say speed-up (> 1: B faster), the CSV keeps the ratio B/A of time
+    const auto speedup = report::speedup_cell(1 / c.op_time[0].ratio.ratio);
+    EXPECT_NE(md.find(speedup), std::string::npos) << speedup;
+    EXPECT_NE(md.find("geometric mean speed-up of B (&gt; 1: B faster; A/B of time)"),
+              std::string::npos);
     // a Markdown viewer renders inline HTML: the label is escaped there too
     EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
     EXPECT_EQ(md.find(k_evil), std::string::npos);
@@ -179,9 +181,10 @@ TEST(compare_tables, every_ledger_prints_in_its_unit_with_the_rule_and_the_basel
     for (const char* needle :
          {"throughput: decode tokens/s", "op_time: microseconds per call",
           "correctness: against the float64 CPU reference", "memory: peaks in GiB", "A [µs]",
-          "B/A tokens/s", "Δ B-A [GiB]", "none: A and B have the same provenance",
-          "never multiplied or chained", "FASTER when the whole CI",
-          "geometric mean of the B/A time ratios", "not treatment (differ between any two runs)"})
+          "speed-up = B/A of tokens/s (> 1: B faster)", "speed-up = A/B of time (> 1: B faster)",
+          "Δ B-A [GiB]", "none: A and B have the same provenance", "never multiplied or chained",
+          "FASTER when the whole CI", "geometric mean speed-up of B",
+          "not treatment (differ between any two runs)"})
         EXPECT_NE(t.find(needle), std::string::npos) << needle;
     std::ostringstream csv;
     report::write_comparison_csv(c, csv);
@@ -233,9 +236,57 @@ TEST(progress_line, shows_job_i_of_n_the_pass_elapsed_and_an_estimate_within_the
     // a group running longer than the average adds nothing of its own, never a negative time
     const auto slow = report::progress_line(9, 10, "x", "memory", 200, 100, 200);
     EXPECT_NE(slow.find("~0 s left"), std::string::npos) << slow;
-    const auto narrow =
-        report::progress_line(4, 10, std::string(300, 'x'), "memory", 110, 100, 80);
+    const auto narrow = report::progress_line(4, 10, std::string(300, 'x'), "memory", 110, 100, 80);
     EXPECT_LE(report::display_width(narrow), 80u);
     EXPECT_NE(narrow.find("~2 min 20 s left"), std::string::npos);
     EXPECT_EQ(report::duration_text(7300), "2 h 01 min");
+}
+
+TEST(ledger_tables, gib_figures_keep_three_decimals_and_say_when_they_round_to_nothing) {
+    EXPECT_EQ(report::fmt_gib(1.5 * double(1ll << 30)), "1.500");
+    EXPECT_EQ(report::fmt_gib(0), "0.000");
+    EXPECT_EQ(report::fmt_gib(1000), "<0.001");
+    EXPECT_EQ(report::fmt_gib(-1000), ">-0.001");
+    EXPECT_EQ(report::fmt_gib(140.0 * double(1ll << 30)), "140.000");
+}
+
+// Rows keep one order in every table (correctness records arrive in another order than op_time
+// ones); the params column holds what varies, what every row shares is said once; a decoder's
+// random weights are said in its tables.
+TEST(ledger_tables, rows_keep_one_order_and_params_are_abbreviated) {
+    std::vector<record> recs;
+    const auto job = [](const char* v, int n) {
+        return job_of("linear_decode", v, "bf16", json{{"n", n}, {"k", 4096}, {"tokens", 1}});
+    };
+    for (const int n : {256, 512})
+        for (const char* v : {"stock", "generic"})
+            recs.push_back(op_time_record(job(v, n), lognormal_samples(10, 0.01, 20, n)));
+    for (const int n : {256, 512})
+        for (const char* v : {"generic", "stock"}) // the order a std::map gives
+            recs.push_back(correctness_record(job(v, n), "PASS", 1e-6));
+    auto decode = throughput_record(
+        job_of("decode", "stock", "bf16", json{{"model", "/a/very/long/path/to/some/checkpoint"}}),
+        64, lognormal_samples(5, 0.01, 20, 3));
+    decode.figures["facts"] = json{{"weights", "random, seed 1 (init_seed 1)"}};
+    recs.push_back(decode);
+    std::ostringstream out;
+    report::print_ledger_tables(recs, out, report::table_format::text,
+                                report::table_layout::per_workload);
+    const auto t = out.str();
+    EXPECT_NE(t.find("every row: k=4096 tokens=1"), std::string::npos) << t;
+    EXPECT_EQ(t.find("k=4096 n=256"), std::string::npos) << t;
+    const auto op = table_identities(t, "linear_decode - op_time", "linear_decode");
+    const auto cor = table_identities(t, "linear_decode - correctness", "linear_decode");
+    ASSERT_EQ(op.size(), 4u);
+    EXPECT_EQ(op, cor);
+    EXPECT_NE(t.find("weights: random"), std::string::npos);
+    EXPECT_NE(t.find("…"), std::string::npos); // the long model path keeps its end
+    EXPECT_NE(t.find("some/checkpoint"), std::string::npos);
+}
+
+TEST(progress_line, estimates_from_the_time_budget_before_a_group_has_finished) {
+    const auto line = report::progress_line(0, 3, "softmax rows=1", "op_time", 1.0, 0, 200, 31.0);
+    EXPECT_NE(line.find("at least ~30 s left"), std::string::npos) << line;
+    EXPECT_NE(report::progress_line(0, 3, "x", "op_time", 1.0, 0, 200).find("estimating"),
+              std::string::npos);
 }

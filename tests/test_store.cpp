@@ -22,7 +22,8 @@ record sample_record(ledger l, const std::string& variant) {
     job_id job{"softmax", variant, "cpu", "fp32", json{{"rows", 1}, {"vocab", 8}}, 42};
     auto r = record::make(l, job);
     if (l == ledger::op_time) {
-        r.figures = json{{"mode", "host"}, {"cache", "hot"}, {"stats", {{"median", 1.5}, {"n", 3}}}};
+        r.figures =
+            json{{"mode", "host"}, {"cache", "hot"}, {"stats", {{"median", 1.5}, {"n", 3}}}};
         r.samples = {1.0, 1.5, 2.0};
     } else if (l == ledger::correctness) {
         r.figures = json{{"verdict", "PASS"}, {"metrics", {{"rel_l2", 1e-7}}}};
@@ -55,7 +56,9 @@ TEST(store, round_trip_keeps_records_samples_and_provenance) {
     const auto recs = r.records(run, true);
     ASSERT_EQ(recs.size(), 3u);
     for (const auto& sr : recs) {
-        const auto& orig = sr.rec.which == ledger::op_time ? a : sr.rec.which == ledger::correctness ? b : c;
+        const auto& orig = sr.rec.which == ledger::op_time       ? a
+                           : sr.rec.which == ledger::correctness ? b
+                                                                 : c;
         EXPECT_EQ(sr.rec.figures, orig.figures);
         EXPECT_EQ(sr.rec.job.key(), orig.job.key());
         EXPECT_EQ(sr.rec.job.seed, 42u);
@@ -81,7 +84,8 @@ TEST(store, headline_columns_are_filled_for_sql_users) {
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 0), 1.5);
     sqlite3_finalize(st);
-    sqlite3_prepare_v2(db, "SELECT driver_peak_bytes, reserved_peak_bytes FROM memory", -1, &st, nullptr);
+    sqlite3_prepare_v2(db, "SELECT driver_peak_bytes, reserved_peak_bytes FROM memory", -1, &st,
+                       nullptr);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     EXPECT_EQ(sqlite3_column_int64(st, 0), 1000);
     EXPECT_EQ(sqlite3_column_type(st, 1), SQLITE_NULL); // unavailable stays NULL, never 0
@@ -109,7 +113,8 @@ TEST(store, a_run_left_running_reads_as_alive_or_ended_by_its_process) {
     gethostname(host, sizeof host - 1);
     run_row r;
     r.status = "running";
-    r.provenance = json{{"host", {{"hostname", host}}}, {"pid", static_cast<std::int64_t>(getpid())}};
+    r.provenance =
+        json{{"host", {{"hostname", host}}}, {"pid", static_cast<std::int64_t>(getpid())}};
     EXPECT_EQ(state_of(r).word, "running"); // this test binary is a fourfold process
     // a process that has ended (reaped, so not even a zombie holds its id)
     const pid_t child = fork();
@@ -144,7 +149,8 @@ TEST(store, a_file_that_is_not_sqlite_is_refused_and_left_untouched) {
         result_store::open(path, open_mode::read_write);
         FAIL() << "expected bad_input";
     } catch (const bad_input& e) {
-        EXPECT_NE(std::string(e.what()).find("not an SQLite database"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not an SQLite database"), std::string::npos)
+            << e.what();
     }
     EXPECT_EQ(fourfold::testing::read_file(path), garbage);
 }
@@ -165,7 +171,8 @@ TEST(store, a_newer_schema_is_refused) {
     { result_store::open(path, open_mode::read_write); }
     sqlite3* db = nullptr;
     sqlite3_open(path.c_str(), &db);
-    sqlite3_exec(db, "UPDATE fourfold_meta SET value='99' WHERE key='schema_version'", nullptr, nullptr, nullptr);
+    sqlite3_exec(db, "UPDATE fourfold_meta SET value='99' WHERE key='schema_version'", nullptr,
+                 nullptr, nullptr);
     sqlite3_close(db);
     try {
         result_store::open(path, open_mode::read_write);
@@ -204,14 +211,16 @@ TEST(store, export_json_and_csv_carry_identity_units_and_status) {
     auto s = result_store::open(dir / "a.db", open_mode::read_write);
     const auto run = s.begin_run("x", "cpu", "", json{{"k", 1}});
     s.add_record(run, sample_record(ledger::op_time, "stock"));
-    s.add_record(run, record::skipped(ledger::memory, sample_record(ledger::memory, "stock").job, "no probe"));
+    s.add_record(run, record::skipped(ledger::memory, sample_record(ledger::memory, "stock").job,
+                                      "no probe"));
     std::ostringstream js;
     export_store(s, {{}, export_format::json, false}, js);
     const auto doc = json::parse(js.str());
     EXPECT_EQ(doc["schema"], k_schema_version);
     ASSERT_EQ(doc["records"].size(), 2u);
     for (const auto& r : doc["records"]) {
-        for (const char* key : {"run", "ledger", "workload", "variant", "device", "dtype", "params", "key", "unit", "status", "figures"})
+        for (const char* key : {"run", "ledger", "workload", "variant", "device", "dtype", "params",
+                                "key", "unit", "status", "figures"})
             EXPECT_TRUE(r.contains(key)) << key;
         if (r["status"] == "skipped") {
             EXPECT_EQ(r["reason"], "no probe");
@@ -223,4 +232,72 @@ TEST(store, export_json_and_csv_carry_identity_units_and_status) {
     const auto text = csv.str();
     EXPECT_NE(text.find("stats.median"), std::string::npos);
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+}
+
+// OWASP's CSV injection advice: a cell a spreadsheet would run becomes text; numbers stay numbers.
+TEST(store, csv_cells_that_would_run_as_formulas_get_a_leading_quote) {
+    EXPECT_EQ(csv_escape("=1+2"), "\"'=1+2\"");
+    EXPECT_EQ(csv_escape("@SUM(A1)"), "\"'@SUM(A1)\"");
+    EXPECT_EQ(csv_escape("+cmd"), "\"'+cmd\"");
+    EXPECT_EQ(csv_escape("-2+3"), "\"'-2+3\"");
+    EXPECT_EQ(csv_escape("\tx"), "\"'\tx\"");
+    EXPECT_EQ(csv_escape("-1.5e-06"), "-1.5e-06");
+    EXPECT_EQ(csv_escape("+3"), "+3");
+    EXPECT_EQ(csv_escape("a,b"), "\"a,b\"");
+    EXPECT_EQ(csv_escape("plain"), "plain");
+}
+
+TEST(store, a_label_with_control_characters_or_digits_only_is_refused) {
+    EXPECT_THROW(check_label("a\nb"), bad_input);
+    EXPECT_THROW(check_label("a\x1b[31m"), bad_input);
+    EXPECT_THROW(check_label("12"), bad_input);
+    EXPECT_NO_THROW(check_label(""));
+    EXPECT_NO_THROW(check_label("run-12"));
+    EXPECT_NO_THROW(check_label("après 2"));
+    temp_dir dir;
+    auto s = result_store::open(dir / "a.db", open_mode::read_write);
+    EXPECT_THROW(s.begin_run("7", "cpu", "", json::object()), bad_input);
+    EXPECT_TRUE(s.runs().empty());
+}
+
+TEST(store, an_output_that_is_the_store_is_refused_by_identity_not_spelling) {
+    temp_dir dir;
+    const auto db = dir / "a.db";
+    { auto s = result_store::open(db, open_mode::read_write); }
+    ASSERT_EQ(symlink(db.c_str(), (dir / "link").c_str()), 0);
+    ASSERT_EQ(link(db.c_str(), (dir / "hard").c_str()), 0);
+    make_directory(dir / "sub");
+    for (const auto& same : {db, dir / "link", dir / "hard", dir / "sub/../a.db", db + "-wal",
+                             db + "-shm", db + "-journal"})
+        EXPECT_THROW(refuse_store_as_output(same, db), bad_input) << same;
+    // the store named through the link is the same store too
+    EXPECT_THROW(refuse_store_as_output(db, dir / "link"), bad_input);
+    EXPECT_NO_THROW(refuse_store_as_output(dir / "a.db.json", db));
+    EXPECT_NO_THROW(refuse_store_as_output(dir / "sub/a.db", db));
+}
+
+// Reading writes nothing beside the store; with a live writer's -wal there, its records are read.
+TEST(store, reading_leaves_no_file_and_sees_what_a_live_writer_committed) {
+    temp_dir dir;
+    const auto db = dir / "a.db";
+    {
+        auto s = result_store::open(db, open_mode::read_write);
+        const auto run = s.begin_run("a", "cpu", "", json::object());
+        s.add_record(run, sample_record(ledger::op_time, "stock"));
+        s.finish_run(run, "complete");
+    }
+    ASSERT_EQ(list_directory(dir.path()), std::vector<std::string>{"a.db"});
+    {
+        const auto r = result_store::open(db, open_mode::read_only);
+        EXPECT_EQ(r.records(r.runs().at(0).id, true).size(), 1u);
+    }
+    EXPECT_EQ(list_directory(dir.path()), std::vector<std::string>{"a.db"});
+    auto writer = result_store::open(db, open_mode::read_write);
+    const auto run = writer.begin_run("b", "cpu", "", json::object());
+    writer.add_record(run, sample_record(ledger::correctness, "stock"));
+    ASSERT_TRUE(path_exists(db + "-wal")); // committed, not yet in the file itself
+    const auto r = result_store::open(db, open_mode::read_only);
+    EXPECT_EQ(r.runs().size(), 2u);
+    EXPECT_EQ(r.records(run, false).size(), 1u);
+    EXPECT_EQ(r.record_counts().at(run), 1);
 }

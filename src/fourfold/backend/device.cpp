@@ -4,6 +4,7 @@
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/text.hpp"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 namespace fourfold::backend {
@@ -86,6 +87,14 @@ std::map<std::string, feature_state> build_features() {
         {"scaled_mm", state(FOURFOLD_HAS_SCALED_MM, "2.5+ for the current signature")},
         {"sdpa", state(FOURFOLD_HAS_SDPA, "2.0+")},
     };
+}
+
+int cpu_threads() {
+    return at::get_num_threads();
+}
+
+void set_cpu_threads(int threads) {
+    at::set_num_threads(threads);
 }
 
 std::unique_ptr<device> open_device(const device_spec& spec) {

@@ -110,6 +110,9 @@ public:
 std::unique_ptr<device> open_device(const device_spec& spec);
 // Every device this build can open on this machine.
 std::vector<device_spec> visible_devices();
+// The CPU threads libtorch computes on (intra-op); set before a device opens, as it counts them.
+int cpu_threads();
+void set_cpu_threads(int threads);
 
 // Implementations (one file each); a build without CUDA or MPS has stubs that say so.
 std::unique_ptr<device> make_cpu_device();

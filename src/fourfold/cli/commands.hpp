@@ -11,6 +11,8 @@ class App;
 
 namespace fourfold::cli {
 
+// Option values stay text until the layers below parse them: every message about a value is
+// fourfold's own (runner::make_settings), never the command-line library's.
 struct run_options {
     std::optional<std::string> suite;
     std::optional<std::string> workload;
@@ -20,12 +22,10 @@ struct run_options {
     std::string db = "fourfold.db";
     std::string label;
     std::optional<std::string> timing, cache;
-    std::optional<double> min_time_s, timeout_s, max_rel_stdev, warmup_s;
-    std::optional<long long> min_samples;
-    unsigned long long seed = 0;
-    bool seed_given = false;
+    std::optional<std::string> min_time_s, timeout_s, max_rel_stdev, warmup_s, min_samples;
+    std::optional<std::string> seed, threads;
     bool quiet = false;
-    std::string format = "text";
+    std::string format = "text"; // text | md | csv | json
     std::string command_line;
 };
 
@@ -58,19 +58,25 @@ struct report_options {
     std::string output;
 };
 
+struct runs_options {
+    std::string db = "fourfold.db";
+    bool json = false;
+};
+
 // fourfold decode: builds a `run` request for the decode workload (see decode_command.cpp).
 struct decode_options {
     std::string model;
     std::string ctx = "512,2048";
-    long long tokens = 64;
+    std::string tokens = "64";
     std::optional<std::string> mode;
     std::string device = "cpu";
     std::vector<std::string> dtypes, variants;
     std::string ledgers = "throughput,correctness,memory";
-    std::optional<long long> init_seed;
+    std::optional<std::string> init_seed;
+    bool random_weights = false;
     std::string db = "fourfold.db";
     std::string label;
-    std::optional<double> min_time_s, timeout_s;
+    std::optional<std::string> min_time_s, timeout_s, threads;
     bool quiet = false;
     std::string format = "text";
     bool print_config = false;
@@ -84,6 +90,14 @@ int list_command(bool as_json);
 int export_command(const export_options& o);
 int compare_command(const compare_options& o);
 int report_command(const report_options& o);
+int runs_command(const runs_options& o);
+// Writes a command's output to `path` whole or not at all (or to stdout when `path` is empty):
+// write_error, exit 3, when the disk refuses it. check_output refuses, before any work, a path
+// that is the store or cannot be created.
+void check_output(const std::string& path, const std::string& store_path);
+void write_output(const std::string& path, const std::string& text);
+// The --threads help: the range and this machine's default.
+std::string threads_help();
 // The --help texts of compare and report: the verdict rule and the --allow-diff names.
 std::string compare_help_footer();
 // Declares `decode` and its options on the command line (main.cpp stays small).

@@ -19,6 +19,9 @@ CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
                   "a preset (" + join(workloads::models::preset_names(), ", ") +
                       ") or a directory with a Hugging Face config.json and *.safetensors")
         ->required();
+    d->add_flag("--random-weights", o.random_weights,
+                "a directory's model with seeded random weights of its shapes, its checkpoint (or "
+                "its lack of one) set aside; presets always have random weights");
     d->add_option("--ctx", o.ctx, "context lengths (prompt tokens before decoding), a comma list")
         ->capture_default_str();
     d->add_option("--tokens", o.tokens, "decode steps timed per round")->capture_default_str();
@@ -34,14 +37,20 @@ CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
     d->add_option("--ledgers", o.ledgers, "throughput,correctness,memory or a subset")
         ->capture_default_str();
     d->add_option("--init-seed", o.init_seed,
-                  "seed of the random weights and the prompt (default 1)");
+                  "seed of the random weights and the prompt, 0..2147483647 (default 1)");
     d->add_option("--db", o.db, "the SQLite store")->capture_default_str();
-    d->add_option("--label", o.label, "a label for this run");
+    d->add_option(
+        "--label", o.label,
+        "a label for this run; printable, one line, not digits only (those name run ids)");
     d->add_option("--min-time", o.min_time_s,
                   "seconds of timed decode rounds at least (default 0.5)");
     d->add_option("--timeout", o.timeout_s, "seconds of timed decode rounds at most (default 15)");
+    d->add_option("--threads", o.threads, threads_help());
     d->add_flag("--quiet", o.quiet, "no progress line");
-    d->add_option("--format", o.format, "text | md: how the tables print")->capture_default_str();
+    d->add_option("--format", o.format,
+                  "text | md | csv | json: how the tables print on stdout (csv and json: the "
+                  "run's records as 'fourfold export' writes them)")
+        ->capture_default_str();
     d->add_flag("--print-config", o.print_config,
                 "print the model's Hugging Face config.json (for transformers) and exit");
     return d;
@@ -49,11 +58,13 @@ CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
 
 int decode_command(const decode_options& o) {
     std::vector<std::string> models;
-    for (const auto& m : split(o.model, ','))
-        if (!trim(m).empty())
-            models.push_back(trim(m));
-    if (models.empty())
-        throw bad_input("--model is empty; give a preset or a directory");
+    for (const auto& m : split(o.model, ',')) {
+        if (trim(m).empty())
+            throw bad_input(fmt::format("--model '{}' has an empty item; give a comma list of "
+                                        "presets or directories with none empty",
+                                        o.model));
+        models.push_back(trim(m));
+    }
     if (o.print_config) {
         if (models.size() != 1)
             throw bad_input("--print-config takes one --model");
@@ -61,16 +72,22 @@ int decode_command(const decode_options& o) {
                   << '\n';
         return 0;
     }
-    if (o.tokens < 1)
-        throw bad_input(fmt::format("--tokens {} is out of range; valid: 1 or more", o.tokens));
+    std::uint64_t tokens = 0;
+    if (!parse_uint(o.tokens, tokens) || tokens < 1 || tokens > (1u << 16))
+        throw bad_input(
+            fmt::format("--tokens '{}' is out of range; valid: 1..{}", o.tokens, 1u << 16));
+    // random weights are asked for by name: a directory's model gets them only with the flag
+    if (o.random_weights)
+        for (auto& m : models)
+            m = workloads::models::with_random_weights(m);
 
     run_options r;
     r.workload = "decode";
-    r.params = {"model=" + join(models, ","), "ctx=" + o.ctx, fmt::format("tokens={}", o.tokens)};
+    r.params = {"model=" + join(models, ","), "ctx=" + o.ctx, fmt::format("tokens={}", tokens)};
     const bool cuda = starts_with(o.device, "cuda");
     r.params.push_back("mode=" + o.mode.value_or(cuda ? "eager,graph" : "eager"));
     if (o.init_seed)
-        r.params.push_back(fmt::format("init_seed={}", *o.init_seed));
+        r.params.push_back("init_seed=" + *o.init_seed);
     r.dtypes = o.dtypes;
     r.variants = o.variants;
     if (r.variants.empty()) {
@@ -86,6 +103,7 @@ int decode_command(const decode_options& o) {
     r.label = o.label;
     r.min_time_s = o.min_time_s;
     r.timeout_s = o.timeout_s;
+    r.threads = o.threads;
     r.quiet = o.quiet;
     r.format = o.format;
     r.command_line = o.command_line;

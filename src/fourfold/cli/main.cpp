@@ -1,6 +1,6 @@
 // fourfold: four ledgers for a machine-learning backend (see README.md and DESIGN.md).
 // Parses the command line, dispatches, and turns every error into one line and an exit code:
-// 2 for bad input or usage, 3 for a device or internal error.
+// 2 for bad input or usage, 3 for a device, internal or write error (core/error.hpp).
 #include "fourfold/cli/commands.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/text.hpp"
@@ -8,29 +8,119 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 #include <cstdio>
+#include <fmt/format.h>
 #include <iostream>
 
 namespace {
 
 std::string joined_args(int argc, char** argv) {
     std::vector<std::string> parts;
-    for (int i = 0; i < argc; ++i) parts.emplace_back(argv[i]);
+    for (int i = 0; i < argc; ++i)
+        parts.emplace_back(argv[i]);
     return fourfold::join(parts, " ");
 }
 
+// One line, whatever the message holds (a label with a newline in it, say).
 int fail(int code, const std::string& message) {
-    std::fprintf(stderr, "fourfold: error: %s\n", message.c_str());
+    std::fprintf(stderr, "fourfold: error: %s\n", fourfold::escape_control(message).c_str());
     return code;
+}
+
+const char* k_footer = R"(
+Examples:
+  fourfold run --suite smoke                      the smoke suite on the CPU into ./fourfold.db
+  fourfold run --workload softmax --shape 1x128256 --dtype fp32,bf16 --label before
+  fourfold runs                                   the runs in the store: status, records done
+  fourfold compare before after                   B against A, ledger by ledger, with verdicts
+  fourfold report before after -o report.html     one self-contained HTML file with charts
+  fourfold decode --model tiny-llama --ctx 64,256 decode tokens/s of a model preset
+  fourfold export --format csv -o all.csv         every record as CSV (or --format json)
+
+Exit codes:
+  0    every job ran, or was skipped with its reason, and something was measured
+  1    a correctness FAIL (run, decode); with --fail-on-regression a SLOWER, a PASS->FAIL or
+       no pair at all (compare)
+  2    bad input: one line on stderr names the value and what is valid; the store is untouched
+  3    a device, internal or write error (a full disk: no partial output file is left)
+  4    nothing was measured: every job was skipped (the records in the store say why)
+  130  interrupted: the records measured so far stay in the store)";
+
+// The subcommand the user named (the last one parsed).
+CLI::App* chosen(CLI::App& app) {
+    CLI::App* sub = &app;
+    for (auto* s : app.get_subcommands())
+        sub = s;
+    return sub;
+}
+
+std::string where(CLI::App& app) {
+    auto* sub = chosen(app);
+    return sub == &app ? "fourfold" : "fourfold " + sub->get_name();
+}
+
+// Options given twice and values given empty: bad input in fourfold's words. Options that take
+// a list (--param, --dtype, ...) may be repeated; their items are checked below the CLI.
+void check_given(CLI::App& app) {
+    auto* sub = chosen(app);
+    for (const auto* opt : sub->get_options()) {
+        if (opt->count() == 0)
+            continue;
+        const auto name = opt->get_name(false, true);
+        const bool repeatable = opt->get_items_expected_max() > 1;
+        if (!repeatable && opt->count() > 1) {
+            std::vector<std::string> values;
+            for (const auto& v : opt->results())
+                values.push_back("'" + v + "'");
+            throw fourfold::bad_input(
+                opt->get_type_size_max() == 0
+                    ? fmt::format("{} is given {} times; give it once", name, opt->count())
+                    : fmt::format("{} is given {} times ({}); give it once", name, opt->count(),
+                                  fourfold::join(values, ", ")));
+        }
+        for (const auto& v : opt->results())
+            if (fourfold::trim(v).empty())
+                throw fourfold::bad_input(
+                    fmt::format("{} is empty; give a value (or leave {} out for its default): {}",
+                                name, name, opt->get_description()));
+    }
+}
+
+// CLI11's message for a command line it could not parse, in fourfold's words.
+std::string parse_message(CLI::App& app, const CLI::ParseError& e) {
+    const std::string what = e.what();
+    const auto help = fmt::format("see '{} --help'", where(app));
+    auto after_colon = [&] {
+        const auto colon = what.find(": ");
+        return colon == std::string::npos ? what : what.substr(colon + 2);
+    };
+    if (dynamic_cast<const CLI::ExtrasError*>(&e))
+        return fmt::format("'{}' is not an option or argument of '{}'; {}", after_colon(),
+                           where(app), help);
+    if (dynamic_cast<const CLI::RequiredError*>(&e)) {
+        if (chosen(app) == &app)
+            return fmt::format("a command is needed (run, runs, compare, report, decode, export, "
+                               "env, list); {}",
+                               help);
+        const auto name = what.substr(0, what.find(" is required"));
+        const auto* opt = chosen(app)->get_option_no_throw(name);
+        return fmt::format("'{}' needs {}{}; {}", where(app), name,
+                           opt ? " (" + opt->get_description() + ")" : std::string(), help);
+    }
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e))
+        return fmt::format("{} needs a value; {}", what.substr(0, what.find(':')), help);
+    return fmt::format("{}; {}", what, help);
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
     using namespace fourfold;
-    CLI::App app{"fourfold: did this backend change make my model faster, still correct, and no "
-                 "bigger in memory? Four separate ledgers: throughput, op_time, correctness, memory."};
+    CLI::App app{
+        "fourfold: did this backend change make my model faster, still correct, and no "
+        "bigger in memory? Four separate ledgers: throughput, op_time, correctness, memory."};
     app.require_subcommand(1);
     app.set_version_flag("--version", "fourfold 0.1.0");
+    app.footer(k_footer);
 
     auto* env = app.add_subcommand("env", "provenance of this build and machine");
     bool env_json = false;
@@ -38,80 +128,116 @@ int main(int argc, char** argv) {
     env->add_flag("--json", env_json, "print JSON");
     env->add_option("--device", env_device, "only this device (cpu, cuda[:i], mps)");
 
-    auto* list = app.add_subcommand("list", "suites, workloads, variants, ledgers and what this build supports");
+    auto* list = app.add_subcommand(
+        "list", "suites, workloads, variants, ledgers and what this build supports");
     bool list_json = false;
     list->add_flag("--json", list_json, "print JSON");
 
     cli::run_options ro;
     auto* run = app.add_subcommand("run", "measure a suite or a workload into the store");
-    auto* suite_opt = run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
-    auto* workload_opt = run->add_option("--workload", ro.workload,
-                                         "one workload (fourfold list); with --suite, the suite's "
-                                         "jobs of these workloads (a comma list)");
-    (void)suite_opt;
+    run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
+    run->add_option("--workload", ro.workload,
+                    "one workload (fourfold list); with --suite, the suite's jobs of these workloads "
+                    "(a comma list)");
     run->add_option("--shape", ro.shapes, "shape(s), e.g. 1x128256 or 1x4096x4096,1x14336x4096")
-        ->allow_extra_args(false)->needs(workload_opt);
+        ->allow_extra_args(false);
     run->add_option("--param", ro.params, "NAME=VALUE[,VALUE|A..B] (repeatable)")
-        ->allow_extra_args(false)->needs(workload_opt);
+        ->allow_extra_args(false);
     run->add_option("--dtype", ro.dtypes, "fp32, bf16, fp16, ... (a comma list sweeps)")
         ->allow_extra_args(false);
     run->add_option("--variants", ro.variants, "comma list of variants (default: all)")
         ->allow_extra_args(false);
     run->add_option("--device", ro.device, "cpu | cuda[:i] | mps")->capture_default_str();
     run->add_option("--ledgers", ro.ledgers,
-                    "op_time,correctness,memory,throughput or all (each workload measures those it supports)")
+                    "op_time,correctness,memory,throughput or all (each workload measures those it "
+                    "supports)")
         ->capture_default_str();
     run->add_option("--db", ro.db, "the SQLite store")->capture_default_str();
-    run->add_option("--label", ro.label, "a label for this run (compare and export take it)");
-    run->add_option("--timing", ro.timing, "host | event | batch | graph (default: graph on CUDA, host elsewhere)");
+    run->add_option("--label", ro.label,
+                    "a label for this run (compare and export take it); printable, one line, not "
+                    "digits only (those name run ids)");
+    run->add_option("--timing", ro.timing,
+                    "host | event | batch | graph (default: graph on CUDA, host elsewhere)");
     run->add_option("--cache", ro.cache, "hot | cold (default: cold on CUDA, hot elsewhere)");
-    run->add_option("--min-time", ro.min_time_s, "seconds of sampling at least (default 0.5)");
+    run->add_option("--min-time", ro.min_time_s,
+                    "seconds of sampling at least (default 0.5; at most --timeout)");
     run->add_option("--min-samples", ro.min_samples, "samples at least (default 10)");
     run->add_option("--timeout", ro.timeout_s, "seconds per job at most (default 15)");
-    run->add_option("--max-rel-stdev", ro.max_rel_stdev, "converged below this relative stdev (default 0.005)");
+    run->add_option("--max-rel-stdev", ro.max_rel_stdev,
+                    "converged below this relative stdev (default 0.005)");
     run->add_option("--warmup", ro.warmup_s, "seconds of time-based warm-up (default 0.1)");
-    auto* seed_opt = run->add_option("--seed", ro.seed, "base seed of the inputs (default 20261129)");
+    run->add_option("--seed", ro.seed, "base seed of the inputs, 0..2^64-1 (default 20261129)");
+    run->add_option("--threads", ro.threads, cli::threads_help());
     run->add_flag("--quiet", ro.quiet, "no progress line");
-    run->add_option("--format", ro.format, "text | md: how the tables print")->capture_default_str();
+    run->add_option("--format", ro.format,
+                    "text | md | csv | json: how the tables print on stdout (csv and json: the "
+                    "run's records as 'fourfold export' writes them)")
+        ->capture_default_str();
+
+    cli::runs_options rso;
+    auto* runs = app.add_subcommand("runs", "the runs in the store: id, label, status, started, "
+                                            "device, build, records done of planned");
+    runs->add_option("--db", rso.db, "the SQLite store")->capture_default_str();
+    runs->add_flag("--json", rso.json, "print JSON");
 
     cli::export_options eo;
     auto* exp = app.add_subcommand("export", "the store as JSON or CSV");
     exp->add_option("--db", eo.db, "the SQLite store")->capture_default_str();
-    exp->add_option("--run", eo.runs, "run id or label (repeatable; default: every run)")->allow_extra_args(false);
+    exp->add_option("--run", eo.runs, "run id or label (repeatable; default: every run)")
+        ->allow_extra_args(false);
     exp->add_option("--format", eo.format, "json | csv")->required();
     exp->add_flag("--samples", eo.samples, "include raw samples");
     exp->add_option("-o,--output", eo.output, "write to this file instead of stdout");
 
     cli::compare_options co;
-    auto* cmp = app.add_subcommand("compare", "A against B, ledger by ledger: treatment, ratios with CIs, verdicts");
-    cmp->add_option("runs", co.runs, "A [B]: run ids or labels; one run needs --baseline-variant")->required();
+    auto* cmp = app.add_subcommand(
+        "compare", "A against B, ledger by ledger: treatment, ratios with CIs, verdicts");
+    cmp->add_option("runs", co.runs, "A [B]: run ids or labels; one run needs --baseline-variant")
+        ->required();
     cmp->add_option("--db", co.db, "the SQLite store")->capture_default_str();
-    cmp->add_option("--allow-diff", co.allow_diff, "declare a difference as the treatment (names below)")
+    cmp->add_option("--allow-diff", co.allow_diff,
+                    "declare a difference as the treatment (names below)")
         ->allow_extra_args(false);
-    cmp->add_option("--threshold", co.threshold, "practical threshold of the verdicts")->capture_default_str();
-    cmp->add_option("--baseline-variant", co.baseline_variant, "one run: compare every variant with this one (e.g. stock)");
-    cmp->add_flag("--fail-on-regression", co.fail_on_regression, "exit 1 on any SLOWER or PASS->FAIL");
+    cmp->add_option("--threshold", co.threshold, "practical threshold of the verdicts")
+        ->capture_default_str();
+    cmp->add_option("--baseline-variant", co.baseline_variant,
+                    "one run: compare every variant with this one (e.g. stock)");
+    cmp->add_flag("--fail-on-regression", co.fail_on_regression,
+                  "exit 1 on any SLOWER or PASS->FAIL, or when no pair was compared");
     cmp->add_option("--format", co.format, "text | md | csv | json")->capture_default_str();
     cmp->add_option("-o,--output", co.output, "write to this file instead of stdout");
     cmp->footer(cli::compare_help_footer());
 
     cli::report_options rpo;
-    auto* rep = app.add_subcommand("report", "one self-contained HTML file (or Markdown, CSV) with charts of runs");
-    rep->add_option("runs", rpo.runs, "run ids or labels; later runs are compared with the first")->required();
+    auto* rep = app.add_subcommand(
+        "report", "one self-contained HTML file (or Markdown, CSV) with charts of runs");
+    rep->add_option("runs", rpo.runs, "run ids or labels; later runs are compared with the first")
+        ->required();
     rep->add_option("--db", rpo.db, "the SQLite store")->capture_default_str();
-    rep->add_option("-o,--output", rpo.output, "report.html | report.md | report.csv (default: HTML on stdout)");
+    rep->add_option("-o,--output", rpo.output,
+                    "report.html | report.md | report.csv (default: HTML on stdout)");
     rep->add_option("--format", rpo.format, "html | md | csv (default: from -o)");
-    rep->add_option("--baseline-variant", rpo.baseline_variant, "within each run, the variant the others are compared to")
+    rep->add_option("--baseline-variant", rpo.baseline_variant,
+                    "within each run, the variant the others are compared to")
         ->capture_default_str();
-    rep->add_option("--allow-diff", rpo.allow_diff, "as for compare: declared differences between runs")
+    rep->add_option("--allow-diff", rpo.allow_diff,
+                    "as for compare: declared differences between runs")
         ->allow_extra_args(false);
-    rep->add_option("--threshold", rpo.threshold, "practical threshold of the verdicts")->capture_default_str();
+    rep->add_option("--threshold", rpo.threshold, "practical threshold of the verdicts")
+        ->capture_default_str();
     rep->footer(cli::compare_help_footer());
     cli::decode_options dopt;
     auto* decode = cli::add_decode_command(app, dopt);
 
+    // A value given twice is reported by check_given, in fourfold's words, not refused by CLI11.
+    for (auto* sub : app.get_subcommands([](CLI::App*) { return true; }))
+        for (auto* opt : sub->get_options([](CLI::Option*) { return true; }))
+            if (opt->get_items_expected_max() <= 1)
+                opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
     try {
         app.parse(argc, argv);
+        check_given(app);
     } catch (const CLI::CallForHelp&) {
         std::cout << app.help();
         return 0;
@@ -122,24 +248,28 @@ int main(int argc, char** argv) {
         std::cout << e.what() << '\n';
         return 0;
     } catch (const CLI::ParseError& e) {
-        std::string where;
-        for (const auto* sub : app.get_subcommands()) where = " " + sub->get_name();
-        return fail(2, std::string(e.what()) + "; see 'fourfold" + where + " --help'");
+        return fail(2, parse_message(app, e));
+    } catch (const bad_input& e) {
+        return fail(2, e.what());
     }
 
     try {
-        if (*env) return cli::env_command(env_device, env_json);
-        if (*list) return cli::list_command(list_json);
+        if (*env)
+            return cli::env_command(env_device, env_json);
+        if (*list)
+            return cli::list_command(list_json);
         if (*run) {
-            ro.seed_given = seed_opt->count() > 0;
             ro.command_line = joined_args(argc, argv);
-            if (!ro.suite && !ro.workload)
-                return fail(2, "run needs --suite NAME or --workload NAME; see 'fourfold list'");
             return cli::run_command(ro);
         }
-        if (*exp) return cli::export_command(eo);
-        if (*cmp) return cli::compare_command(co);
-        if (*rep) return cli::report_command(rpo);
+        if (*runs)
+            return cli::runs_command(rso);
+        if (*exp)
+            return cli::export_command(eo);
+        if (*cmp)
+            return cli::compare_command(co);
+        if (*rep)
+            return cli::report_command(rpo);
         if (*decode) {
             dopt.command_line = joined_args(argc, argv);
             return cli::decode_command(dopt);
@@ -147,6 +277,8 @@ int main(int argc, char** argv) {
     } catch (const bad_input& e) {
         return fail(2, e.what());
     } catch (const device_error& e) {
+        return fail(3, e.what());
+    } catch (const write_error& e) {
         return fail(3, e.what());
     } catch (const c10::Error& e) {
         return fail(3, first_line(e.what_without_backtrace()));

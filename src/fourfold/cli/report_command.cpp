@@ -1,11 +1,10 @@
 #include "fourfold/cli/commands.hpp"
 #include "fourfold/core/error.hpp"
+#include "fourfold/core/files.hpp"
 #include "fourfold/report/html_report.hpp"
 #include "fourfold/store/result_store.hpp"
 
-#include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -15,7 +14,9 @@ namespace {
 report::report_format format_of(const report_options& o) {
     std::string name = o.format;
     if (name.empty() && !o.output.empty()) {
-        const auto ext = std::filesystem::path(o.output).extension().string();
+        const auto base = base_name(o.output);
+        const auto dot = base.find_last_of('.');
+        const auto ext = dot == std::string::npos || dot == 0 ? std::string() : base.substr(dot);
         if (ext == ".html" || ext == ".htm")
             name = "html";
         else if (ext == ".md")
@@ -45,20 +46,15 @@ int report_command(const report_options& o) {
     request.baseline_variant = o.baseline_variant;
     request.options.threshold = compare::parse_threshold(o.threshold);
     request.options.allowed = compare::parse_allowed(o.allow_diff);
+    check_output(o.output, o.db);
     const auto store = store::result_store::open(o.db, store::open_mode::read_only);
     const auto data = report::load_report(store, request);
     std::ostringstream text;
     report::write_report(data, format, text);
-    if (o.output.empty()) {
-        std::cout << text.str();
-        return 0;
-    }
-    std::ofstream file(o.output, std::ios::binary);
-    if (!file)
-        throw bad_input(fmt::format("cannot write '{}'; give -o a writable path", o.output));
-    file << text.str();
-    std::cerr << fmt::format("fourfold: report of {} run(s) written to {}\n", data.runs.size(),
-                             o.output);
+    write_output(o.output, text.str());
+    if (!o.output.empty())
+        std::cerr << fmt::format("fourfold: report of {} run(s) written to {}\n", data.runs.size(),
+                                 o.output);
     return 0;
 }
 

@@ -372,7 +372,9 @@ std::set<std::string> parse_allowed(const std::vector<std::string>& values) {
         for (const auto& part : split(v, ',')) {
             const auto name = trim(part);
             if (name.empty())
-                continue;
+                throw bad_input(fmt::format("--allow-diff '{}' has an empty item; give a comma "
+                                            "list of names with none empty, valid: {}",
+                                            v, diff_names_text()));
             if (!is_diff_name(name))
                 throw bad_input(fmt::format("--allow-diff '{}' is not a difference fourfold knows; "
                                             "valid: {}",

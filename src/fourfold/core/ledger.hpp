@@ -9,8 +9,8 @@
 namespace fourfold {
 
 enum class ledger { throughput, op_time, correctness, memory };
-inline constexpr std::array k_all_ledgers{ledger::throughput, ledger::op_time,
-                                          ledger::correctness, ledger::memory};
+inline constexpr std::array k_all_ledgers{ledger::throughput, ledger::op_time, ledger::correctness,
+                                          ledger::memory};
 
 std::string_view to_string(ledger l);
 std::optional<ledger> parse_ledger(std::string_view name);
@@ -30,6 +30,7 @@ struct ledger_set {
     static ledger_set of(std::initializer_list<ledger> ls);
     bool has(ledger l) const { return on[static_cast<std::size_t>(l)]; }
     void add(ledger l) { on[static_cast<std::size_t>(l)] = true; }
+    void remove(ledger l) { on[static_cast<std::size_t>(l)] = false; }
     ledger_set intersect(const ledger_set& other) const;
     bool empty() const;
     std::vector<ledger> list() const;

@@ -119,15 +119,16 @@ void print_geomeans(const comparison& c, ledger l, std::ostream& out, table_form
         if (g.which != l)
             continue;
         if (!any)
-            heading(
-                out, format,
-                fmt::format("geometric mean of the B/A {} ratios, per workload and variant, over "
-                            "pairs that all share the one baseline {}:",
-                            l == ledger::op_time ? "time" : "tokens/s", c.baseline_text()));
+            heading(out, format,
+                    fmt::format("geometric mean speed-up of B (> 1: B faster; {}), per workload "
+                                "and variant, over pairs that all share the one baseline {}:",
+                                l == ledger::op_time ? "A/B of time" : "B/A of tokens/s",
+                                c.baseline_text()));
         any = true;
         line(out, format,
-             fmt::format("{} {}: {} ({}) over {} pairs", g.workload, g.variant, fmt_num(g.value, 4),
-                         percent_change(g.value), g.n));
+             fmt::format("{} {}: {} ({} {}) over {} pairs", g.workload, g.variant,
+                         speedup_cell(speedup_of(g.value, l)), percent_change(g.value),
+                         l == ledger::op_time ? "time" : "tokens/s", g.n));
     }
     if (any) {
         line(out, format,
@@ -140,7 +141,8 @@ void print_geomeans(const comparison& c, ledger l, std::ostream& out, table_form
 void print_environment(const comparison& c, std::ostream& out, table_format format) {
     if (c.environment.empty())
         return;
-    heading(out, format, "environment: the machine as each run measured it beside its jobs (not a treatment)");
+    heading(out, format,
+            "environment: the machine as each run measured it beside its jobs (not a treatment)");
     for (const auto& e : c.environment) {
         const auto value = [&](const std::optional<double>& v) {
             return v ? fmt::format("{} {}", fmt_num(*v, 4), e.unit) : std::string("n/a");
@@ -180,8 +182,8 @@ void print_treatment(const comparison& c, std::ostream& out, table_format format
                               "is timed per call with events; each row names both modes")
                 : fmt::format("declared: --allow-diff {}", name);
         line(out, format,
-             fmt::format("{:<15} in {} pair(s): {}  ({})", name, n, join({ex.begin(), ex.end()}, ", "),
-                         why));
+             fmt::format("{:<15} in {} pair(s): {}  ({})", name, n,
+                         join({ex.begin(), ex.end()}, ", "), why));
     }
     if (!any && !c.one_run)
         line(out, format,
@@ -243,6 +245,26 @@ std::string run_state_note(const store::run_row& r) {
 
 } // namespace
 
+ratio_estimate as_speedup(const ratio_estimate& r, ledger l) {
+    if (l != ledger::op_time)
+        return r;
+    ratio_estimate s = r;
+    s.ratio = speedup_of(r.ratio, l);
+    s.ci95.low = speedup_of(r.ci95.high, l);
+    s.ci95.high = speedup_of(r.ci95.low, l);
+    return s;
+}
+
+double speedup_of(double ratio_b_over_a, ledger l) {
+    if (l != ledger::op_time)
+        return ratio_b_over_a;
+    return ratio_b_over_a > 0 ? 1 / ratio_b_over_a : 0;
+}
+
+std::string speedup_cell(double speedup) {
+    return fmt_num(speedup, 4) + "x";
+}
+
 std::string ratio_cell(const ratio_estimate& r) {
     return fmt_num(r.ratio, 4);
 }
@@ -298,44 +320,48 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
         ids.device |= r.id.a.device != r.id.b.device;
 
     if (!c.throughput.empty()) {
-        text_table t("throughput: decode tokens/s per context length; ratio = B/A of tokens/s "
-                     "(higher is better), 95 % bootstrap CI from the ms/token samples",
+        text_table t("throughput: decode tokens/s per context length; speed-up = B/A of tokens/s "
+                     "(> 1: B faster), 95 % bootstrap CI from the ms/token samples",
                      with(ids.columns(), {{"ctx", align::right},
                                           {"A [tokens/s]", align::right},
                                           {"B [tokens/s]", align::right},
-                                          {"B/A tokens/s", align::right},
+                                          {"speed-up", align::right},
                                           {"95% CI", align::right},
                                           {"p (U test)", align::right},
                                           {"verdict"},
                                           {"note"}}));
         for (const auto& r : c.throughput)
-            t.add_row(with(ids.cells(r.id), {r.ctx, fmt_num(r.a_value, 4), fmt_num(r.b_value, 4),
-                                             ratio_cell(r.ratio), ci_cell(r.ratio), p_cell(r.u),
-                                             std::string(to_string(r.decision)), r.note}));
+            t.add_row(
+                with(ids.cells(r.id), {r.ctx, fmt_num(r.a_value, 4), fmt_num(r.b_value, 4),
+                                       speedup_cell(r.ratio.ratio), ci_cell(r.ratio), p_cell(r.u),
+                                       std::string(to_string(r.decision)), r.note}));
         emit(t, out, format);
         print_geomeans(c, ledger::throughput, out, format);
     } else {
         print_empty_ledger(c, ledger::throughput, out, format);
     }
     if (!c.op_time.empty()) {
-        text_table t("op_time: microseconds per call (medians); ratio = B/A of time (below 1 = "
-                     "B faster), 95 % bootstrap CI; two-sided Mann-Whitney U p-value",
+        text_table t("op_time: microseconds per call (medians); speed-up = A/B of time (> 1: B "
+                     "faster), 95 % bootstrap CI; time change of B; two-sided Mann-Whitney U "
+                     "p-value",
                      with(ids.columns(), {{"mode"},
                                           {"A [µs]", align::right},
                                           {"B [µs]", align::right},
-                                          {"B/A time", align::right},
+                                          {"speed-up", align::right},
                                           {"95% CI", align::right},
-                                          {"change", align::right},
+                                          {"time", align::right},
                                           {"p (U test)", align::right},
                                           {"n A/B", align::right},
                                           {"verdict"},
                                           {"note"}}));
         for (const auto& r : c.op_time)
-            t.add_row(with(ids.cells(r.id),
-                           {r.mode, fmt_num(r.a_value), fmt_num(r.b_value), ratio_cell(r.ratio),
-                            ci_cell(r.ratio), percent_change(r.ratio.ratio), p_cell(r.u),
-                            fmt::format("{}/{}", r.n_a, r.n_b), std::string(to_string(r.decision)),
-                            r.note}));
+            t.add_row(
+                with(ids.cells(r.id),
+                     {r.mode, fmt_num(r.a_value), fmt_num(r.b_value),
+                      speedup_cell(speedup_of(r.ratio.ratio, ledger::op_time)),
+                      ci_cell(as_speedup(r.ratio, ledger::op_time)), percent_change(r.ratio.ratio),
+                      p_cell(r.u), fmt::format("{}/{}", r.n_a, r.n_b),
+                      std::string(to_string(r.decision)), r.note}));
         emit(t, out, format);
         print_geomeans(c, ledger::op_time, out, format);
     } else {
@@ -434,18 +460,22 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
     std::size_t regressions = 0;
     for (const auto& r : c.correctness)
         regressions += r.regression() ? 1 : 0;
-    line(out, format, "throughput: " + (c.throughput.empty() ? "no pair" : counts(ledger::throughput)));
+    line(out, format,
+         "throughput: " + (c.throughput.empty() ? "no pair" : counts(ledger::throughput)));
     line(out, format, "op_time: " + (c.op_time.empty() ? "no pair" : counts(ledger::op_time)));
-    line(out, format, c.correctness.empty() ? std::string("correctness: no pair")
-                                            : fmt::format("correctness: {} PASS->FAIL of {}",
-                                                          regressions, c.correctness.size()));
-    line(out, format, c.memory.empty() ? std::string("memory: no pair")
-                                       : fmt::format("memory: {} pair(s), deltas per level above",
-                                                     c.memory.size()));
+    line(out, format,
+         c.correctness.empty()
+             ? std::string("correctness: no pair")
+             : fmt::format("correctness: {} PASS->FAIL of {}", regressions, c.correctness.size()));
+    line(out, format,
+         c.memory.empty()
+             ? std::string("memory: no pair")
+             : fmt::format("memory: {} pair(s), deltas per level above", c.memory.size()));
     line(out, format, verdict_rule(c.options.threshold));
     line(out, format,
-         fmt::format("every ratio is B/A against the one baseline {}; ratios from "
-                     "different baselines are never multiplied or chained",
+         fmt::format("every speed-up is of B over the one baseline {}, > 1 when B is faster "
+                     "(A/B of time, B/A of tokens/s; the CSV and JSON keep the ratio B/A); ratios "
+                     "from different baselines are never multiplied or chained",
                      c.baseline_text()));
     line(out, format,
          "p (U test): two-sided Mann-Whitney U, exact without ties when both samples "

@@ -12,7 +12,14 @@ namespace fourfold::report {
 void print_comparison(const compare::comparison& c, std::ostream& out, table_format format);
 void write_comparison_csv(const compare::comparison& c, std::ostream& out);
 
-// "1.234 [1.201, 1.260]"-style cells and the ratio as people say it ("12.3 % less time").
+// One direction for every speed-up fourfold prints (run, compare, report): above 1, B (the
+// treated run, or the variant) is faster than its baseline. op_time's statistic stays B/A of
+// time (the verdicts read it); its speed-up is A/B, the CI inverted with it. throughput's
+// statistic is B/A of tokens/s, already a speed-up.
+compare::ratio_estimate as_speedup(const compare::ratio_estimate& r, ledger l);
+double speedup_of(double ratio_b_over_a, ledger l);
+// "1.234x"
+std::string speedup_cell(double speedup);
 std::string ratio_cell(const compare::ratio_estimate& r);
 std::string p_cell(const std::optional<compare::u_test>& u);
 

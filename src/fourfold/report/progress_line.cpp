@@ -19,8 +19,11 @@ std::string duration_text(double seconds) {
 
 std::string progress_line(std::size_t index, std::size_t total, std::string_view title,
                           std::string_view pass, double elapsed_s, double group_start_s,
-                          std::size_t width) {
+                          std::size_t width, double budget_left_s) {
     std::string eta = "estimating";
+    if (index == 0 && budget_left_s > 0)
+        eta = fmt::format("at least ~{} left",
+                          duration_text(std::max(0.0, budget_left_s - elapsed_s)));
     if (index > 0 && total > index) {
         const double per_group = group_start_s / double(index);
         const double left = per_group * double(total - index - 1) +

@@ -15,20 +15,24 @@ struct column {
 };
 
 class text_table {
-public:
+  public:
     text_table(std::string title, std::vector<column> columns)
         : m_title(std::move(title)), m_columns(std::move(columns)) {}
     void add_row(std::vector<std::string> cells);
+    // A line printed under the title, before the rows (what every row shares, what a column
+    // means where it needs saying).
+    void add_note(std::string text) { m_notes.push_back(std::move(text)); }
     bool empty() const { return m_rows.empty(); }
     void print(std::ostream& out) const;
     void print_markdown(std::ostream& out) const;
     // A <table> with the title as caption; every cell escaped.
     void print_html(std::ostream& out) const;
 
-private:
+  private:
     std::string m_title;
     std::vector<column> m_columns;
     std::vector<std::vector<std::string>> m_rows;
+    std::vector<std::string> m_notes;
 };
 
 // Text for Markdown: '|' would end a table cell, and a Markdown viewer renders inline HTML, so

@@ -22,11 +22,16 @@ const workload& find_workload(const std::string& name) {
     return *w;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
+// A comma list; `what` names it in the message when an item is empty ("rows=1,,2", "--dtype ,").
+std::vector<std::string> split_list(const std::string& text, const std::string& what) {
     std::vector<std::string> out;
     for (const auto& part : split(text, ',')) {
-        const auto t = trim(part);
-        if (!t.empty()) out.push_back(t);
+        auto t = trim(part);
+        if (t.empty())
+            throw bad_input(fmt::format("{} has an empty item; give a comma list of values with "
+                                        "none empty (e.g. a,b)",
+                                        what));
+        out.push_back(std::move(t));
     }
     return out;
 }
@@ -34,8 +39,8 @@ std::vector<std::string> split_list(const std::string& text) {
 json parse_integer(const workload& w, const param_spec& p, const std::string& text) {
     std::uint64_t v = 0;
     if (!parse_uint(text, v))
-        throw bad_input(fmt::format("{}={} is not a whole number; {} takes an integer in {}..{}",
-                                    p.name, text, p.name, p.min, p.max));
+        throw bad_input(
+            fmt::format("{}={} is not a whole number; valid: {}..{}", p.name, text, p.min, p.max));
     if (v < static_cast<std::uint64_t>(p.min) || v > static_cast<std::uint64_t>(p.max))
         throw bad_input(fmt::format("{}={} is out of range for {}; valid: {}..{}", p.name, text,
                                     w.name, p.min, p.max));
@@ -43,17 +48,17 @@ json parse_integer(const workload& w, const param_spec& p, const std::string& te
 }
 
 json parse_boolean(const param_spec& p, const std::string& text) {
-    if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
-    if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+    if (text == "true" || text == "1" || text == "yes" || text == "on")
+        return true;
+    if (text == "false" || text == "0" || text == "no" || text == "off")
+        return false;
     throw bad_input(fmt::format("{}={} is not a boolean; valid: true, false", p.name, text));
 }
 
 // One parameter's text (a list, possibly with ranges) -> its values.
 std::vector<json> parse_values(const workload& w, const param_spec& p, const std::string& text) {
     std::vector<json> out;
-    const auto items = split_list(text);
-    if (items.empty())
-        throw bad_input(fmt::format("parameter {} of {} has no value", p.name, w.name));
+    const auto items = split_list(text, fmt::format("{}={}", p.name, text));
     for (const auto& item : items) {
         switch (p.kind) {
         case param_kind::integer: {
@@ -68,10 +73,13 @@ std::vector<json> parse_values(const workload& w, const param_spec& p, const std
                 throw bad_input(fmt::format("range {}={} must be ascending and hold at most 4097 "
                                             "values",
                                             p.name, item));
-            for (auto v = lo; v <= hi; ++v) out.push_back(v);
+            for (auto v = lo; v <= hi; ++v)
+                out.push_back(v);
             break;
         }
-        case param_kind::boolean: out.push_back(parse_boolean(p, item)); break;
+        case param_kind::boolean:
+            out.push_back(parse_boolean(p, item));
+            break;
         case param_kind::text: {
             if (!p.choices.empty() &&
                 std::find(p.choices.begin(), p.choices.end(), item) == p.choices.end())
@@ -87,15 +95,16 @@ std::vector<json> parse_values(const workload& w, const param_spec& p, const std
 
 std::string param_names(const workload& w) {
     std::vector<std::string> names;
-    for (const auto& p : w.params) names.push_back(p.name);
+    for (const auto& p : w.params)
+        names.push_back(p.name);
     return join(names, ", ");
 }
 
 // "1x128256" -> {rows: 1, vocab: 128256}
 json parse_shape(const workload& w, const std::string& text) {
     if (w.shape_params.empty())
-        throw bad_input(fmt::format("workload {} takes no --shape; use --param ({})", w.name,
-                                    param_names(w)));
+        throw bad_input(
+            fmt::format("workload {} takes no --shape; use --param ({})", w.name, param_names(w)));
     const auto dims = split(text, 'x');
     const auto form = join(w.shape_params, "x");
     if (dims.size() != w.shape_params.size())
@@ -138,8 +147,8 @@ void cartesian(const std::vector<std::pair<std::string, std::vector<json>>>& axe
 json checked_value(const workload& w, const param_spec& p, const json& v) {
     const auto values = parse_values(w, p, v.is_string() ? v.get<std::string>() : v.dump());
     if (values.size() != 1)
-        throw bad_input(fmt::format("parameter {} of {} needs one value, got '{}'", p.name, w.name,
-                                    v.dump()));
+        throw bad_input(
+            fmt::format("parameter {} of {} needs one value, got '{}'", p.name, w.name, v.dump()));
     return values.front();
 }
 
@@ -149,7 +158,8 @@ json run_settings::to_json() const {
     return json{{"ledgers", split(ledgers.names(), ',')},
                 {"timing", timing.to_json()},
                 {"seed", seed},
-                {"memory_min_window_s", memory_min_window_s}};
+                {"memory_min_window_s", memory_min_window_s},
+                {"threads", threads > 0 ? json(threads) : json("libtorch default")}};
 }
 
 job_id job_group::job(const std::string& variant, const std::string& device) const {
@@ -170,21 +180,24 @@ std::string job_group::title() const {
 
 std::size_t plan::job_count() const {
     std::size_t n = 0;
-    for (const auto& g : groups) n += g.variants.size();
+    for (const auto& g : groups)
+        n += g.variants.size();
     return n;
 }
 
 ledger_set parse_ledgers(const std::string& text) {
-    if (trim(text) == "all") return ledger_set::all();
+    if (trim(text) == "all")
+        return ledger_set::all();
     ledger_set set;
-    for (const auto& item : split_list(text)) {
+    for (const auto& item : split_list(text, "--ledgers '" + text + "'")) {
         const auto l = parse_ledger(item);
         if (!l)
-            throw bad_input(fmt::format("ledger '{}' is unknown; valid: {} (or all)", item,
-                                        ledger_names()));
+            throw bad_input(
+                fmt::format("ledger '{}' is unknown; valid: {} (or all)", item, ledger_names()));
         set.add(*l);
     }
-    if (set.empty()) throw bad_input(fmt::format("--ledgers is empty; valid: {}", ledger_names()));
+    if (set.empty())
+        throw bad_input(fmt::format("--ledgers is empty; valid: {}", ledger_names()));
     return set;
 }
 
@@ -210,28 +223,33 @@ std::vector<job_spec> expand_request(const workload_request& request) {
     }
     std::vector<json> shapes;
     for (const auto& text : request.shapes)
-        for (const auto& one : split_list(text)) shapes.push_back(parse_shape(w, one));
+        for (const auto& one : split_list(text, "--shape '" + text + "'"))
+            shapes.push_back(parse_shape(w, one));
     if (!shapes.empty())
         for (const auto& name : w.shape_params)
             if (named.count(name))
-                throw bad_input(fmt::format("{} is set by both --shape and --param; give it once",
-                                            name));
-    if (shapes.empty()) shapes.push_back(json::object());
+                throw bad_input(
+                    fmt::format("{} is set by both --shape and --param; give it once", name));
+    if (shapes.empty())
+        shapes.push_back(json::object());
 
     std::vector<dtype> types;
     for (const auto& text : request.dtypes) {
-        for (const auto& item : split_list(text)) {
+        for (const auto& item : split_list(text, "--dtype '" + text + "'")) {
             const auto t = parse_dtype(item);
             if (!t)
-                throw bad_input(fmt::format("dtype '{}' is unknown; valid: {}", item, dtype_names()));
+                throw bad_input(
+                    fmt::format("dtype '{}' is unknown; valid: {}", item, dtype_names()));
             types.push_back(*t);
         }
     }
-    if (types.empty()) types.push_back(w.dtypes.front());
+    if (types.empty())
+        types.push_back(w.dtypes.front());
 
     std::vector<std::string> variants;
     for (const auto& text : request.variants)
-        for (const auto& v : split_list(text)) variants.push_back(v);
+        for (const auto& v : split_list(text, "--variants '" + text + "'"))
+            variants.push_back(v);
 
     std::vector<json> combos;
     json current = json::object();
@@ -243,7 +261,8 @@ std::vector<job_spec> expand_request(const workload_request& request) {
                 job_spec s;
                 s.workload = w.name;
                 s.params = shape;
-                for (auto it = combo.begin(); it != combo.end(); ++it) s.params[it.key()] = it.value();
+                for (auto it = combo.begin(); it != combo.end(); ++it)
+                    s.params[it.key()] = it.value();
                 s.type = t;
                 s.variants = variants;
                 out.push_back(std::move(s));
@@ -251,32 +270,32 @@ std::vector<job_spec> expand_request(const workload_request& request) {
     return out;
 }
 
+// More than a 48-bit address space holds: no device, the CPU included, can take such a case.
+constexpr double k_no_device_bytes = static_cast<double>(std::int64_t{1} << 48);
+
 plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
                const backend::device& dev) {
-    if (const auto why = measure::mode_unsupported(settings.timing.mode, settings.timing.cache,
-                                                   dev.caps());
-        why && settings.ledgers.has(ledger::op_time))
-        throw bad_input(fmt::format("{} (device {})", *why, dev.name()));
     plan p;
     p.settings = settings;
+    // A timing mode this device lacks (graph or event timing on the CPU) skips the op_time
+    // records with the reason; the other ledgers are measured.
+    std::optional<std::string> untimed;
+    if (settings.ledgers.has(ledger::op_time))
+        if (const auto why = measure::mode_unsupported(settings.timing.mode, settings.timing.cache,
+                                                       dev.caps())) {
+            untimed = fmt::format("{} (device {})", *why, dev.name());
+            p.settings.ledgers.remove(ledger::op_time);
+        }
     std::set<std::string> seen;
+    std::vector<std::string> measures_none; // workloads with none of the ledgers asked
     for (const auto& spec : specs) {
         const auto& w = find_workload(spec.workload);
         if (!w.supports(spec.type)) {
             std::vector<std::string> names;
-            for (const auto d : w.dtypes) names.emplace_back(to_string(d));
+            for (const auto d : w.dtypes)
+                names.emplace_back(to_string(d));
             throw bad_input(fmt::format("workload {} has no dtype {}; valid: {}", w.name,
                                         to_string(spec.type), join(names, ", ")));
-        }
-        if (!dev.caps().supports(spec.type)) {
-            std::vector<std::string> names;
-            for (const auto d : dev.caps().dtypes) names.emplace_back(to_string(d));
-            const auto it = dev.caps().dtype_unsupported.find(std::string(to_string(spec.type)));
-            throw bad_input(fmt::format(
-                "dtype {} is not supported on device {}{}; valid there: {}", to_string(spec.type),
-                dev.name(),
-                it == dev.caps().dtype_unsupported.end() ? "" : " (" + it->second + ")",
-                join(names, ", ")));
         }
         job_group g;
         g.w = &w;
@@ -305,18 +324,150 @@ plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
         }
         g.c = w.make_case(g.args);
         const auto need = g.c->declared_cost().bytes();
-        if (need > static_cast<double>(dev.caps().memory_bytes))
-            throw bad_input(fmt::format("{} needs at least {} (its inputs and outputs) but device "
-                                        "{} has {}; choose a smaller shape",
-                                        g.title(), human_bytes(need), dev.name(),
-                                        human_bytes(static_cast<double>(dev.caps().memory_bytes))));
+        if (need > k_no_device_bytes)
+            throw bad_input(fmt::format("{} needs at least {} (its inputs and outputs), more than "
+                                        "any device addresses (256 TiB); choose a smaller shape",
+                                        g.title(), human_bytes(need)));
+        const auto asked = settings.ledgers.intersect(w.ledgers);
+        if (asked.empty()) {
+            if (std::find(measures_none.begin(), measures_none.end(), w.name) ==
+                measures_none.end())
+                measures_none.push_back(w.name);
+            continue;
+        }
         const auto id = g.job("", dev.name());
-        if (!seen.insert(id.key()).second) continue; // the same case twice: run it once
+        if (!seen.insert(id.key()).second)
+            continue; // the same case twice: run it once
         g.seed = splitmix64(settings.seed ^ fnv1a64(id.case_key()));
+
+        // What this device or build cannot do is a skip with its reason, not bad input.
+        std::optional<std::string> cannot;
+        if (!dev.caps().supports(spec.type)) {
+            std::vector<std::string> types;
+            for (const auto d : dev.caps().dtypes)
+                types.emplace_back(to_string(d));
+            const auto it = dev.caps().dtype_unsupported.find(std::string(to_string(spec.type)));
+            cannot = fmt::format(
+                "dtype {} is not supported on device {}{}; valid there: {}", to_string(spec.type),
+                dev.name(), it == dev.caps().dtype_unsupported.end() ? "" : " (" + it->second + ")",
+                join(types, ", "));
+        } else if (need > static_cast<double>(dev.caps().memory_bytes)) {
+            cannot = fmt::format("needs at least {} (its inputs and outputs) but device {} has {}",
+                                 human_bytes(need), dev.name(),
+                                 human_bytes(static_cast<double>(dev.caps().memory_bytes)));
+        }
+        auto skip = [&](ledger l, const std::string& why) {
+            for (const auto& v : g.variants)
+                p.skipped.push_back(record::skipped(l, g.job(v, dev.name()), why));
+        };
+        if (cannot) {
+            for (const auto l : asked.list())
+                skip(l, *cannot);
+            continue;
+        }
+        if (untimed && asked.has(ledger::op_time))
+            skip(ledger::op_time, *untimed);
+        if (p.settings.ledgers.intersect(w.ledgers).empty())
+            continue;
         p.groups.push_back(std::move(g));
     }
-    if (p.groups.empty()) throw bad_input("nothing to run: the request expands to no jobs");
+    if (!measures_none.empty()) {
+        std::vector<std::string> what;
+        for (const auto& name : measures_none)
+            what.push_back(
+                fmt::format("{} measures {}", name, find_workload(name).ledgers.names()));
+        const auto text =
+            fmt::format("{}: none of --ledgers {}", join(what, "; "), settings.ledgers.names());
+        if (p.groups.empty() && p.skipped.empty())
+            throw bad_input(text + "; ask for a ledger the workload measures");
+        p.notes.push_back("left out: " + text);
+    }
+    if (p.groups.empty() && p.skipped.empty())
+        throw bad_input("nothing to run: the request expands to no jobs");
     return p;
+}
+
+std::size_t plan::record_count() const {
+    std::size_t n = skipped.size();
+    for (const auto& g : groups)
+        n += g.variants.size() * settings.ledgers.intersect(g.w->ledgers).list().size();
+    return n;
+}
+
+int parse_threads(const std::string& text) {
+    std::uint64_t v = 0;
+    if (!parse_uint(text, v) || v < 1 || v > k_max_threads)
+        throw bad_input(
+            fmt::format("--threads '{}' is out of range; valid: 1..{}", text, k_max_threads));
+    return static_cast<int>(v);
+}
+
+run_settings make_settings(const settings_request& r, const backend::device& dev) {
+    run_settings s;
+    s.ledgers = parse_ledgers(r.ledgers);
+    s.timing = measure::timing_settings::defaults_for(dev.caps());
+    if (r.suite_timeout_s > 0)
+        s.timing.stop.timeout_s = r.suite_timeout_s;
+    if (r.timing) {
+        const auto m = measure::parse_timing_mode(*r.timing);
+        if (!m)
+            throw bad_input(fmt::format(
+                "--timing '{}' is unknown; valid: host, event, batch, graph", *r.timing));
+        s.timing.mode = *m;
+        // an explicit mode without --cache gets the cache state that mode means by default
+        if (!r.cache)
+            s.timing.cache = *m == measure::timing_mode::event || *m == measure::timing_mode::graph
+                                 ? (dev.caps().cache_flush || *m == measure::timing_mode::graph
+                                        ? measure::cache_mode::cold
+                                        : measure::cache_mode::hot)
+                                 : measure::cache_mode::hot;
+    }
+    if (r.cache) {
+        const auto c = measure::parse_cache_mode(*r.cache);
+        if (!c)
+            throw bad_input(fmt::format("--cache '{}' is unknown; valid: hot, cold", *r.cache));
+        s.timing.cache = *c;
+    }
+    auto seconds = [](const char* name, const std::string& text) {
+        double v = 0;
+        if (!parse_double(text, v) || !(v > 0) || v > 86400)
+            throw bad_input(fmt::format(
+                "{} '{}' is out of range; give seconds in (0, 86400], e.g. 0.5", name, text));
+        return v;
+    };
+    if (r.min_time_s)
+        s.timing.stop.min_time_s = seconds("--min-time", *r.min_time_s);
+    if (r.timeout_s)
+        s.timing.stop.timeout_s = seconds("--timeout", *r.timeout_s);
+    if (r.warmup_s)
+        s.timing.warmup_s = seconds("--warmup", *r.warmup_s);
+    if (r.max_rel_stdev) {
+        double v = 0;
+        if (!parse_double(*r.max_rel_stdev, v) || !(v > 0) || v >= 1)
+            throw bad_input(fmt::format(
+                "--max-rel-stdev '{}' is out of range; valid: a fraction in (0, 1), e.g. 0.005",
+                *r.max_rel_stdev));
+        s.timing.stop.max_rel_stdev = v;
+    }
+    if (r.min_samples) {
+        std::uint64_t v = 0;
+        if (!parse_uint(*r.min_samples, v) || v < 1 || v > 1000000)
+            throw bad_input(fmt::format("--min-samples '{}' is out of range; valid: 1..1000000",
+                                        *r.min_samples));
+        s.timing.stop.min_samples = static_cast<std::int64_t>(v);
+    }
+    if (r.seed && !parse_uint(*r.seed, s.seed))
+        throw bad_input(
+            fmt::format("--seed '{}' is not a whole number in 0..18446744073709551615", *r.seed));
+    if (r.threads)
+        s.threads = parse_threads(*r.threads);
+    // a job stops at --timeout whatever it has: a longer --min-time could never be met
+    if (s.timing.stop.min_time_s > s.timing.stop.timeout_s)
+        throw bad_input(fmt::format(
+            "--min-time {} s is above --timeout {} s: a job stops at its timeout, so the minimum "
+            "could never be met; give --min-time <= --timeout",
+            s.timing.stop.min_time_s, s.timing.stop.timeout_s));
+    return s;
 }
 
 } // namespace fourfold::runner

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,27 @@ struct run_settings {
     measure::timing_settings timing;
     std::uint64_t seed = k_default_seed;
     double memory_min_window_s = 0.05; // the memory pass repeats the call at least this long
+    int threads = 0;                   // CPU threads libtorch uses; 0: its default
     json to_json() const;
 };
+
+// The settings a user gave, as text (CLI option values): make_settings checks every one and
+// says what is wrong in fourfold's words. Empty optionals take the defaults.
+struct settings_request {
+    std::string ledgers = "all";
+    std::optional<std::string> timing, cache;
+    std::optional<std::string> min_time_s, timeout_s, max_rel_stdev, warmup_s, min_samples;
+    std::optional<std::string> seed, threads;
+    double suite_timeout_s = 0; // a suite's own budget per job (0: none)
+};
+
+// The device's defaults, the suite's budget, then the user's values; throws bad_input for a
+// value out of range or settings that contradict each other (--min-time above --timeout).
+run_settings make_settings(const settings_request& request, const backend::device& dev);
+
+// Most threads --threads takes, and its parser (bad_input naming the value and the range).
+inline constexpr int k_max_threads = 4096;
+int parse_threads(const std::string& text);
 
 // All variants of one case: they share inputs (one seed) and are timed interleaved.
 struct job_group {
@@ -51,7 +71,15 @@ struct job_group {
 struct plan {
     std::vector<job_group> groups;
     run_settings settings;
+    // Records of jobs this device cannot take (a case larger than its memory): skipped with
+    // the reason, stored like the runner's, never run.
+    std::vector<record> skipped;
+    // What the plan left out and why (a suite's workload that measures none of --ledgers).
+    std::vector<std::string> notes;
     std::size_t job_count() const;
+    // Records the run will store: a record per variant and ledger each job group measures,
+    // and the skipped ones.
+    std::size_t record_count() const;
 };
 
 // The CLI's --workload form: lists and ranges expand as a Cartesian product.
@@ -65,6 +93,8 @@ struct workload_request {
 
 std::vector<job_spec> expand_request(const workload_request& request);
 // Fills defaults, checks every value against the workload and the device, builds the cases.
+// A value no device could take is a bad_input; a case this device cannot hold is a skipped
+// record (plan::skipped).
 plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
                const backend::device& dev);
 // Parses "op_time,correctness" (or "all").

@@ -2,22 +2,28 @@
 
 #include "fourfold/store/schema.hpp"
 
+#include <cstdlib>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace fourfold::store {
 namespace {
 
 std::vector<run_row> selected_runs(const result_store& store, const export_request& request) {
-    if (request.runs.empty()) return store.runs();
+    if (request.runs.empty())
+        return store.runs();
     std::vector<run_row> out;
-    for (const auto& r : request.runs) out.push_back(store.find_run(r));
+    for (const auto& r : request.runs)
+        out.push_back(store.find_run(r));
     return out;
 }
 
 std::string scalar_text(const json& v) {
-    if (v.is_null()) return {};
-    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null())
+        return {};
+    if (v.is_string())
+        return v.get<std::string>();
     return v.dump();
 }
 
@@ -33,11 +39,33 @@ void flatten(const json& value, const std::string& prefix,
     out.emplace_back(prefix, value.is_array() ? json(value.dump()) : value);
 }
 
+namespace {
+
+// A number as this CSV writes it ("-1.5e-06", "+3"): what a spreadsheet reads as a number, never
+// as a formula.
+bool plain_number(const std::string& field) {
+    if (field.find_first_not_of("0123456789+-.eE") != std::string::npos)
+        return false;
+    char* end = nullptr;
+    std::strtod(field.c_str(), &end);
+    return end == field.c_str() + field.size();
+}
+
+} // namespace
+
 std::string csv_escape(const std::string& field) {
-    if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+    // A spreadsheet runs a cell that begins with = + - @ (or a tab or carriage return before
+    // one) as a formula: OWASP's CSV injection advice is a leading ' that makes it text.
+    std::string text = field;
+    if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string::npos &&
+        !plain_number(text))
+        text.insert(0, 1, '\'');
+    if (text.find_first_of(",\"\n\r") == std::string::npos && text.size() == field.size())
+        return text;
     std::string out = "\"";
-    for (const char c : field) {
-        if (c == '"') out += '"';
+    for (const char c : text) {
+        if (c == '"')
+            out += '"';
         out += c;
     }
     return out + "\"";
@@ -58,9 +86,9 @@ void export_store(const result_store& store, const export_request& request, std:
         return;
     }
     // CSV: fixed identity columns, then the union of all flattened figure columns.
-    const std::vector<std::string> fixed{"run", "run_label", "id",  "ledger", "workload",
-                                         "variant", "device", "dtype", "params", "key",
-                                         "case_key", "seed", "status", "reason", "unit"};
+    const std::vector<std::string> fixed{"run",      "run_label", "id",     "ledger", "workload",
+                                         "variant",  "device",    "dtype",  "params", "key",
+                                         "case_key", "seed",      "status", "reason", "unit"};
     std::vector<std::vector<std::pair<std::string, json>>> flat;
     std::vector<std::map<std::string, std::string>> rows;
     std::set<std::string> figure_cols;
@@ -93,7 +121,8 @@ void export_store(const result_store& store, const export_request& request, std:
     }
     std::vector<std::string> header = fixed;
     header.insert(header.end(), figure_cols.begin(), figure_cols.end());
-    for (std::size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_escape(header[i]);
+    for (std::size_t i = 0; i < header.size(); ++i)
+        out << (i ? "," : "") << csv_escape(header[i]);
     out << '\n';
     for (const auto& row : rows) {
         for (std::size_t i = 0; i < header.size(); ++i) {

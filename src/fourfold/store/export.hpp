@@ -20,7 +20,10 @@ struct export_request {
 void export_store(const result_store& store, const export_request& request, std::ostream& out);
 
 // Flattens a JSON object into dotted keys ("stats.median"); arrays stay JSON text.
-void flatten(const json& value, const std::string& prefix, std::vector<std::pair<std::string, json>>& out);
+void flatten(const json& value, const std::string& prefix,
+             std::vector<std::pair<std::string, json>>& out);
+// One CSV cell: quoted where it holds a comma, quote or line break; a cell a spreadsheet would
+// run as a formula (it begins with = + - @, tab or CR and is not a number) gets a leading '.
 std::string csv_escape(const std::string& field);
 
 } // namespace fourfold::store

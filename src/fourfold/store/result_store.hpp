@@ -6,6 +6,7 @@
 #include "fourfold/store/sqlite.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,10 +38,22 @@ struct stored_record {
 
 enum class open_mode { read_write, read_only };
 
+// Throws bad_input when `label` cannot name a run: a control character or newline (it would
+// break the tables and the CSV), or digits only (it would read as a run id).
+void check_label(const std::string& label);
+
+// Throws bad_input when `output` is the store at `store_path` or one of the files SQLite keeps
+// beside it (-wal, -shm, -journal): writing there would destroy the records. Compared by the
+// file's identity (device and inode) where both exist, so that another spelling, a symbolic or a
+// hard link is caught, and by the resolved location where the output does not exist yet.
+void refuse_store_as_output(const std::string& output, const std::string& store_path);
+
 class result_store {
-public:
+  public:
     // Throws bad_input with one line naming the path and what is wrong with it: cannot be
-    // created or written, not a database, not a fourfold store, a newer schema, missing.
+    // created or written, read-only (for writing), damaged (SQLite's quick check, for writing),
+    // not a database, not a fourfold store, a newer schema, missing. Read-only opening writes
+    // nothing, not even the -wal and -shm files SQLite keeps beside a store in WAL mode.
     static result_store open(const std::string& path, open_mode mode);
 
     const std::string& path() const { return m_path; }
@@ -56,9 +69,12 @@ public:
     std::vector<run_row> runs() const;
     // A run id ("12") or a label (the latest run carrying it). Throws bad_input listing choices.
     run_row find_run(const std::string& id_or_label) const;
+    // Throws bad_input naming the run and the record when a stored value does not parse.
     std::vector<stored_record> records(std::int64_t run, bool with_samples) const;
+    // Records stored per run id, every ledger together.
+    std::map<std::int64_t, std::int64_t> record_counts() const;
 
-private:
+  private:
     result_store(std::string path, database db, int version)
         : m_path(std::move(path)), m_db(std::move(db)), m_schema_version(version) {}
     std::int64_t job_row(std::int64_t run, const job_id& job);

@@ -53,4 +53,38 @@ run_state state_of(const run_row& r) {
                         pid)};
 }
 
+json run_listing::to_json() const {
+    return json{{"id", run.id},
+                {"label", run.label},
+                {"status", state.word},
+                {"why", state.why},
+                {"started_at", run.started_at},
+                {"finished_at", run.finished_at},
+                {"device", run.device},
+                {"build", build},
+                {"records", records},
+                {"records_planned", planned ? json(*planned) : json(nullptr)}};
+}
+
+std::vector<run_listing> list_runs(const result_store& store) {
+    const auto counts = store.record_counts();
+    std::vector<run_listing> out;
+    for (auto& r : store.runs()) {
+        run_listing l;
+        l.state = state_of(r);
+        const auto it = counts.find(r.id);
+        l.records = it == counts.end() ? 0 : it->second;
+        const auto& p = r.provenance;
+        if (const auto planned = p.value("/request/records"_json_pointer, json());
+            planned.is_number_integer())
+            l.planned = planned.get<std::int64_t>();
+        l.build = p.value("/fourfold/git_sha"_json_pointer, std::string("?"));
+        if (p.value("/fourfold/git_dirty"_json_pointer, json()) == json(true))
+            l.build += " (dirty)";
+        l.run = std::move(r);
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
 } // namespace fourfold::store

@@ -1,5 +1,7 @@
 #include "fourfold/store/schema.hpp"
 
+#include "fourfold/core/text.hpp"
+
 #include <fmt/format.h>
 #include <stdexcept>
 #include <string>
@@ -19,12 +21,9 @@ const std::vector<headline_column> k_op_time{
     {"stop", "TEXT", "/stop"},
 };
 const std::vector<headline_column> k_correctness{
-    {"verdict", "TEXT", "/verdict"},
-    {"rel_l2", "REAL", "/metrics/rel_l2"},
-    {"max_abs", "REAL", "/metrics/max_abs"},
-    {"psnr_db", "REAL", "/metrics/psnr_db"},
-    {"max_ulp", "REAL", "/metrics/max_ulp"},
-    {"nan_count", "INTEGER", "/metrics/nan"},
+    {"verdict", "TEXT", "/verdict"},          {"rel_l2", "REAL", "/metrics/rel_l2"},
+    {"max_abs", "REAL", "/metrics/max_abs"},  {"psnr_db", "REAL", "/metrics/psnr_db"},
+    {"max_ulp", "REAL", "/metrics/max_ulp"},  {"nan_count", "INTEGER", "/metrics/nan"},
     {"inf_count", "INTEGER", "/metrics/inf"},
 };
 const std::vector<headline_column> k_memory{
@@ -44,21 +43,21 @@ const std::vector<headline_column> k_throughput{
 
 std::string ledger_table_sql(ledger l) {
     std::string cols;
-    for (const auto& c : headline_columns(l)) cols += fmt::format("  {} {},\n", c.name, c.sql_type);
-    return fmt::format(
-        "CREATE TABLE {0} (\n"
-        "  id INTEGER PRIMARY KEY,\n"
-        "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
-        "  job_id INTEGER NOT NULL REFERENCES jobs(id),\n"
-        "  status TEXT NOT NULL CHECK (status IN ('ok','skipped','failed')),\n"
-        "  reason TEXT,\n"
-        "  unit TEXT NOT NULL,\n"
-        "{1}"
-        "  figures TEXT NOT NULL,\n"
-        "  recorded_at TEXT NOT NULL\n"
-        ");\n"
-        "CREATE INDEX {0}_run ON {0}(run_id);\n",
-        table_of(l), cols);
+    for (const auto& c : headline_columns(l))
+        cols += fmt::format("  {} {},\n", c.name, c.sql_type);
+    return fmt::format("CREATE TABLE {0} (\n"
+                       "  id INTEGER PRIMARY KEY,\n"
+                       "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+                       "  job_id INTEGER NOT NULL REFERENCES jobs(id),\n"
+                       "  status TEXT NOT NULL CHECK (status IN ('ok','skipped','failed')),\n"
+                       "  reason TEXT,\n"
+                       "  unit TEXT NOT NULL,\n"
+                       "{1}"
+                       "  figures TEXT NOT NULL,\n"
+                       "  recorded_at TEXT NOT NULL\n"
+                       ");\n"
+                       "CREATE INDEX {0}_run ON {0}(run_id);\n",
+                       table_of(l), cols);
 }
 
 std::string schema_v1() {
@@ -96,7 +95,8 @@ CREATE TABLE samples (
   PRIMARY KEY (ledger, record_id)
 );
 )";
-    for (const auto l : k_all_ledgers) sql += ledger_table_sql(l);
+    for (const auto l : k_all_ledgers)
+        sql += ledger_table_sql(l);
     return sql;
 }
 
@@ -114,29 +114,41 @@ int count_tables(database& db) {
 
 } // namespace
 
-std::string_view table_of(ledger l) { return to_string(l); }
+std::string_view table_of(ledger l) {
+    return to_string(l);
+}
 
 const std::vector<headline_column>& headline_columns(ledger l) {
     switch (l) {
-    case ledger::op_time: return k_op_time;
-    case ledger::correctness: return k_correctness;
-    case ledger::memory: return k_memory;
-    case ledger::throughput: return k_throughput;
+    case ledger::op_time:
+        return k_op_time;
+    case ledger::correctness:
+        return k_correctness;
+    case ledger::memory:
+        return k_memory;
+    case ledger::throughput:
+        return k_throughput;
     }
     return k_op_time;
 }
 
 int read_schema_version(database& db) {
     auto st = db.prepare("SELECT value FROM fourfold_meta WHERE key='schema_version'");
-    if (!st.step()) throw std::runtime_error("it has no schema version");
-    return std::stoi(st.text(0));
+    if (!st.step())
+        throw std::runtime_error("it has no schema version");
+    std::uint64_t version = 0;
+    if (!parse_uint(st.text(0), version) || version > 1000000)
+        throw std::runtime_error(
+            fmt::format("its schema version '{}' is not a number", st.text(0)));
+    return static_cast<int>(version);
 }
 
 void ensure_schema(database& db, bool writable) {
     // Reading sqlite_master is the first access: a file that is not SQLite fails here.
     const int tables = count_tables(db);
     if (tables == 0) {
-        if (!writable) throw std::runtime_error("it is empty (no fourfold runs)");
+        if (!writable)
+            throw std::runtime_error("it is empty (no fourfold runs)");
         transaction tx(db);
         db.exec(schema_v1());
         auto st = db.prepare("INSERT INTO fourfold_meta(key, value) VALUES (?, ?)");
@@ -150,9 +162,9 @@ void ensure_schema(database& db, bool writable) {
         throw std::runtime_error("it is an SQLite database but not a fourfold store");
     const int version = read_schema_version(db);
     if (version > k_schema_version)
-        throw std::runtime_error(fmt::format(
-            "its schema version {} is newer than this build reads ({})", version,
-            k_schema_version));
+        throw std::runtime_error(
+            fmt::format("its schema version {} is newer than this build reads ({})", version,
+                        k_schema_version));
     // Migrations from older versions go here, one transaction each, when version 2 exists.
 }
 

@@ -181,12 +181,20 @@ class decode_case final : public workload_case {
           m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))) {
         const auto& c = m_source.config;
         if (m_ctx + m_tokens > c.max_positions)
-            throw bad_input(
-                fmt::format("ctx + tokens = {} exceeds {}'s max_position_embeddings {}; "
-                            "choose ctx + tokens <= {}",
-                            m_ctx + m_tokens, m_model, c.max_positions, c.max_positions));
+            throw bad_input(fmt::format(
+                "ctx={} + tokens={} = {} exceeds {}'s max_position_embeddings {}; "
+                "choose ctx + tokens <= {}",
+                m_ctx, m_tokens, m_ctx + m_tokens, m_model, c.max_positions, c.max_positions));
+        // Random weights are measured only when asked for by name: a directory whose weights
+        // are missing would otherwise time random numbers under the checkpoint's name.
+        if (m_source.directory && !m_source.has_weights && !m_source.random_weights)
+            throw bad_input(fmt::format(
+                "model directory {} has a config.json but no *.safetensors weights; give "
+                "--random-weights (fourfold decode) or model={}{} (fourfold run) to measure random "
+                "weights of its shapes, or add the checkpoint's *.safetensors",
+                m_source.directory->string(), k_random_prefix, m_source.directory->string()));
         // A checkpoint is validated whole (every header, name and shape) before anything runs.
-        if (m_source.has_weights) {
+        if (m_source.has_weights && !m_source.random_weights) {
             m_checkpoint = std::make_unique<checkpoint>(*m_source.directory);
             check_checkpoint(c, *m_checkpoint);
         }
@@ -419,6 +427,7 @@ class decode_case final : public workload_case {
         };
         round(false); // warm-up: lazy handles, workspaces, allocator pools
         const auto t0 = clock::now();
+        constexpr int k_max_rounds = 1000;
         int rounds = 0;
         double elapsed_s = 0;
         do {
@@ -426,7 +435,12 @@ class decode_case final : public workload_case {
             ++rounds;
             elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
         } while (elapsed_s < tc.timing.stop.min_time_s && elapsed_s < tc.timing.stop.timeout_s &&
-                 rounds < 1000);
+                 rounds < k_max_rounds);
+        // Decode rounds stop on time, not on noise: "min_time" once the minimum is reached,
+        // "timed_out" when a round ran past the timeout first, "max_rounds" at the cap.
+        const char* stop = elapsed_s >= tc.timing.stop.timeout_s ? "timed_out"
+                           : rounds >= k_max_rounds              ? "max_rounds"
+                                                                 : "min_time";
 
         const auto stats = measure::summarize(step_ms);
         const auto prefill = measure::summarize(prefill_ms);
@@ -450,6 +464,8 @@ class decode_case final : public workload_case {
             {"host_paced", !m_graph},
             {"decode_steps", m_tokens},
             {"rounds", rounds},
+            {"stop", stop},
+            {"elapsed_s", elapsed_s},
             {"tokens_per_s", tokens_per_s},
             {"tokens_per_s_basis", "1000 / median ms per token"},
             {"tokens_per_s_mean",

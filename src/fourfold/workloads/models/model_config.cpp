@@ -521,9 +521,17 @@ model_config parse_hf_config(const json& j, const std::string& where) {
     return c;
 }
 
-model_source resolve_model(const std::string& text) {
+std::string with_random_weights(const std::string& text) {
+    if (find_preset(text) || starts_with(text, k_random_prefix))
+        return text;
+    return std::string(k_random_prefix) + text;
+}
+
+model_source resolve_model(const std::string& given) {
+    const bool random = starts_with(given, k_random_prefix);
+    const std::string text = random ? given.substr(k_random_prefix.size()) : given;
     if (auto p = find_preset(text))
-        return {*p, std::nullopt, false};
+        return {*p, std::nullopt, false, true};
     const fs::path dir(text);
     if (!is_directory(text))
         throw bad_input(
@@ -542,7 +550,7 @@ model_source resolve_model(const std::string& text) {
     } catch (const json::exception& e) {
         throw bad_input(fmt::format("{}: not valid JSON ({})", config_path.string(), e.what()));
     }
-    model_source out{parse_hf_config(j, text), dir, false};
+    model_source out{parse_hf_config(j, text), dir, false, random};
     for (const auto& name : list_directory(text))
         if (fs::path(name).extension() == ".safetensors" || name == "model.safetensors.index.json")
             out.has_weights = true;

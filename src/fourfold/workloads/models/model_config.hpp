@@ -82,14 +82,19 @@ std::optional<model_config> find_preset(std::string_view name);
 // From a Hugging Face config.json; `where` names the source in error messages.
 model_config parse_hf_config(const json& config, const std::string& where);
 
-// What a --model text names: a preset, or a directory with config.json (and optionally
-// *.safetensors weights).
+// What a --model text names: a preset (random weights, by its name), a directory with
+// config.json and *.safetensors weights, or "random:DIR", the shapes of DIR's config.json with
+// random weights (asked for by name: a directory without weights is refused otherwise).
 struct model_source {
     model_config config;
     std::optional<std::filesystem::path> directory;
-    bool has_weights = false; // the directory holds safetensors weights
+    bool has_weights = false;    // the directory holds safetensors weights
+    bool random_weights = false; // a preset, or random: asked for
 };
+inline constexpr std::string_view k_random_prefix = "random:";
 // Throws bad_input naming the valid presets when the text is neither.
 model_source resolve_model(const std::string& text);
+// "DIR" -> "random:DIR"; a preset, or a text already asking for random weights, as it is.
+std::string with_random_weights(const std::string& text);
 
 } // namespace fourfold::workloads::models

@@ -202,6 +202,23 @@ public:
         return plan;
     }
 
+    // bf16 ffn: gate/up, silu(gate), h = silu * up and every expert's output are stored in bf16,
+    // each at its own magnitude, before the weighted sum over the top_k experts (as the model
+    // computes it): more roundings, at larger magnitudes than the output's, than the default
+    // bf16 bound (0.016 x RMS + 0.016 |ref|: two roundings of the output) allows. Every
+    // operation computed exactly with only those stores rounded still lands outside it (2 of 30
+    // seeds of the default job, worst 1.08x the bound); the path itself is within 10 % of that
+    // (docs/correctness.md). atol doubles to 2^-5 x RMS; rel_l2 keeps 1e-2 (0.0046 measured).
+    measure::tolerance tolerance() const override {
+        auto t = workload_case::tolerance();
+        if (args().type == dtype::bf16 && !m_gate_up_only) {
+            t.atol_scale = 0.03125;
+            t.source = "moe_decode bf16 ffn: bf16 stores of gate/up, silu, h and each expert's "
+                       "output before the top-k sum (docs/correctness.md)";
+        }
+        return t;
+    }
+
     std::optional<std::string> unsupported(const std::string& variant,
                                            const backend::device& dev) const override {
         if (variant != "stock")
