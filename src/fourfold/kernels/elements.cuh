@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math_constants.h>
+#include <string>
+#include <utility>
 
 namespace fourfold::kernels::device {
 
@@ -65,6 +67,21 @@ namespace fourfold::kernels {
 inline launch_status status_of(cudaError_t e) {
     if (e == cudaSuccess) return {};
     return {static_cast<int>(e), cudaGetErrorString(e)};
+}
+
+inline launch_status invalid(std::string why) {
+    return {static_cast<int>(cudaErrorInvalidValue), std::move(why)};
+}
+
+// Calls launch(T{}) with T the device type of `e` (float, __half, __nv_bfloat16): the one
+// switch from the kernels' element tag to their templates.
+template <class Launch> launch_status by_element(elem e, Launch&& launch) {
+    switch (e) {
+    case elem::f32: return launch(float{});
+    case elem::f16: return launch(__half{});
+    case elem::bf16: return launch(__nv_bfloat16{});
+    }
+    return invalid("unknown element type");
 }
 
 } // namespace fourfold::kernels

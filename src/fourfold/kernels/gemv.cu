@@ -326,13 +326,8 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
 } // namespace
 
 launch_status launch_gemv(const gemv_plan& p, const gemv_args& a, stream_t stream) {
-    if (!p.valid.empty()) return {static_cast<int>(cudaErrorInvalidValue), p.valid};
-    switch (a.type) {
-    case elem::f32: return launch_typed<float>(p, a, stream);
-    case elem::f16: return launch_typed<__half>(p, a, stream);
-    case elem::bf16: return launch_typed<__nv_bfloat16>(p, a, stream);
-    }
-    return {static_cast<int>(cudaErrorInvalidValue), "unknown element type"};
+    if (!p.valid.empty()) return invalid(p.valid);
+    return by_element(a.type, [&](auto t) { return launch_typed<decltype(t)>(p, a, stream); });
 }
 
 } // namespace fourfold::kernels

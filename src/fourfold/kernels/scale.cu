@@ -25,12 +25,7 @@ launch_status launch_typed(const void* x, void* y, std::int64_t n, float alpha, 
 
 launch_status launch_scale(const void* x, void* y, std::int64_t n, float alpha, elem type,
                            stream_t stream) {
-    switch (type) {
-    case elem::f32: return launch_typed<float>(x, y, n, alpha, stream);
-    case elem::f16: return launch_typed<__half>(x, y, n, alpha, stream);
-    case elem::bf16: return launch_typed<__nv_bfloat16>(x, y, n, alpha, stream);
-    }
-    return {static_cast<int>(cudaErrorInvalidValue), "unknown element type"};
+    return by_element(type, [&](auto t) { return launch_typed<decltype(t)>(x, y, n, alpha, stream); });
 }
 
 } // namespace fourfold::kernels

@@ -309,13 +309,8 @@ int softmax_cluster_limit() {
 }
 
 launch_status launch_softmax(const softmax_plan& p, const softmax_args& a, stream_t stream) {
-    if (!p.valid.empty()) return {static_cast<int>(cudaErrorInvalidValue), p.valid};
-    switch (a.type) {
-    case elem::f32: return by_vec<float>(p, a, stream);
-    case elem::f16: return by_vec<__half>(p, a, stream);
-    case elem::bf16: return by_vec<__nv_bfloat16>(p, a, stream);
-    }
-    return {static_cast<int>(cudaErrorInvalidValue), "unknown element type"};
+    if (!p.valid.empty()) return invalid(p.valid);
+    return by_element(a.type, [&](auto t) { return by_vec<decltype(t)>(p, a, stream); });
 }
 
 } // namespace fourfold::kernels
