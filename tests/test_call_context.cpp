@@ -136,3 +136,71 @@ TEST(call_context, needs_are_listed_with_the_variant) {
         }
     EXPECT_TRUE(found);
 }
+
+// --- libtorch's missing kernels: declared ops, tried once, never an error's text -------------
+
+#include "fourfold/backend/op_support.hpp"
+
+namespace {
+
+// Calls softmax in the job's dtype without declaring it: whatever libtorch throws is a failure.
+class undeclared_case final : public workloads::workload_case {
+public:
+    using workload_case::workload_case;
+    workloads::cost declared_cost() const override { return {64, 64, 64, "softmax"}; }
+    workloads::input_set make_inputs(std::uint64_t seed) const override {
+        return workloads::input_set().add("x", workloads::seeded_normal({8}, seed, 0.0, 1.0, at::kHalf));
+    }
+    workloads::reference_plan reference(const workloads::input_set& in) const override {
+        const auto x = in["x"];
+        return workloads::chunked_reference(0, 8, 8, "softmax in float64", [x](std::int64_t s, std::int64_t l) {
+            return at::softmax(x.to(at::kDouble), -1).narrow(0, s, l);
+        });
+    }
+    at::Tensor undeclared(const workloads::call_context&, const workloads::input_set& in) const {
+        return at::softmax(in["x"], -1);
+    }
+};
+
+FOURFOLD_WORKLOAD(undeclared_case, "undeclared_ops_probe")
+    .describe("tests only: a variant that calls an op it does not declare")
+    .dtypes({dtype::fp16})
+    .variant("stock", &undeclared_case::undeclared, "softmax, not declared")
+    .variant("declared", &undeclared_case::undeclared, "softmax, declared", false, {.ops = {"softmax"}});
+
+bool softmax_runs_in_fp16_here() {
+    try {
+        (void)at::softmax(at::ones({2, 8}, at::TensorOptions().dtype(at::kHalf)), -1);
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+} // namespace
+
+TEST(op_support, an_op_is_tried_once_and_its_answer_matches_a_direct_call) {
+    auto dev = cpu();
+    EXPECT_EQ(backend::op_unsupported(*dev, "matmul", dtype::fp32), std::nullopt);
+    const auto why = backend::op_unsupported(*dev, "softmax", dtype::fp16);
+    EXPECT_EQ(why.has_value(), !softmax_runs_in_fp16_here());
+    if (why) {
+        EXPECT_NE(why->find("has no softmax kernel for fp16 on cpu"), std::string::npos) << *why;
+    }
+    EXPECT_EQ(backend::op_unsupported(*dev, "softmax", dtype::fp16), why); // cached, same answer
+    EXPECT_THROW((void)backend::op_unsupported(*dev, "no_such_op", dtype::fp32), std::logic_error);
+}
+
+TEST(op_support, a_missing_kernel_is_a_skip_only_where_the_variant_declared_the_op) {
+    if (softmax_runs_in_fp16_here()) GTEST_SKIP() << "this libtorch has fp16 softmax on the CPU";
+    auto dev = cpu();
+    const auto r = run_jobs(*dev, {{"undeclared_ops_probe", json::object(), dtype::fp16, {"stock", "declared"}, ""}},
+                            "correctness");
+    const auto* declared = find_record(r, ledger::correctness, "declared");
+    const auto* undeclared = find_record(r, ledger::correctness, "stock");
+    ASSERT_TRUE(declared && undeclared);
+    EXPECT_EQ(declared->status, record_status::skipped);
+    EXPECT_NE(declared->reason.find("softmax kernel for fp16"), std::string::npos) << declared->reason;
+    // no text of libtorch's error decides a skip: undeclared, the same error is a failure
+    EXPECT_EQ(undeclared->status, record_status::failed) << undeclared->reason;
+}

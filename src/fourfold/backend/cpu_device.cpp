@@ -146,7 +146,7 @@ public:
     void release_scratch() override { std::vector<unsigned char>().swap(m_flush); }
 
     std::unique_ptr<captured_graph> capture(const std::function<void()>&) override {
-        throw device_error("graph capture is not available on the CPU; use --timing host");
+        throw unsupported_here("graph capture is not available on the CPU; use --timing host");
     }
 
     json fingerprint() const override {

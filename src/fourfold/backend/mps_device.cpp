@@ -56,7 +56,7 @@ public:
     }
     void flush_cache() override {}
     std::unique_ptr<captured_graph> capture(const std::function<void()>&) override {
-        throw device_error("graph capture is not available on MPS; use --timing host");
+        throw unsupported_here("graph capture is not available on MPS; use --timing host");
     }
     json fingerprint() const override { return json{{"kind", "mps"}, {"name", "Apple MPS"}}; }
     bandwidth_figure measure_copy_bandwidth() override {

@@ -21,6 +21,15 @@ class bad_input : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A valid request this build or device cannot do, found only once it runs (graph capture on a
+// device without graphs, a libtorch without an op): a `skipped` record with this reason, not an
+// error. Thrown only by fourfold's own code, which knows the cause; an exception from libtorch
+// is never turned into a skip by reading its text.
+class unsupported_here : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
 // A device or the runtime under it failed in a way no input could have prevented.
 class device_error : public std::runtime_error {
   public:

@@ -28,27 +28,20 @@ json round_trip_figure(double before_us, double after_us) {
     return json{{"before", before_us}, {"after", after_us}, {"reps", measure::k_round_trip_reps}};
 }
 
-// Why a call could not run: `unsupported` for what this build/device lacks (a skip, with its
-// reason), otherwise a failure.
+// Why a call could not run: `unsupported` for what this build/device lacks (fourfold's own
+// unsupported_here, thrown where the cause is known: a skip with its reason), otherwise a
+// failure. What a libtorch op lacks for a dtype is found before the call, by the variant's
+// declared ops (backend/op_support.hpp), never by reading an error's text.
 struct call_failure {
     bool unsupported = false;
     std::string reason;
 };
 
 call_failure classify(const std::exception& e) {
-    std::string msg;
-    if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) msg = ce->what_without_backtrace();
-    else msg = e.what();
-    msg = first_line(msg);
-    const bool unsupported = msg.find("not implemented for") != std::string::npos ||
-                             msg.find("NotImplementedError") != std::string::npos ||
-                             msg.find("Could not run") != std::string::npos ||
-                             msg.find("not supported") != std::string::npos ||
-                             msg.find("is not available") != std::string::npos;
-    if (unsupported)
-        msg = fmt::format("unsupported by libtorch {}.{} on this device: {}", TORCH_VERSION_MAJOR,
-                          TORCH_VERSION_MINOR, msg);
-    return {unsupported, msg};
+    if (dynamic_cast<const unsupported_here*>(&e)) return {true, first_line(e.what())};
+    if (const auto* ce = dynamic_cast<const c10::Error*>(&e))
+        return {false, first_line(ce->what_without_backtrace())};
+    return {false, first_line(e.what())};
 }
 
 // The rotation for a cold cache in batch/graph mode: enough copies of the inputs that the bytes
@@ -74,7 +67,7 @@ public:
         : m_plan(p), m_ctx(ctx), m_g(g), m_summary(summary), m_ledgers(p.settings.ledgers) {}
 
     void run() {
-        const auto& dev = m_ctx.dev;
+        auto& dev = m_ctx.dev;
         m_ledgers = m_ledgers.intersect(m_g.w->ledgers);
         std::vector<std::string> runnable;
         for (const auto& v : m_g.variants) {

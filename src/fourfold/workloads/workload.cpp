@@ -1,5 +1,6 @@
 #include "fourfold/workloads/workload.hpp"
 
+#include "fourfold/backend/op_support.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/text.hpp"
 
@@ -36,6 +37,7 @@ json variant_needs::to_json() const {
     }
     if (!features.empty()) out["features"] = features;
     if (torch_major > 0) out["torch"] = fmt::format(">= {}.{}", torch_major, torch_minor);
+    if (!ops.empty()) out["ops"] = ops;
     return out;
 }
 
@@ -57,7 +59,7 @@ namespace {
 
 } // namespace
 
-std::optional<std::string> unmet(const variant_needs& needs, const backend::device& dev) {
+std::optional<std::string> unmet(const variant_needs& needs, backend::device& dev, dtype t) {
     const auto kind = dev.spec().kind;
     if (!needs.devices.empty() &&
         std::find(needs.devices.begin(), needs.devices.end(), kind) == needs.devices.end()) {
@@ -88,6 +90,8 @@ std::optional<std::string> unmet(const variant_needs& needs, const backend::devi
           (TORCH_VERSION_MAJOR == needs.torch_major && TORCH_VERSION_MINOR >= needs.torch_minor)))
         return fmt::format("needs libtorch {}.{} or later; this build has {}.{}", needs.torch_major,
                            needs.torch_minor, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+    for (const auto& op : needs.ops)
+        if (auto why = backend::op_unsupported(dev, op, t)) return why;
     return std::nullopt;
 }
 
@@ -201,9 +205,9 @@ bool workload::supports(dtype t) const {
 }
 
 std::optional<std::string> workload::unavailable(const std::string& variant, const workload_case& c,
-                                                 const backend::device& dev) const {
+                                                 backend::device& dev) const {
     if (const auto* spec = find_variant(variant))
-        if (auto why = unmet(spec->needs, dev)) return why;
+        if (auto why = unmet(spec->needs, dev, c.args().type)) return why;
     return c.unsupported(variant, dev);
 }
 
@@ -261,6 +265,11 @@ void registry::add_test_variant(const std::string& workload_name, variant_spec s
     if (it == m_workloads.end()) throw bad_input("no workload " + workload_name);
     spec.test_only = true;
     auto& w = *it->second;
+    // a test variant wraps stock: it calls what stock calls
+    if (const auto* stock = w.find_variant("stock"); stock && !spec.needs.native_kernels) {
+        if (spec.needs.ops.empty()) spec.needs.ops = stock->needs.ops;
+        if (spec.needs.features.empty()) spec.needs.features = stock->needs.features;
+    }
     w.variant_fns[spec.name] = std::move(fn);
     if (!w.find_variant(spec.name)) w.variants.push_back(std::move(spec));
 }

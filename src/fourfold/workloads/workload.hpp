@@ -44,11 +44,14 @@ struct variant_needs {
     std::vector<backend::device_kind> devices; // the device kinds it runs on; empty: every kind
     std::vector<std::string> features;       // capabilities::features names (grouped_mm, ...)
     int torch_major = 0, torch_minor = 0;    // the oldest libtorch it runs on
+    // libtorch ops it calls in the job's dtype (backend/op_support.hpp names): each is tried once
+    // per device and dtype, and one without a kernel there makes the variant a skip
+    std::vector<std::string> ops;
     json to_json() const;
 };
 
-// Why `needs` is not met on this build and device; nullopt when it is.
-std::optional<std::string> unmet(const variant_needs& needs, const backend::device& dev);
+// Why `needs` is not met on this build and device for a job of dtype `t`; nullopt when it is.
+std::optional<std::string> unmet(const variant_needs& needs, backend::device& dev, dtype t);
 
 struct variant_spec {
     std::string name;
@@ -238,7 +241,7 @@ struct workload {
     // Why `variant` cannot run for case `c` on this build and device (its declared needs, then
     // the case's own reasons); nullopt when it can.
     std::optional<std::string> unavailable(const std::string& variant, const workload_case& c,
-                                           const backend::device& dev) const;
+                                           backend::device& dev) const;
     at::Tensor run(const std::string& variant, const workload_case& c, const call_context& ctx,
                    const input_set& in) const;
     json to_json() const;

@@ -614,11 +614,12 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
     .ledgers(ledger_set::of({ledger::throughput, ledger::correctness, ledger::memory}))
     .variant("stock", &decode_case::stock,
-             "libtorch's own ops; MoE layers through at::_grouped_mm with device-side offsets")
+             "libtorch's own ops; MoE layers through at::_grouped_mm with device-side offsets",
+             false, {.ops = {"matmul", "softmax", "silu", "index"}})
     .variant(
         "generic", &decode_case::generic,
         "MoE layers through a host loop over the experts hit (expert counts copied to the host)",
-        true);
+        true, {.ops = {"matmul", "softmax", "silu", "index"}});
 
 } // namespace
 } // namespace fourfold::workloads

@@ -587,7 +587,7 @@ at::Tensor decoder_session::mlp(const layer_weights& lw, std::int64_t layer,
         const auto act = at::silu(gu.narrow(1, 0, mi)) * gu.narrow(1, mi, mi);
         y = at::_grouped_mm(act, lw.experts_down.transpose(1, 2), offs);
 #else
-        throw std::runtime_error(fmt::format("at::_grouped_mm is not available in libtorch {}.{}",
+        throw unsupported_here(fmt::format("at::_grouped_mm is not available in libtorch {}.{}",
                                              TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR));
 #endif
     } else {

@@ -192,7 +192,8 @@ FOURFOLD_WORKLOAD(fp8_linear_case, "fp8_linear")
     .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
     .dtypes({dtype::bf16})
-    .variant("bf16", &fp8_linear_case::bf16, "at::linear on bf16 weights (the reference point)")
+    .variant("bf16", &fp8_linear_case::bf16, "at::linear on bf16 weights (the reference point)", false,
+             {.ops = {"linear"}})
     .variant("dequant_tensor", &fp8_linear_case::dequant_tensor,
              "fp8 weights, per-tensor scale: dequantise to bf16, then at::linear")
     .variant("dequant_row", &fp8_linear_case::dequant_row,

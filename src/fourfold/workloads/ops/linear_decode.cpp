@@ -149,8 +149,10 @@ FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
     .param_bool("bias", false, "add a bias vector")
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
-    .variant("stock", &linear_decode_case::stock, "at::linear (fused bias where the library has it)")
-    .variant("generic", &linear_decode_case::generic, "at::matmul, then a separate bias add")
+    .variant("stock", &linear_decode_case::stock, "at::linear (fused bias where the library has it)",
+             false, {.ops = {"linear"}})
+    .variant("generic", &linear_decode_case::generic, "at::matmul, then a separate bias add", false,
+             {.ops = {"matmul"}})
     .native_variant("native", &linear_decode_case::native,
                     "fourfold's CUDA GEMV: weights streamed once in 16-byte loads, split-K for "
                     "small N, bias fused; 1 to 8 tokens");

@@ -368,9 +368,10 @@ FOURFOLD_WORKLOAD(moe_decode_case, "moe_decode")
     .dtypes({dtype::bf16, dtype::fp32})
     .variant("stock", &moe_decode_case::stock,
              "at::_grouped_mm with int32 offsets on the device (no host sync)", false,
-             {.features = {"grouped_mm"}})
+             {.features = {"grouped_mm"}, .ops = {"softmax", "topk", "index", "silu", "sum"}})
     .variant("generic", &moe_decode_case::generic,
-             "offsets copied to the host, then one mm per active expert", /*host_sync=*/true);
+             "offsets copied to the host, then one mm per active expert", /*host_sync=*/true,
+             {.ops = {"softmax", "topk", "index", "silu", "sum", "matmul"}});
 
 } // namespace
 } // namespace fourfold::workloads

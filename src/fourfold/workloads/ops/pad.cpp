@@ -169,9 +169,10 @@ FOURFOLD_WORKLOAD(pad_case, "pad")
     .param_int("pad_time", 2, "frames padded in front (causal: none behind)", 0, 64)
     .param_int("pad_space", 1, "pad on each side of height and width", 0, 64)
     .dtypes({dtype::bf16, dtype::fp32, dtype::fp16})
-    .variant("stock", &pad_case::stock, "at::constant_pad_nd")
+    .variant("stock", &pad_case::stock, "at::constant_pad_nd", false, {.ops = {"constant_pad"}})
     .variant("generic", &pad_case::generic,
-             "cat with allocated zero blocks along each padded dimension (a composite path)")
+             "cat with allocated zero blocks along each padded dimension (a composite path)", false,
+             {.ops = {"cat"}})
     .native_variant("native", &pad_case::native,
                     "fourfold's CUDA kernel: one pass, every output element written once");
 

@@ -86,9 +86,11 @@ FOURFOLD_WORKLOAD(softmax_case, "softmax")
     .param_int("rows", 1, "rows of logits (tokens)", 1, 1 << 20)
     .param_int("vocab", 128256, "vocabulary size (columns)", 1, std::int64_t{1} << 31)
     .dtypes({dtype::fp32, dtype::bf16, dtype::fp16})
-    .variant("stock", &softmax_case::stock, "at::softmax (the library's kernel)")
+    .variant("stock", &softmax_case::stock, "at::softmax (the library's kernel)", false,
+             {.ops = {"softmax"}})
     .variant("generic", &softmax_case::generic,
-             "max, subtract, exp, sum, divide as separate ops (a composite path)")
+             "max, subtract, exp, sum, divide as separate ops (a composite path)", false,
+             {.ops = {"max", "exp", "sum"}})
     .native_variant("native", &softmax_case::native,
                     "fourfold's CUDA kernel: one launch, a row spread over a thread-block "
                     "cluster, read once and written once");
