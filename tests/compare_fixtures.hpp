@@ -56,6 +56,27 @@ inline record throughput_record(job_id job, double ctx, std::vector<double> samp
     return r;
 }
 
+// A throughput record in a unit other than tokens/s, the way a whole-model workload writes it
+// through the runner (throughput_figures): frames/s per `axis`, ms per frame samples.
+inline record rate_record(job_id job, const std::string& unit, const std::string& axis,
+                          double context, std::vector<double> samples_ms) {
+    auto r = record::make(ledger::throughput, std::move(job));
+    auto sorted = samples_ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    r.figures = json{{"unit", unit},
+                     {"step_unit", "ms/frame"},
+                     {"context_axis", axis},
+                     {"context", context},
+                     {"rate", 1000.0 / median},
+                     {"mode", "eager"},
+                     {"step_stats", {{"median", median}, {"n", sorted.size()}}}};
+    r.unit = unit;
+    r.samples = std::move(samples_ms);
+    r.samples_unit = "ms/frame";
+    return r;
+}
+
 inline record correctness_record(job_id job, const std::string& verdict, double rel_l2) {
     auto r = record::make(ledger::correctness, std::move(job));
     r.figures = json{{"verdict", verdict},

@@ -570,3 +570,16 @@ TEST(compare, in_store_by_label_and_usage_errors) {
     EXPECT_NE(run_text(again.b).find("latest of 2 runs"), std::string::npos);
     EXPECT_TRUE(compare_in_store(s, {"1", "2"}, {}).b.same_label_runs.empty()); // by id: no note
 }
+
+TEST(compare, a_throughput_in_frames_per_second_is_compared_in_its_unit_and_axis) {
+    const auto j = job_of("vae_decode", "stock", "bf16", json{{"frames", 9}});
+    const auto a = stored({rate_record(j, "frames/s", "frames", 9, lognormal_samples(50, 0.02, 60, 1))});
+    const auto b = stored({rate_record(j, "frames/s", "frames", 9, lognormal_samples(40, 0.02, 60, 2))}, 2);
+    const auto c = compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
+    ASSERT_EQ(c.throughput.size(), 1u);
+    EXPECT_EQ(c.throughput[0].unit, "frames/s");
+    EXPECT_EQ(c.throughput[0].context_axis, "frames");
+    EXPECT_EQ(c.throughput[0].ctx, "9");
+    EXPECT_NEAR(c.throughput[0].ratio.ratio, 50.0 / 40.0, 0.02); // fewer ms per frame: more frames/s
+    EXPECT_EQ(c.throughput[0].decision, verdict::faster);
+}

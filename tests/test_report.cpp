@@ -179,7 +179,7 @@ TEST(compare_tables, every_ledger_prints_in_its_unit_with_the_rule_and_the_basel
     report::print_comparison(c, text, report::table_format::text);
     const auto t = text.str();
     for (const char* needle :
-         {"throughput: decode tokens/s", "op_time: microseconds per call",
+         {"throughput: tokens/s per ctx", "op_time: microseconds per call",
           "correctness: against the float64 CPU reference", "memory: peaks in GiB", "A [µs]",
           "speed-up = B/A of tokens/s (> 1: B faster)", "speed-up = A/B of time (> 1: B faster)",
           "Δ B-A [GiB]", "none: A and B have the same provenance", "never multiplied or chained",
@@ -289,4 +289,39 @@ TEST(progress_line, estimates_from_the_time_budget_before_a_group_has_finished) 
     EXPECT_NE(line.find("at least ~30 s left"), std::string::npos) << line;
     EXPECT_NE(report::progress_line(0, 3, "x", "op_time", 1.0, 0, 200).find("estimating"),
               std::string::npos);
+}
+
+// A whole-model workload whose throughput is not tokens/s (a VAE's frames/s per frames): the
+// unit and the context axis the records declare reach every table, never "tokens" or "ctx".
+TEST(compare_tables, a_throughput_in_its_own_unit_keeps_it_in_every_table) {
+    using namespace fourfold::testing;
+    temp_dir dir;
+    auto s = store::result_store::open(dir / "f.db", store::open_mode::read_write);
+    const auto j = job_of("vae_decode", "stock", "bf16", json{{"frames", 9}});
+    write_run(s, "a", provenance(), {rate_record(j, "frames/s", "frames", 9, lognormal_samples(50, 0.02, 60, 1))});
+    write_run(s, "b", provenance(), {rate_record(j, "frames/s", "frames", 9, lognormal_samples(40, 0.02, 60, 2))});
+    const auto c = compare::compare_in_store(s, {"a", "b"}, {});
+    std::ostringstream text;
+    report::print_comparison(c, text, report::table_format::text);
+    const auto t = text.str();
+    for (const char* needle : {"throughput: frames/s per frames", "A [frames/s]", "B [frames/s]",
+                               "speed-up = B/A of frames/s"})
+        EXPECT_NE(t.find(needle), std::string::npos) << needle << "\n" << t;
+    EXPECT_EQ(t.find("tokens"), std::string::npos) << t;
+    std::ostringstream csv;
+    report::write_comparison_csv(c, csv);
+    EXPECT_NE(csv.str().find(",rate,frames/s,"), std::string::npos) << csv.str();
+    // the run's own tables
+    std::ostringstream run;
+    std::vector<record> recs;
+    for (const auto& r : s.records(1, true)) recs.push_back(r.rec);
+    report::print_ledger_tables(recs, run, report::table_format::text);
+    EXPECT_NE(run.str().find("throughput: frames/s (1000 / median ms/frame)"), std::string::npos) << run.str();
+    EXPECT_EQ(run.str().find("tokens"), std::string::npos) << run.str();
+    // and the HTML report
+    report::report_request request;
+    request.runs = {"a", "b"};
+    std::ostringstream html;
+    report::write_report(report::load_report(s, request), report::report_format::html, html);
+    EXPECT_NE(html.str().find("throughput: frames/s per frames, vae_decode"), std::string::npos);
 }

@@ -1,5 +1,6 @@
 #include "fourfold/compare/comparison.hpp"
 
+#include "fourfold/core/figures.hpp"
 #include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/text.hpp"
 
@@ -55,8 +56,7 @@ pair_id id_of(const record_pair& p) {
 }
 
 std::string timing_text(const stored_record& r) {
-    return fmt::format("{}/{}", r.rec.figures.value("mode", "?"),
-                       r.rec.figures.value("cache", "?"));
+    return op_time_figures::from(r.rec.figures).timing_text();
 }
 
 // Raw samples in the unit the ledger's statistics use, or empty.
@@ -72,9 +72,24 @@ void append_note(std::string& note, const std::string& more) {
 double noise_of(const stored_record& r) {
     if (r.rec.samples.size() >= 2)
         return relative_noise(r.rec.samples);
-    const auto iqr = number_at(r.rec.figures, "/stats/iqr");
-    const auto med = number_at(r.rec.figures, "/stats/median");
-    return iqr && med && *med > 0 ? *iqr / k_iqr_per_sigma / *med : 0;
+    const auto st = r.rec.which == ledger::throughput ? throughput_figures::from(r.rec.figures).step_stats
+                                                      : op_time_figures::from(r.rec.figures).stats;
+    return st && st->median > 0 ? st->iqr / k_iqr_per_sigma / st->median : 0;
+}
+
+// What both timed ledgers carry about the host beside their figures.
+struct host_facts {
+    std::optional<fourfold::round_trip_figure> round_trip;
+    bool host_sync = false, host_paced = false;
+};
+
+host_facts host_of(const stored_record& r) {
+    if (r.rec.which == ledger::throughput) {
+        const auto t = throughput_figures::from(r.rec.figures);
+        return {t.host_round_trip, t.host_sync, t.host_paced};
+    }
+    const auto o = op_time_figures::from(r.rec.figures);
+    return {o.host_round_trip, o.host_sync, false};
 }
 
 // The pair's scatter, which the verdict must clear when it exceeds the practical threshold (the
@@ -97,11 +112,10 @@ struct round_trip {
 };
 
 std::optional<round_trip> round_trip_of(const stored_record& r) {
-    const auto before = number_at(r.rec.figures, "/host_round_trip_us/before");
-    const auto after = number_at(r.rec.figures, "/host_round_trip_us/after");
-    if (!before || !after || *before <= 0 || *after <= 0)
+    const auto rt = host_of(r).round_trip;
+    if (!rt)
         return std::nullopt;
-    return round_trip{*before, *after};
+    return round_trip{rt->before_us, rt->after_us};
 }
 
 // A time that synchronises with the host, or steps whose every op the host launches (eager
@@ -115,11 +129,9 @@ void apply_round_trip(timed_row& row, const record_pair& p, double threshold, bo
         return;
     row.round_trip_a = ra->mean();
     row.round_trip_b = rb->mean();
-    auto flag = [&](const char* name) {
-        return p.a.rec.figures.value(name, false) || p.b.rec.figures.value(name, false);
-    };
-    const bool syncs = flag("host_sync");
-    if (!syncs && !flag("host_paced"))
+    const auto ha = host_of(p.a), hb = host_of(p.b);
+    const bool syncs = ha.host_sync || hb.host_sync;
+    if (!syncs && !ha.host_paced && !hb.host_paced)
         return;
     const double between = std::abs(rb->mean() / ra->mean() - 1);
     const double moved = std::max({between, ra->drift(), rb->drift()});
@@ -155,10 +167,12 @@ timed_row op_time_row(const record_pair& p, double threshold) {
         row.ratio = median_ratio(sa, sb);
         row.u = mann_whitney_u(sa, sb);
     } else {
-        row.a_value = number_at(p.a.rec.figures, "/stats/median").value_or(NAN);
-        row.b_value = number_at(p.b.rec.figures, "/stats/median").value_or(NAN);
-        row.n_a = static_cast<std::int64_t>(number_at(p.a.rec.figures, "/stats/n").value_or(0));
-        row.n_b = static_cast<std::int64_t>(number_at(p.b.rec.figures, "/stats/n").value_or(0));
+        const auto sa_stats = op_time_figures::from(p.a.rec.figures).stats;
+        const auto sb_stats = op_time_figures::from(p.b.rec.figures).stats;
+        row.a_value = sa_stats ? sa_stats->median : NAN;
+        row.b_value = sb_stats ? sb_stats->median : NAN;
+        row.n_a = sa_stats ? sa_stats->n : 0;
+        row.n_b = sb_stats ? sb_stats->n : 0;
         row.ratio.ratio = row.b_value / row.a_value;
         row.note = "no raw samples stored: no CI, no U test";
     }
@@ -172,30 +186,31 @@ timed_row op_time_row(const record_pair& p, double threshold) {
 timed_row throughput_row(const record_pair& p, double threshold) {
     timed_row row;
     row.id = id_of(p);
-    row.unit = "tokens/s";
-    const auto& fa = p.a.rec.figures;
-    const auto& fb = p.b.rec.figures;
-    row.mode = arrow(fa.value("mode", ""), fb.value("mode", ""));
-    if (fa.contains("ctx"))
-        row.ctx = scalar_text(fa["ctx"]);
-    else if (p.a.rec.job.params.contains("ctx"))
-        row.ctx = scalar_text(p.a.rec.job.params["ctx"]);
-    const auto& sa = samples_of(p.a); // ms per token
+    const auto ta = throughput_figures::from(p.a.rec.figures);
+    const auto tb = throughput_figures::from(p.b.rec.figures);
+    row.unit = ta.unit;
+    row.context_axis = ta.context_axis;
+    row.mode = arrow(ta.mode, tb.mode);
+    if (!ta.context.is_null())
+        row.ctx = scalar_text(ta.context);
+    else if (p.a.rec.job.params.contains(ta.context_axis))
+        row.ctx = scalar_text(p.a.rec.job.params[ta.context_axis]);
+    const auto& sa = samples_of(p.a); // ms per step
     const auto& sb = samples_of(p.b);
     const bool have_samples = !sa.empty() && !sb.empty();
-    row.a_value = number_at(fa, "/tokens_per_s")
-                      .value_or(have_samples ? 1000.0 / measure::median_of(sa) : NAN);
-    row.b_value = number_at(fb, "/tokens_per_s")
-                      .value_or(have_samples ? 1000.0 / measure::median_of(sb) : NAN);
+    row.a_value = ta.rate > 0 ? ta.rate : (have_samples ? 1000.0 / measure::median_of(sa) : NAN);
+    row.b_value = tb.rate > 0 ? tb.rate : (have_samples ? 1000.0 / measure::median_of(sb) : NAN);
+    if (ta.unit != tb.unit)
+        append_note(row.note, fmt::format("units differ: {} vs {}", ta.unit, tb.unit));
     if (have_samples) {
         row.n_a = static_cast<std::int64_t>(sa.size());
         row.n_b = static_cast<std::int64_t>(sb.size());
-        // tokens/s B/A = median ms/token of A / median ms/token of B
+        // rate B/A = median ms per step of A / median ms per step of B
         row.ratio = median_ratio(sb, sa);
         row.u = mann_whitney_u(sa, sb);
     } else {
         row.ratio.ratio = row.b_value / row.a_value;
-        row.note = "no raw ms/token samples stored: no CI, no U test";
+        append_note(row.note, "no raw per-step samples stored: no CI, no U test");
     }
     row.decision = rate_verdict(row.ratio, threshold, set_noise(row, p, threshold));
     apply_round_trip(row, p, threshold, true);
@@ -205,12 +220,14 @@ timed_row throughput_row(const record_pair& p, double threshold) {
 correctness_row correctness_of(const record_pair& p) {
     correctness_row row;
     row.id = id_of(p);
-    row.verdict_a = p.a.rec.figures.value("verdict", "?");
-    row.verdict_b = p.b.rec.figures.value("verdict", "?");
+    const auto ca = correctness_figures::from(p.a.rec.figures);
+    const auto cb = correctness_figures::from(p.b.rec.figures);
+    row.verdict_a = ca.verdict;
+    row.verdict_b = cb.verdict;
     row.transition =
         row.verdict_a == row.verdict_b ? row.verdict_a : row.verdict_a + "->" + row.verdict_b;
-    row.metrics_a = p.a.rec.figures.value("metrics", json::object());
-    row.metrics_b = p.b.rec.figures.value("metrics", json::object());
+    row.metrics_a = ca.metrics;
+    row.metrics_b = cb.metrics;
     return row;
 }
 
@@ -420,8 +437,10 @@ json timed_row::to_json() const {
     out["verdict"] = to_string(decision);
     if (!mode.empty())
         out["mode"] = mode;
-    if (!ctx.empty())
-        out["ctx"] = ctx;
+    if (!ctx.empty()) {
+        out["ctx"] = ctx; // the context's value (its axis below; "ctx" for a decoder)
+        out["context_axis"] = context_axis;
+    }
     if (!note.empty())
         out["note"] = note;
     return out;

@@ -58,11 +58,11 @@ struct pair_id {
 // op_time (µs per call, lower is better) and throughput (tokens/s, higher is better).
 struct timed_row {
     pair_id id;
-    std::string unit;   // "µs" or "tokens/s"
+    std::string unit;   // "µs", or the throughput's own unit ("tokens/s", "frames/s")
     double a_value = 0; // median µs per call, or tokens/s
     double b_value = 0;
     std::int64_t n_a = 0, n_b = 0;
-    ratio_estimate ratio;    // B/A of `unit`: time ratio for op_time, tokens/s ratio for throughput
+    ratio_estimate ratio;    // B/A of `unit`: time ratio for op_time, rate ratio for throughput
     std::optional<u_test> u; // absent without raw samples
     double noise_a = 0, noise_b = 0; // relative_noise of the samples (the verdict must clear it)
     // the host round trip measured beside A's and B's timings (mean of before and after, µs),
@@ -70,7 +70,8 @@ struct timed_row {
     std::optional<double> round_trip_a, round_trip_b;
     verdict decision = verdict::unclear;
     std::string mode; // op_time: "graph/cold"; throughput: the decode mode
-    std::string ctx;  // throughput: the context length
+    std::string ctx;  // throughput: the context (its value on `context_axis`)
+    std::string context_axis = "ctx"; // throughput: the job parameter the context is
     std::string note;
     json to_json() const;
 };

@@ -209,11 +209,11 @@ std::string verdict_rule(double threshold) {
     const double pct = threshold * 100;
     return fmt::format(
         "verdict from the 95 % bootstrap CI of the ratio B/A and a practical threshold of {:g} %: "
-        "FASTER when the whole CI is beyond {:g} % better (time ratio < {:g}, tokens/s ratio > "
+        "FASTER when the whole CI is beyond {:g} % better (time ratio < {:g}, rate ratio > "
         "{:g}), SLOWER when the whole CI is beyond {:g} % worse, SAME when the whole CI lies "
         "within +-{:g} %, UNCLEAR otherwise; a pair whose samples scatter more than that (IQR / "
         "1.349 over the median, of A or B) must clear its scatter instead, and a host-synchronising time, or "
-        "the tokens/s of eager decode steps, must also clear how far the host round trip measured beside it moved; "
+        "the rate of steps the host launches op by op (eager decode), must also clear how far the host round trip measured beside it moved; "
         "the Mann-Whitney p-value is shown beside it and never decides",
         pct, pct, 1 - threshold, 1 + threshold, pct, pct);
 }

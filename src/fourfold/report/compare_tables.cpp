@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 
 namespace fourfold::report {
 namespace {
@@ -113,6 +114,13 @@ std::string percent_change(double ratio) {
     return fmt::format("{:+.1f} %", (ratio - 1) * 100);
 }
 
+// The unit a workload's throughput records declare (tokens/s where none is stored).
+std::string rate_unit_of(const comparison& c, const std::string& workload) {
+    for (const auto& r : c.throughput)
+        if (r.id.a.workload == workload) return r.unit;
+    return "tokens/s";
+}
+
 void print_geomeans(const comparison& c, ledger l, std::ostream& out, table_format format) {
     bool any = false;
     for (const auto& g : c.geomeans) {
@@ -122,13 +130,13 @@ void print_geomeans(const comparison& c, ledger l, std::ostream& out, table_form
             heading(out, format,
                     fmt::format("geometric mean speed-up of B (> 1: B faster; {}), per workload "
                                 "and variant, over pairs that all share the one baseline {}:",
-                                l == ledger::op_time ? "A/B of time" : "B/A of tokens/s",
+                                l == ledger::op_time ? "A/B of time" : "B/A of the rate",
                                 c.baseline_text()));
         any = true;
         line(out, format,
              fmt::format("{} {}: {} ({} {}) over {} pairs", g.workload, g.variant,
                          speedup_cell(speedup_of(g.value, l)), percent_change(g.value),
-                         l == ledger::op_time ? "time" : "tokens/s", g.n));
+                         l == ledger::op_time ? "time" : rate_unit_of(c, g.workload), g.n));
     }
     if (any) {
         line(out, format,
@@ -320,22 +328,30 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
         ids.device |= r.id.a.device != r.id.b.device;
 
     if (!c.throughput.empty()) {
-        text_table t("throughput: decode tokens/s per context length; speed-up = B/A of tokens/s "
-                     "(> 1: B faster), 95 % bootstrap CI from the ms/token samples",
-                     with(ids.columns(), {{"ctx", align::right},
-                                          {"A [tokens/s]", align::right},
-                                          {"B [tokens/s]", align::right},
-                                          {"speed-up", align::right},
-                                          {"95% CI", align::right},
-                                          {"p (U test)", align::right},
-                                          {"verdict"},
-                                          {"note"}}));
+        // one table per unit the workloads declare (tokens/s, frames/s), against its context axis
+        std::map<std::pair<std::string, std::string>, std::vector<const timed_row*>> by_unit;
         for (const auto& r : c.throughput)
-            t.add_row(
-                with(ids.cells(r.id), {r.ctx, fmt_num(r.a_value, 4), fmt_num(r.b_value, 4),
-                                       speedup_cell(r.ratio.ratio), ci_cell(r.ratio), p_cell(r.u),
-                                       std::string(to_string(r.decision)), r.note}));
-        emit(t, out, format);
+            by_unit[{r.unit, r.context_axis}].push_back(&r);
+        for (const auto& [unit_axis, rows] : by_unit) {
+            const auto& [unit, axis] = unit_axis;
+            text_table t(fmt::format("throughput: {} per {}; speed-up = B/A of {} (> 1: B faster), "
+                                     "95 % bootstrap CI from the per-step samples",
+                                     unit, axis.empty() ? "job" : axis, unit),
+                         with(ids.columns(), {{axis.empty() ? "context" : axis, align::right},
+                                              {"A [" + unit + "]", align::right},
+                                              {"B [" + unit + "]", align::right},
+                                              {"speed-up", align::right},
+                                              {"95% CI", align::right},
+                                              {"p (U test)", align::right},
+                                              {"verdict"},
+                                              {"note"}}));
+            for (const auto* r : rows)
+                t.add_row(with(ids.cells(r->id),
+                               {r->ctx, fmt_num(r->a_value, 4), fmt_num(r->b_value, 4),
+                                speedup_cell(r->ratio.ratio), ci_cell(r->ratio), p_cell(r->u),
+                                std::string(to_string(r->decision)), r->note}));
+            emit(t, out, format);
+        }
         print_geomeans(c, ledger::throughput, out, format);
     } else {
         print_empty_ledger(c, ledger::throughput, out, format);
@@ -474,7 +490,7 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
     line(out, format, verdict_rule(c.options.threshold));
     line(out, format,
          fmt::format("every speed-up is of B over the one baseline {}, > 1 when B is faster "
-                     "(A/B of time, B/A of tokens/s; the CSV and JSON keep the ratio B/A); ratios "
+                     "(A/B of time, B/A of a throughput's rate; the CSV and JSON keep the ratio B/A); ratios "
                      "from different baselines are never multiplied or chained",
                      c.baseline_text()));
     line(out, format,
@@ -512,7 +528,10 @@ void write_comparison_csv(const comparison& c, std::ostream& out) {
         for (const auto& r : *rows)
             write(with(
                 base(r.id),
-                {r.ctx, "", r.id.which == ledger::op_time ? "median_us_per_call" : "tokens_per_s",
+                {r.ctx, "",
+                 r.id.which == ledger::op_time ? "median_us_per_call"
+                 : r.unit == "tokens/s"        ? "tokens_per_s"
+                                               : "rate",
                  r.unit == "µs" ? "us" : r.unit, g(r.a_value), g(r.b_value), "", g(r.ratio.ratio),
                  r.ratio.has_ci ? g(r.ratio.ci95.low) : "",
                  r.ratio.has_ci ? g(r.ratio.ci95.high) : "", r.u ? g(r.u->p_two_sided) : "",

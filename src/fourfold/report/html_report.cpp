@@ -1,5 +1,7 @@
 #include "fourfold/report/html_report.hpp"
 
+#include "fourfold/core/figures.hpp"
+
 #include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/build_info.hpp"
 #include "fourfold/core/text.hpp"
@@ -112,41 +114,42 @@ void speedup_charts(const comparison& c, std::string& out, double threshold) {
 void throughput_charts(const report_data& d, std::string& out) {
     struct line_set {
         std::map<std::string, svg::series> values, limits; // by series name
+        std::string unit = "tokens/s", axis = "ctx";
     };
     std::map<std::string, line_set> by_workload;
     for (std::size_t i = 0; i < d.runs.size(); ++i)
         for (const auto& s : d.records[i]) {
             if (s.rec.which != ledger::throughput || s.rec.status != record_status::ok)
                 continue;
-            const auto tps = number_at(s.rec.figures, "/tokens_per_s");
-            auto ctx = number_at(s.rec.figures, "/ctx");
-            if (!ctx && s.rec.job.params.contains("ctx") && s.rec.job.params["ctx"].is_number())
-                ctx = s.rec.job.params["ctx"].get<double>();
-            if (!tps || !ctx)
+            const auto t = throughput_figures::from(s.rec.figures);
+            if (!(t.rate > 0) || !t.context.is_number())
                 continue;
+            const double x = t.context.get<double>();
             job_id rest = s.rec.job;
-            rest.params.erase("ctx"); // the x axis
+            rest.params.erase(t.context_axis); // the x axis
             const auto params = rest.params_text();
             const auto name =
                 fmt::format("{}: {} {} {}{}", compare::run_text(d.runs[i]), rest.variant,
                             rest.dtype, rest.device, params.empty() ? "" : " " + params);
             auto& set = by_workload[s.rec.job.workload];
+            set.unit = t.unit;
+            set.axis = t.context_axis;
             auto& line = set.values[name];
             line.name = name;
-            line.points.emplace_back(*ctx, *tps);
-            if (const auto lim = number_at(s.rec.figures, "/bandwidth_limit_tokens_per_s")) {
+            line.points.emplace_back(x, t.rate);
+            if (t.bandwidth_limit) {
                 auto& l = set.limits[name];
                 l.name = "bandwidth limit, " + name;
                 l.dashed = true;
-                l.points.emplace_back(*ctx, *lim);
+                l.points.emplace_back(x, *t.bandwidth_limit);
             }
         }
-    const std::string unit = "tokens/s (decode, batch 1; higher is better)";
     const std::string baseline = "none: absolute figures (the ratios B/A, each with its named "
                                  "baseline, are in the tables)";
     if (by_workload.empty()) {
         out += svg::empty_figure(
-            {"throughput", "throughput: tokens/s per context length", unit, baseline, ""},
+            {"throughput", "throughput: each whole-model workload's rate per context",
+             "the workload's own unit (tokens/s, frames/s; higher is better)", baseline, ""},
             "no throughput records in these runs: the throughput ledger "
             "comes from whole-model workloads (fourfold run --ledgers "
             "throughput)");
@@ -166,13 +169,14 @@ void throughput_charts(const report_data& d, std::string& out) {
             }
             ++colour;
         }
-        spec.x_label = "context length [tokens]";
-        spec.y_label = "tokens/s";
+        spec.x_label = set.axis;
+        spec.y_label = set.unit;
         spec.categorical_x = true;
-        out +=
-            svg::figure({"throughput", "throughput: tokens/s per context length, " + workload, unit,
-                         baseline, "dashed: the memory-bandwidth limit of the run's device"},
-                        svg::line_chart(spec));
+        const auto unit = set.unit + " (higher is better)";
+        out += svg::figure({"throughput",
+                            fmt::format("throughput: {} per {}, {}", set.unit, set.axis, workload),
+                            unit, baseline, "dashed: the memory-bandwidth limit of the run's device"},
+                           svg::line_chart(spec));
     }
 }
 
@@ -458,7 +462,7 @@ void write_html(const report_data& d, std::ostream& out) {
                 d.baseline_variant + "', see --baseline-variant) or two comparable runs");
     out << "</section>\n";
 
-    out << "<section id=\"throughput\"><h2>throughput: tokens/s per context length</h2>\n";
+    out << "<section id=\"throughput\"><h2>throughput: each workload's rate per context</h2>\n";
     charts.clear();
     throughput_charts(d, charts);
     out << charts << "</section>\n";
@@ -563,12 +567,15 @@ void write_csv(const report_data& d, std::ostream& out) {
                 put("ci95_high_us", "us", g(number_at(f, "/stats/ci95_high")));
                 put("gb_per_s", "GB/s", g(number_at(f, "/gb_per_s")));
                 break;
-            case ledger::throughput:
-                put("ctx", "tokens", g(number_at(f, "/ctx")));
-                put("tokens_per_s", "tokens/s", g(number_at(f, "/tokens_per_s")));
-                put("bandwidth_limit_tokens_per_s", "tokens/s",
-                    g(number_at(f, "/bandwidth_limit_tokens_per_s")));
+            case ledger::throughput: {
+                const auto t = throughput_figures::from(f);
+                const bool tokens = t.unit == "tokens/s";
+                put(t.context_axis, "", t.context.is_number() ? g(t.context.get<double>()) : "");
+                put(tokens ? "tokens_per_s" : "rate", t.unit, g(t.rate));
+                put(tokens ? "bandwidth_limit_tokens_per_s" : "bandwidth_limit", t.unit,
+                    t.bandwidth_limit ? g(*t.bandwidth_limit) : "");
                 break;
+            }
             case ledger::correctness:
                 put("verdict", "", f.value("verdict", ""), "float64 CPU reference");
                 put("rel_l2", "", g(number_at(f, "/metrics/rel_l2")), "float64 CPU reference");
@@ -590,7 +597,8 @@ void write_csv(const report_data& d, std::ostream& out) {
         for (const auto* rows : {&c.op_time, &c.throughput})
             for (const auto& r : *rows) {
                 const auto quantity = r.id.which == ledger::op_time ? "time_ratio_b_over_a"
-                                                                    : "tokens_per_s_ratio_b_over_a";
+                                      : r.unit == "tokens/s"         ? "tokens_per_s_ratio_b_over_a"
+                                                                     : "rate_ratio_b_over_a";
                 auto put = [&](const std::string& q, const std::string& unit,
                                const std::string& v) {
                     row("compare", c.b, r.id.which, r.id.a.workload, r.id.variant_text(),

@@ -1,5 +1,6 @@
 #include "fourfold/report/ledger_tables.hpp"
 
+#include "fourfold/core/figures.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/text_table.hpp"
 
@@ -238,27 +239,43 @@ void print_ok_tables(const std::vector<const record*>& records, const std::strin
     const bool weights = any_has(records, ledger::memory, "/facts/weight_storage_bytes");
     const bool intermediates = any_has(records, ledger::memory, "/facts/intermediate_bytes");
 
-    const auto thr_rows = ok_of(records, ledger::throughput);
-    ledger_table thr(titled("throughput: decode tokens per second (1000 / median ms per token); "
-                            "ms per token with its 95% bootstrap CI and n; prefill in ms"),
-                     thr_rows,
-                     {{"ctx", align::right},
-                      {"mode"},
-                      {"tokens/s", align::right},
-                      {"ms/token (median)", align::right},
-                      {"95% CI [ms]", align::right},
-                      {"n", align::right},
-                      {"prefill [ms]", align::right},
-                      {"bw limit [tokens/s]", align::right},
-                      {"stop"}});
-    for (const auto* r : thr_rows) {
-        const auto& f = r->figures;
-        thr.add(*r, {text_at(f, "/ctx"), text_at(f, "/mode"), num_at(f, "/tokens_per_s", 4),
-                     num_at(f, "/ms_per_token/median"),
-                     fmt::format("{} - {}", num_at(f, "/ms_per_token/ci95_low"),
-                                 num_at(f, "/ms_per_token/ci95_high")),
-                     text_at(f, "/ms_per_token/n"), num_at(f, "/prefill_ms"),
-                     num_at(f, "/bandwidth_limit_tokens_per_s", 4), text_at(f, "/stop")});
+    // Throughput in the unit its workload declares (tokens/s for a decoder, frames/s for a VAE),
+    // against the axis that names its context: one table per unit.
+    const auto thr_all = ok_of(records, ledger::throughput);
+    std::map<std::pair<std::string, std::string>, std::vector<const record*>> thr_by_unit;
+    for (const auto* r : thr_all) {
+        const auto t = throughput_figures::from(r->figures);
+        thr_by_unit[{t.unit, t.context_axis}].push_back(r);
+    }
+    std::vector<std::unique_ptr<ledger_table>> thr_tables;
+    for (const auto& [unit_axis, rows] : thr_by_unit) {
+        const auto& [unit, axis] = unit_axis;
+        const auto step = throughput_figures::from(rows.front()->figures).step_unit;
+        thr_tables.push_back(std::make_unique<ledger_table>(
+            titled(fmt::format("throughput: {} (1000 / median {}); {} with its 95% bootstrap CI "
+                               "and n; prefill in ms",
+                               unit, step, step)),
+            rows,
+            std::vector<column>{{axis, align::right},
+                                {"mode"},
+                                {unit, align::right},
+                                {step + " (median)", align::right},
+                                {"95% CI [ms]", align::right},
+                                {"n", align::right},
+                                {"prefill [ms]", align::right},
+                                {"bw limit [" + unit + "]", align::right},
+                                {"stop"}}));
+        for (const auto* r : rows) {
+            const auto t = throughput_figures::from(r->figures);
+            const auto& st = t.step_stats;
+            thr_tables.back()->add(
+                *r, {t.context.is_null() ? "-" : cell_value(t.context), t.mode.empty() ? "-" : t.mode,
+                     fmt_num(t.rate, 4), st ? fmt_num(st->median, 3) : "-",
+                     st ? fmt::format("{} - {}", fmt_num(st->ci95_low, 3), fmt_num(st->ci95_high, 3)) : "-",
+                     st ? std::to_string(st->n) : "-",
+                     t.prefill_ms ? fmt_num(*t.prefill_ms, 3) : "-",
+                     t.bandwidth_limit ? fmt_num(*t.bandwidth_limit, 4) : "-", t.stop.empty() ? "-" : t.stop});
+        }
     }
 
     std::vector<column> op_cols;
@@ -280,18 +297,19 @@ void print_ok_tables(const std::vector<const record*>& records, const std::strin
                            "GB/s and % of the run's measured copy bandwidth"),
                     op_rows, op_cols);
     for (const auto* r : op_rows) {
-        const auto& f = r->figures;
+        const auto o = op_time_figures::from(r->figures);
         std::vector<std::string> row;
         if (layer)
-            row.push_back(text_at(f, "/facts/layer"));
-        row.insert(
-            row.end(),
-            {text_at(f, "/mode"), text_at(f, "/cache"), num_at(f, "/stats/median"),
-             fmt::format("{} - {}", num_at(f, "/stats/ci95_low"), num_at(f, "/stats/ci95_high")),
-             num_at(f, "/stats/iqr"), text_at(f, "/stats/n"), num_at(f, "/gb_per_s"),
-             num_at(f, "/pct_of_bandwidth"), text_at(f, "/stop")});
+            row.push_back(text_at(r->figures, "/facts/layer"));
+        const auto& st = o.stats;
+        row.insert(row.end(),
+                   {o.mode.empty() ? "-" : o.mode, o.cache.empty() ? "-" : o.cache,
+                    st ? fmt_num(st->median, 3) : "-",
+                    st ? fmt::format("{} - {}", fmt_num(st->ci95_low, 3), fmt_num(st->ci95_high, 3)) : "-",
+                    st ? fmt_num(st->iqr, 3) : "-", st ? std::to_string(st->n) : "-",
+                    fmt_num(o.gb_per_s, 3), fmt_num(o.pct_of_bandwidth, 3), o.stop.empty() ? "-" : o.stop});
         if (host_sync)
-            row.push_back(f.value("host_sync", false) ? "yes" : "no");
+            row.push_back(o.host_sync ? "yes" : "no");
         op.add(*r, row);
     }
 
@@ -350,7 +368,8 @@ void print_ok_tables(const std::vector<const record*>& records, const std::strin
         row.push_back(short_level(text_at(f, "/driver_level")));
         mem.add(*r, row);
     }
-    emit(thr.table(), out, format);
+    for (const auto& t : thr_tables)
+        emit(t->table(), out, format);
     emit(op.table(), out, format);
     emit(cor.table(), out, format);
     emit(mem.table(), out, format);

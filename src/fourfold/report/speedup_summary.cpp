@@ -1,5 +1,6 @@
 #include "fourfold/report/speedup_summary.hpp"
 
+#include "fourfold/core/figures.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/ledger_tables.hpp"
 
@@ -16,24 +17,17 @@ namespace {
 struct pair_of {
     const record* variant = nullptr;
     const record* baseline = nullptr;
-    double speedup() const {
-        return baseline->figures.at("/stats/median"_json_pointer).get<double>() /
-               variant->figures.at("/stats/median"_json_pointer).get<double>();
+    double speedup() const { return median_of(*baseline) / median_of(*variant); }
+    static double median_of(const record& r) {
+        const auto st = op_time_figures::from(r.figures).stats;
+        return st ? st->median : 0;
     }
 };
 
 bool usable(const record& r) {
     if (r.which != ledger::op_time || r.status != record_status::ok)
         return false;
-    const json::json_pointer p{"/stats/median"};
-    return r.figures.contains(p) && r.figures.at(p).is_number() &&
-           r.figures.at(p).get<double>() > 0;
-}
-
-double number(const record& r, const char* key) {
-    return r.figures.contains(key) && r.figures.at(key).is_number()
-               ? r.figures.at(key).get<double>()
-               : 0.0;
+    return pair_of::median_of(r) > 0;
 }
 
 speedup_stat stat_of(std::string label, const std::vector<pair_of>& pairs) {
@@ -89,11 +83,11 @@ std::vector<speedup_summary> summarize_speedups(const std::vector<record>& recor
         s.baseline = baseline;
         s.all = stat_of("all", pairs);
 
-        s.split_bytes = number(*pairs.front().variant, "cache_bytes");
+        s.split_bytes = op_time_figures::from(pairs.front().variant->figures).cache_bytes;
         if (s.split_bytes > 0) {
             std::vector<pair_of> small, large;
             for (const auto& p : pairs)
-                (number(*p.variant, "bytes_moved") < s.split_bytes ? small : large).push_back(p);
+                (op_time_figures::from(p.variant->figures).bytes_moved < s.split_bytes ? small : large).push_back(p);
             const auto cache = human_bytes(s.split_bytes);
             s.small =
                 stat_of(fmt::format("small (bytes moved < {} last-level cache)", cache), small);
@@ -121,13 +115,12 @@ std::vector<speedup_summary> summarize_speedups(const std::vector<record>& recor
         std::size_t unconverged = 0;
         std::set<std::string> modes_variant, modes_baseline;
         for (const auto& p : pairs) {
-            if (p.variant->figures.value("stop", "") != "converged" ||
-                p.baseline->figures.value("stop", "") != "converged")
+            const auto v = op_time_figures::from(p.variant->figures);
+            const auto b = op_time_figures::from(p.baseline->figures);
+            if (v.stop != "converged" || b.stop != "converged")
                 ++unconverged;
-            modes_variant.insert(p.variant->figures.value("mode", "?") + "/" +
-                                 p.variant->figures.value("cache", "?"));
-            modes_baseline.insert(p.baseline->figures.value("mode", "?") + "/" +
-                                  p.baseline->figures.value("cache", "?"));
+            modes_variant.insert(v.timing_text());
+            modes_baseline.insert(b.timing_text());
         }
         if (unconverged > 0)
             s.notes.push_back(fmt::format("{} of {} pairs hold a record that did not converge (see "

@@ -2,6 +2,7 @@
 
 #include "fourfold/backend/memory_probe.hpp"
 #include "fourfold/core/error.hpp"
+#include "fourfold/core/figures.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/measure/correctness.hpp"
 #include "fourfold/measure/memory_figures.hpp"
@@ -24,8 +25,8 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 // The host round trip measured before and after a job's timings, as its record carries it.
-json round_trip_figure(double before_us, double after_us) {
-    return json{{"before", before_us}, {"after", after_us}, {"reps", measure::k_round_trip_reps}};
+fourfold::round_trip_figure round_trip_of(double before_us, double after_us) {
+    return {before_us, after_us, measure::k_round_trip_reps};
 }
 
 // Why a call could not run: `unsupported` for what this build/device lacks (fourfold's own
@@ -258,26 +259,28 @@ private:
             }
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             const auto results = measure::measure_interleaved(m_ctx.dev, candidates, t);
-            const auto round_trip = round_trip_figure(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
+            const auto round_trip = round_trip_of(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
             for (const auto& res : results) {
                 const auto cost = m_g.c->variant_cost(res.name);
                 auto r = record::make(ledger::op_time, id(res.name));
                 r.figures = res.to_json();
+                auto o = op_time_figures::from(r.figures); // mode, cache, stop, stats
                 const double median_s = res.stats.median * 1e-6;
-                const double gbps = median_s > 0 ? cost.bytes() / median_s / 1e9 : 0;
-                r.figures["bytes_moved"] = cost.bytes();
-                r.figures["flops"] = cost.flops;
+                o.bytes_moved = cost.bytes();
+                o.flops = cost.flops;
+                o.gb_per_s = median_s > 0 ? cost.bytes() / median_s / 1e9 : 0;
+                o.tflop_per_s = median_s > 0 ? cost.flops / median_s / 1e12 : 0;
+                o.bandwidth_ceiling_gb_per_s = m_ctx.bandwidth.bytes_per_s / 1e9;
+                o.pct_of_bandwidth = m_ctx.bandwidth.bytes_per_s > 0
+                                         ? 100.0 * o.gb_per_s * 1e9 / m_ctx.bandwidth.bytes_per_s
+                                         : 0;
+                o.host_sync = m_g.w->find_variant(res.name)->host_sync;
+                o.host_round_trip = round_trip;
+                o.cache_bytes = static_cast<double>(m_ctx.dev.caps().cache_bytes);
+                o.write(r.figures);
                 r.figures["cost_note"] = cost.note;
-                r.figures["gb_per_s"] = gbps;
-                r.figures["tflop_per_s"] = median_s > 0 ? cost.flops / median_s / 1e12 : 0;
-                r.figures["bandwidth_ceiling_gb_per_s"] = m_ctx.bandwidth.bytes_per_s / 1e9;
-                r.figures["pct_of_bandwidth"] =
-                    m_ctx.bandwidth.bytes_per_s > 0 ? 100.0 * gbps * 1e9 / m_ctx.bandwidth.bytes_per_s : 0;
-                r.figures["host_sync"] = m_g.w->find_variant(res.name)->host_sync;
-                r.figures["host_round_trip_us"] = round_trip;
                 const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(touched);
                 r.figures["rotation_bytes"] = rotated; // bytes the rotation's calls touch together
-                r.figures["cache_bytes"] = m_ctx.dev.caps().cache_bytes;
                 if (res.input_sets_used > 1 && rotated < 3.0 * static_cast<double>(m_ctx.dev.caps().cache_bytes))
                     r.figures["note"] = fmt::format(
                         "{}{}cold cache only in part: {} input sets touching {} each rotate through {}, "
@@ -303,13 +306,21 @@ private:
             workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s, m_plan.settings.timing};
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             auto res = m_g.c->measure_throughput(variant, dev_inputs, tc);
-            const auto round_trip = round_trip_figure(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
+            const auto round_trip = round_trip_of(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
             auto r = record::make(ledger::throughput, id(variant));
             r.figures = std::move(res.figures);
-            r.figures["host_sync"] = m_g.w->find_variant(variant)->host_sync;
-            r.figures["host_round_trip_us"] = round_trip;
+            auto t = throughput_figures::from(r.figures); // rate, step stats, mode, stop, ...
+            t.unit = res.unit;
+            t.step_unit = res.step_unit;
+            t.context_axis = res.context_axis;
+            if (!res.context_axis.empty() && m_g.args.params.contains(res.context_axis))
+                t.context = m_g.args.params[res.context_axis];
+            t.host_sync = m_g.w->find_variant(variant)->host_sync;
+            t.host_round_trip = round_trip;
+            t.write(r.figures);
+            r.unit = t.unit;
             r.samples = std::move(res.samples_ms);
-            r.samples_unit = "ms/token";
+            r.samples_unit = t.step_unit;
             emit(r);
         } catch (const bad_input&) {
             throw;

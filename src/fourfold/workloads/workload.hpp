@@ -162,6 +162,9 @@ struct case_args {
 struct throughput_result {
     json figures = json::object(); // tokens_per_s, ms_per_token (stats), prefill_ms, ctx, mode, ...
     std::vector<double> samples_ms; // ms per token, raw
+    std::string unit = "tokens/s";      // the rate's unit: the workload's own (frames/s for a VAE)
+    std::string step_unit = "ms/token"; // the unit of samples_ms (ms per step of `unit`)
+    std::string context_axis = "ctx";   // the job parameter that is its context (empty: none)
 };
 
 struct throughput_context {
