@@ -104,6 +104,15 @@ struct memory_figures_view {
     static memory_figures_view from(const json& figures);
 };
 
+// The correctness metrics every reader lists beside a verdict (compare's CSV, the report's CSV),
+// with their units: one table, as core/memory_levels.hpp is for the memory levels.
+struct correctness_metric_field {
+    const char* key;  // under figures.metrics
+    const char* unit; // "" for a ratio
+};
+inline constexpr correctness_metric_field k_correctness_metrics[] = {
+    {"rel_l2", ""}, {"max_abs", ""}, {"max_ulp", "ULP"}, {"p99_ulp", "ULP"}, {"psnr_db", "dB"}, {"cosine", ""}};
+
 // The facts a variant's records carry (storage bytes, the path, a kernel's configuration).
 json facts_of(const json& figures);
 

@@ -1,5 +1,7 @@
 #include "fourfold/report/compare_tables.hpp"
 
+#include "fourfold/core/figures.hpp"
+
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/text_table.hpp"
@@ -539,14 +541,14 @@ void write_comparison_csv(const comparison& c, std::ostream& out) {
     for (const auto& r : c.correctness) {
         write(with(base(r.id), {"", "", "verdict", "", r.verdict_a, r.verdict_b, "", "", "", "", "",
                                 "", r.transition, baseline, ""}));
-        for (const char* m : {"rel_l2", "max_abs", "max_ulp", "p99_ulp", "psnr_db", "cosine"}) {
+        for (const auto& metric : k_correctness_metrics) {
+            const char* m = metric.key;
             auto v = [&](const json& j) {
                 return j.is_object() && j.contains(m) && j[m].is_number() ? g(j[m].get<double>())
                                                                           : std::string();
             };
-            write(with(base(r.id),
-                       {"", "", m, m == std::string("psnr_db") ? "dB" : "", v(r.metrics_a),
-                        v(r.metrics_b), "", "", "", "", "", "", "", baseline, ""}));
+            write(with(base(r.id), {"", "", m, metric.unit, v(r.metrics_a), v(r.metrics_b), "", "",
+                                    "", "", "", "", "", baseline, ""}));
         }
     }
     for (const auto& r : c.memory)

@@ -576,13 +576,16 @@ void write_csv(const report_data& d, std::ostream& out) {
                     t.bandwidth_limit ? g(*t.bandwidth_limit) : "");
                 break;
             }
-            case ledger::correctness:
-                put("verdict", "", f.value("verdict", ""), "float64 CPU reference");
-                put("rel_l2", "", g(number_at(f, "/metrics/rel_l2")), "float64 CPU reference");
-                put("max_ulp", "ULP", g(number_at(f, "/metrics/max_ulp")), "float64 CPU reference");
-                put("psnr_db", "dB", g(number_at(f, "/metrics/psnr_db")), "float64 CPU reference");
-                put("tolerance_rel_l2", "", g(number_at(f, "/tolerance/rel_l2")));
+            case ledger::correctness: {
+                const auto cf = correctness_figures::from(f);
+                put("verdict", "", cf.verdict, "float64 CPU reference");
+                for (const auto& metric : k_correctness_metrics)
+                    put(metric.key, metric.unit,
+                        g(number_at(cf.metrics, (std::string("/") + metric.key).c_str())),
+                        "float64 CPU reference");
+                put("tolerance_rel_l2", "", g(number_at(cf.tolerance, "/rel_l2")));
                 break;
+            }
             case ledger::memory:
                 for (const char* k : {"driver_peak_bytes", "reserved_peak_bytes",
                                       "allocated_peak_bytes", "outside_allocator_bytes"}) {
