@@ -4,7 +4,7 @@
 #include "compare_fixtures.hpp"
 #include "fourfold/report/compare_tables.hpp"
 #include "fourfold/report/html.hpp"
-#include "fourfold/report/html_report.hpp"
+#include "fourfold/report/report.hpp"
 #include "fourfold/report/progress_line.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "test_helpers.hpp"

@@ -4,6 +4,9 @@
 #include "fourfold/cli/commands.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/text.hpp"
+#include "fourfold/measure/stopping_rule.hpp"
+#include "fourfold/measure/timing.hpp"
+#include "fourfold/runner/plan.hpp"
 
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
@@ -133,6 +136,9 @@ int main(int argc, char** argv) {
     bool list_json = false;
     list->add_flag("--json", list_json, "print JSON");
 
+    // the defaults the help states are the ones the run uses, read from where they are set
+    const measure::stopping_settings k_stop;
+    const measure::timing_settings k_timing;
     cli::run_options ro;
     auto* run = app.add_subcommand("run", "measure a suite or a workload into the store");
     run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
@@ -160,13 +166,13 @@ int main(int argc, char** argv) {
                     "host | event | batch | graph (default: graph on CUDA, host elsewhere)");
     run->add_option("--cache", ro.cache, "hot | cold (default: cold on CUDA, hot elsewhere)");
     run->add_option("--min-time", ro.min_time_s,
-                    "seconds of sampling at least (default 0.5; at most --timeout)");
-    run->add_option("--min-samples", ro.min_samples, "samples at least (default 10)");
-    run->add_option("--timeout", ro.timeout_s, "seconds per job at most (default 15)");
+                    fmt::format("seconds of sampling at least (default {:g}; at most --timeout)", k_stop.min_time_s));
+    run->add_option("--min-samples", ro.min_samples, fmt::format("samples at least (default {})", k_stop.min_samples));
+    run->add_option("--timeout", ro.timeout_s, fmt::format("seconds per job at most (default {:g})", k_stop.timeout_s));
     run->add_option("--max-rel-stdev", ro.max_rel_stdev,
-                    "converged below this relative stdev (default 0.005)");
-    run->add_option("--warmup", ro.warmup_s, "seconds of time-based warm-up (default 0.1)");
-    run->add_option("--seed", ro.seed, "base seed of the inputs, 0..2^64-1 (default 20261129)");
+                    fmt::format("converged below this relative stdev (default {:g})", k_stop.max_rel_stdev));
+    run->add_option("--warmup", ro.warmup_s, fmt::format("seconds of time-based warm-up (default {:g})", k_timing.warmup_s));
+    run->add_option("--seed", ro.seed, fmt::format("base seed of the inputs, 0..2^64-1 (default {})", runner::k_default_seed));
     run->add_option("--threads", ro.threads, cli::threads_help());
     run->add_flag("--quiet", ro.quiet, "no progress line");
     run->add_option("--format", ro.format,

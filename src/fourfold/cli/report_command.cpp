@@ -1,7 +1,7 @@
 #include "fourfold/cli/commands.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/files.hpp"
-#include "fourfold/report/html_report.hpp"
+#include "fourfold/report/report.hpp"
 #include "fourfold/store/result_store.hpp"
 
 #include <fmt/format.h>

@@ -143,6 +143,18 @@ std::string nothing_measured(const std::vector<record>& records, std::int64_t ru
                                               : "");
 }
 
+// Installs the run's SIGINT handler and puts the previous one back however the scope ends.
+class sigint_guard {
+public:
+    sigint_guard() : m_previous(std::signal(SIGINT, on_sigint)) {}
+    ~sigint_guard() { std::signal(SIGINT, m_previous); }
+    sigint_guard(const sigint_guard&) = delete;
+    sigint_guard& operator=(const sigint_guard&) = delete;
+
+private:
+    void (*m_previous)(int);
+};
+
 } // namespace
 
 std::string threads_help() {
@@ -199,16 +211,16 @@ int run_command(const run_options& o) {
     terminal_progress progress(!o.quiet && isatty(STDERR_FILENO), plan);
     runner::run_context ctx{*dev, bandwidth, sink, &progress, &g_interrupted};
     g_interrupted = false;
-    const auto previous = std::signal(SIGINT, on_sigint);
     runner::run_summary summary;
-    try {
-        summary = runner::execute(plan, ctx);
-    } catch (...) {
-        std::signal(SIGINT, previous);
-        store.finish_run(run_id, "failed");
-        throw;
+    {
+        const sigint_guard guard; // Ctrl-C stops between passes while the run executes
+        try {
+            summary = runner::execute(plan, ctx);
+        } catch (...) {
+            store.finish_run(run_id, "failed");
+            throw;
+        }
     }
-    std::signal(SIGINT, previous);
     store.finish_run(run_id, summary.interrupted ? "interrupted" : "complete");
     summary.skipped += plan.skipped.size();
 

@@ -80,16 +80,12 @@ public:
         }
         if (runnable.empty()) return;
         workloads::input_set cpu_inputs, dev_inputs;
-        try {
-            cpu_inputs = m_g.c->make_inputs(m_g.seed);
-            dev_inputs = cpu_inputs.to(dev.torch_device());
-            m_ctx.dev.synchronize();
-        } catch (const std::exception& e) {
-            const auto f = classify(e);
-            for (const auto& v : runnable)
-                f.unsupported ? skip_all(v, f.reason) : fail_all(v, "inputs: " + f.reason);
+        if (!guarded(runnable, std::nullopt, "inputs", [&] {
+                cpu_inputs = m_g.c->make_inputs(m_g.seed);
+                dev_inputs = cpu_inputs.to(dev.torch_device());
+                m_ctx.dev.synchronize();
+            }))
             return;
-        }
         // Correctness first: it also proves each variant runs at all.
         runnable = correctness_pass(runnable, cpu_inputs, dev_inputs);
         if (interrupted() || runnable.empty()) return;
@@ -143,6 +139,30 @@ private:
 
     job_id id(const std::string& variant) const { return m_g.job(variant, m_ctx.dev.name()); }
 
+    // Runs `body`; what it throws becomes, for each of `variants`, a skipped record (fourfold's
+    // unsupported_here) or a failed one, on `only` or, without it, on every ledger of the run;
+    // `what` names the step in the reason. bad_input is the request's, not the job's: it
+    // passes through and stops the run. True when `body` returned.
+    template <class Body>
+    bool guarded(const std::vector<std::string>& variants, std::optional<ledger> only,
+                 const std::string& what, Body&& body) {
+        try {
+            body();
+            return true;
+        } catch (const bad_input&) {
+            throw;
+        } catch (const std::exception& e) {
+            const auto f = classify(e);
+            const auto reason = what.empty() ? f.reason : what + ": " + f.reason;
+            for (const auto& v : variants) {
+                if (!only) f.unsupported ? skip_all(v, reason) : fail_all(v, reason);
+                else emit(f.unsupported ? record::skipped(*only, id(v), reason)
+                                        : record::failed(*only, id(v), reason));
+            }
+            return false;
+        }
+    }
+
     void skip_all(const std::string& variant, const std::string& reason) {
         for (const auto l : m_ledgers.list()) emit(record::skipped(l, id(variant), reason));
     }
@@ -159,18 +179,15 @@ private:
         std::vector<std::string> ran;
         std::map<std::string, at::Tensor> outputs;
         for (const auto& v : variants) {
-            try {
+            const bool ok = guarded({v}, std::nullopt, "", [&] {
                 json said = json::object();
                 const workloads::call_context call(m_ctx.dev, &said);
                 auto out = m_g.w->run(v, *m_g.c, call, dev_inputs);
                 m_call_facts[v] = std::move(said);
                 m_ctx.dev.synchronize();
                 if (check) outputs[v] = out.to(at::kCPU);
-                ran.push_back(v);
-            } catch (const std::exception& e) {
-                const auto f = classify(e);
-                f.unsupported ? skip_all(v, f.reason) : fail_all(v, f.reason);
-            }
+            });
+            if (ok) ran.push_back(v);
         }
         if (!check || ran.empty()) return ran;
         compare_to_reference(outputs, cpu_inputs);
@@ -189,7 +206,9 @@ private:
             if (auto e = m_g.c->make_extra_metrics()) extra.emplace(v, std::move(e));
         }
         workloads::reference_plan ref;
-        try {
+        std::vector<std::string> compared;
+        for (const auto& [v, out] : outputs) compared.push_back(v);
+        if (!guarded(compared, ledger::correctness, "reference", [&] {
             ref = m_g.c->reference(cpu_inputs);
             for (std::int64_t i = 0; i < ref.chunks; ++i) {
                 const auto chunk = ref.chunk(i);
@@ -201,12 +220,8 @@ private:
                     e->add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
                            chunk.dim, chunk.start);
             }
-        } catch (const std::exception& e) {
-            const auto f = classify(e);
-            for (const auto& [v, out] : outputs)
-                emit(record::failed(ledger::correctness, id(v), "reference: " + f.reason));
+            }))
             return;
-        }
         for (const auto& [v, a] : acc) {
             auto result = a.finish();
             if (const auto it = extra.find(v); it != extra.end()) {
@@ -242,7 +257,7 @@ private:
         const int sets = rotation_sets(t, m_ctx.dev.caps(), dev_inputs.bytes(), touched);
         std::vector<workloads::input_set> rotation{dev_inputs};
         std::vector<measure::timing_candidate> candidates;
-        try {
+        guarded(variants, ledger::op_time, "", [&] {
             for (int s = 1; s < sets; ++s) rotation.push_back(dev_inputs.clone());
             for (const auto& v : variants) {
                 const auto* spec = m_g.w->find_variant(v);
@@ -291,18 +306,11 @@ private:
                 r.samples = res.samples_us;
                 emit(r);
             }
-        } catch (const bad_input&) {
-            throw;
-        } catch (const std::exception& e) {
-            const auto f = classify(e);
-            for (const auto& v : variants)
-                emit(f.unsupported ? record::skipped(ledger::op_time, id(v), f.reason)
-                                   : record::failed(ledger::op_time, id(v), f.reason));
-        }
+        });
     }
 
     void throughput_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
-        try {
+        guarded({variant}, ledger::throughput, "", [&] {
             workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s, m_plan.settings.timing};
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             auto res = m_g.c->measure_throughput(variant, dev_inputs, tc);
@@ -322,19 +330,13 @@ private:
             r.samples = std::move(res.samples_ms);
             r.samples_unit = t.step_unit;
             emit(r);
-        } catch (const bad_input&) {
-            throw;
-        } catch (const std::exception& e) {
-            const auto f = classify(e);
-            emit(f.unsupported ? record::skipped(ledger::throughput, id(variant), f.reason)
-                               : record::failed(ledger::throughput, id(variant), f.reason));
-        }
+        });
     }
 
     void memory_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
         auto& dev = m_ctx.dev;
         auto& probe = dev.memory();
-        try {
+        guarded({variant}, ledger::memory, "", [&] {
             // What libtorch caches (cuBLAS workspaces, free blocks) and the flush buffer go
             // before the job builds what it keeps: a CUDA graph that memory_call captures holds
             // the raw address of the cuBLAS workspace it was captured with, so freeing the
@@ -374,11 +376,7 @@ private:
             auto r = record::make(ledger::memory, id(variant));
             r.figures = measure::memory_figures(reading);
             emit(r);
-        } catch (const std::exception& e) {
-            const auto f = classify(e);
-            emit(f.unsupported ? record::skipped(ledger::memory, id(variant), f.reason)
-                               : record::failed(ledger::memory, id(variant), f.reason));
-        }
+        });
     }
 
     const plan& m_plan;

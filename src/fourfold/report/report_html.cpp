@@ -1,4 +1,4 @@
-#include "fourfold/report/html_report.hpp"
+#include "fourfold/report/report_parts.hpp"
 
 #include "fourfold/core/figures.hpp"
 
@@ -20,7 +20,7 @@
 #include <set>
 #include <sstream>
 
-namespace fourfold::report {
+namespace fourfold::report::detail {
 namespace {
 
 using compare::comparison;
@@ -31,37 +31,6 @@ using store::stored_record;
 constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t k_timeline_points = 240; // per small chart; peaks kept when thinning
 
-std::string job_label(const job_id& j, bool with_variant) {
-    std::string out = j.workload;
-    if (with_variant)
-        out += " " + j.variant;
-    out += " " + j.dtype;
-    if (const auto p = j.params_text(); !p.empty())
-        out += " " + p;
-    return out;
-}
-
-std::string lower(std::string_view v) {
-    std::string out(v);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
-
-std::vector<record> plain_records(const std::vector<stored_record>& v) {
-    std::vector<record> out;
-    for (const auto& s : v)
-        out.push_back(s.rec);
-    return out;
-}
-
-std::string device_name(const store::run_row& r) {
-    return r.provenance.value("/device/name"_json_pointer, r.device);
-}
-
-// ---------------------------------------------------------------- charts
-
-// One chart per workload and variant (pair) of a comparison: speed-up per shape.
 void speedup_charts(const comparison& c, std::string& out, double threshold) {
     std::map<std::pair<std::string, std::string>, std::vector<const timed_row*>> groups;
     for (const auto& r : c.op_time)
@@ -343,6 +312,7 @@ void memory_timelines(const store::run_row& run, const std::vector<stored_record
 
 // ---------------------------------------------------------------- pages
 
+
 const char* k_style = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#1b1b1b;background:#fff}
 h1{font-size:24px;margin:20px 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #ddd}h3{font-size:16px}h4{font-size:14px;margin:16px 0 6px}
@@ -360,46 +330,8 @@ svg path.line{fill:none;stroke-width:1.8}svg path.dashed{stroke-dasharray:5 4}
 svg path.line.c0,svg path.line.c1,svg path.line.c2,svg path.line.c3,svg path.line.c4,svg path.line.c5,svg path.line.c6{fill:none}
 )";
 
-void runs_table(const report_data& d, std::ostream& out, table_format format) {
-    text_table t("runs in this report (the first is the baseline of every run-to-run comparison)",
-                 {{"run", align::right},
-                  {"label"},
-                  {"status"},
-                  {"device"},
-                  {"device name"},
-                  {"started"},
-                  {"fourfold"},
-                  {"libtorch"},
-                  {"timing"}});
-    std::vector<store::run_state> states; // each looks up the run's process once
-    for (const auto& r : d.runs) {
-        const auto& p = r.provenance;
-        states.push_back(store::state_of(r));
-        t.add_row(
-            {std::to_string(r.id), r.label, states.back().word, r.device, device_name(r), r.started_at,
-             p.value("/fourfold/git_sha"_json_pointer, std::string("?")),
-             p.value("/libtorch/version"_json_pointer, std::string("?")),
-             fmt::format("{}/{}", p.value("/settings/timing/mode"_json_pointer, std::string("?")),
-                         p.value("/settings/timing/cache"_json_pointer, std::string("?")))});
-    }
-    if (format == table_format::html)
-        t.print_html(out);
-    else if (format == table_format::markdown)
-        t.print_markdown(out);
-    else
-        t.print(out);
-    for (std::size_t i = 0; i < d.runs.size(); ++i) {
-        const auto& state = states[i];
-        if (state.why.empty())
-            continue;
-        const auto text =
-            fmt::format("{}: {}: {}", compare::run_text(d.runs[i]), state.word, state.why);
-        if (format == table_format::html)
-            out << "<p class=\"why\">" << html_escape(text) << "</p>\n";
-        else
-            out << text << "\n\n";
-    }
-}
+
+} // namespace
 
 void write_html(const report_data& d, std::ostream& out) {
     std::vector<std::string> names;
@@ -498,209 +430,5 @@ void write_html(const report_data& d, std::ostream& out) {
     out << "</section>\n</body>\n</html>\n";
 }
 
-void write_markdown(const report_data& d, std::ostream& out) {
-    out << "# fourfold report\n\n"
-        << fmt::format("generated {} by fourfold {} (git {}); charts are in the HTML view "
-                       "(fourfold report ... -o report.html)\n\n",
-                       utc_now_iso8601(), this_build().version, this_build().git_sha);
-    runs_table(d, out, table_format::markdown);
-    for (std::size_t i = 0; i < d.runs.size(); ++i) {
-        if (d.within[i])
-            print_comparison(*d.within[i], out, table_format::markdown);
-        else if (!d.within_why_not[i].empty())
-            out << "- "
-                << markdown_escape(compare::run_text(d.runs[i]) + ": " + d.within_why_not[i])
-                << "\n\n";
-    }
-    for (std::size_t i = 0; i < d.across.size(); ++i) {
-        if (d.across[i])
-            print_comparison(*d.across[i], out, table_format::markdown);
-        else
-            out << "- " << markdown_escape(d.across_refused[i]) << "\n\n";
-    }
-    for (std::size_t i = 0; i < d.runs.size(); ++i) {
-        out << "## ledgers of " << markdown_escape(compare::run_text(d.runs[i])) << "\n\n";
-        print_ledger_tables(plain_records(d.records[i]), out, table_format::markdown);
-    }
-}
 
-// One row per figure shown: tidy, so every chart's data can be re-plotted from it.
-void write_csv(const report_data& d, std::ostream& out) {
-    out << "section,run,run_label,ledger,workload,variant,device,dtype,params,quantity,unit,value,"
-           "baseline\n";
-    auto row = [&](const std::string& section, const store::run_row& r, ledger l,
-                   const std::string& workload, const std::string& variant,
-                   const std::string& device, const std::string& dtype, const std::string& params,
-                   const std::string& quantity, const std::string& unit, const std::string& value,
-                   const std::string& baseline) {
-        const std::vector<std::string> cells{section,  std::to_string(r.id),
-                                             r.label,  std::string(to_string(l)),
-                                             workload, variant,
-                                             device,   dtype,
-                                             params,   quantity,
-                                             unit,     value,
-                                             baseline};
-        for (std::size_t i = 0; i < cells.size(); ++i)
-            out << (i ? "," : "") << store::csv_escape(cells[i]);
-        out << '\n';
-    };
-    auto g = [](std::optional<double> v) {
-        return v && std::isfinite(*v) ? fmt::format("{:.9g}", *v) : std::string();
-    };
-    for (std::size_t i = 0; i < d.runs.size(); ++i)
-        for (const auto& s : d.records[i]) {
-            const auto& j = s.rec.job;
-            const auto& f = s.rec.figures;
-            auto put = [&](const std::string& q, const std::string& unit, const std::string& v,
-                           const std::string& baseline = "") {
-                row("record", d.runs[i], s.rec.which, j.workload, j.variant, j.device, j.dtype,
-                    j.params.dump(), q, unit, v, baseline);
-            };
-            if (s.rec.status != record_status::ok) {
-                put("status", "", fmt::format("{}: {}", to_string(s.rec.status), s.rec.reason));
-                continue;
-            }
-            switch (s.rec.which) {
-            case ledger::op_time:
-                put("median_us_per_call", "us", g(number_at(f, "/stats/median")));
-                put("ci95_low_us", "us", g(number_at(f, "/stats/ci95_low")));
-                put("ci95_high_us", "us", g(number_at(f, "/stats/ci95_high")));
-                put("gb_per_s", "GB/s", g(number_at(f, "/gb_per_s")));
-                break;
-            case ledger::throughput: {
-                const auto t = throughput_figures::from(f);
-                const bool tokens = t.unit == "tokens/s";
-                put(t.context_axis, "", t.context.is_number() ? g(t.context.get<double>()) : "");
-                put(tokens ? "tokens_per_s" : "rate", t.unit, g(t.rate));
-                put(tokens ? "bandwidth_limit_tokens_per_s" : "bandwidth_limit", t.unit,
-                    t.bandwidth_limit ? g(*t.bandwidth_limit) : "");
-                break;
-            }
-            case ledger::correctness: {
-                const auto cf = correctness_figures::from(f);
-                put("verdict", "", cf.verdict, "float64 CPU reference");
-                for (const auto& metric : k_correctness_metrics)
-                    put(metric.key, metric.unit,
-                        g(number_at(cf.metrics, (std::string("/") + metric.key).c_str())),
-                        "float64 CPU reference");
-                put("tolerance_rel_l2", "", g(number_at(cf.tolerance, "/rel_l2")));
-                break;
-            }
-            case ledger::memory:
-                for (const char* k : {"driver_peak_bytes", "reserved_peak_bytes",
-                                      "allocated_peak_bytes", "outside_allocator_bytes"}) {
-                    const auto v = number_at(f, (std::string("/") + k).c_str());
-                    put(k, "bytes", v ? g(v) : "unavailable");
-                }
-                break;
-            }
-        }
-    auto compared = [&](const comparison& c) {
-        const auto base = c.baseline_text();
-        for (const auto* rows : {&c.op_time, &c.throughput})
-            for (const auto& r : *rows) {
-                const auto quantity = r.id.which == ledger::op_time ? "time_ratio_b_over_a"
-                                      : r.unit == "tokens/s"         ? "tokens_per_s_ratio_b_over_a"
-                                                                     : "rate_ratio_b_over_a";
-                auto put = [&](const std::string& q, const std::string& unit,
-                               const std::string& v) {
-                    row("compare", c.b, r.id.which, r.id.a.workload, r.id.variant_text(),
-                        r.id.device_text(), r.id.dtype_text(), r.id.b.params.dump(), q, unit, v,
-                        base);
-                };
-                put(quantity, "ratio", g(r.ratio.ratio));
-                if (r.ratio.has_ci) {
-                    put(std::string(quantity) + "_ci95_low", "ratio", g(r.ratio.ci95.low));
-                    put(std::string(quantity) + "_ci95_high", "ratio", g(r.ratio.ci95.high));
-                }
-                if (r.u)
-                    put("mann_whitney_p_two_sided", "", g(r.u->p_two_sided));
-                put("verdict", "", std::string(to_string(r.decision)));
-            }
-        for (const auto& gm : c.geomeans)
-            row("compare", c.b, gm.which, gm.workload, gm.variant, "", "", "",
-                fmt::format("geomean_ratio_b_over_a_over_{}_pairs", gm.n), "ratio", g(gm.value),
-                base);
-    };
-    for (const auto& c : d.within)
-        if (c)
-            compared(*c);
-    for (const auto& c : d.across)
-        if (c)
-            compared(*c);
-}
-
-} // namespace
-
-std::string chart_engine_text() {
-    return fmt::format("charts: inline SVG drawn by fourfold {} itself (no chart library, no "
-                       "script; nothing is fetched when the file is viewed)",
-                       this_build().version);
-}
-
-report_data load_report(const store::result_store& store, const report_request& request) {
-    if (request.runs.empty())
-        throw bad_input("report needs at least one run (id or label)");
-    report_data d;
-    d.baseline_variant = request.baseline_variant;
-    d.threshold = request.options.threshold;
-    for (const auto& r : request.runs) {
-        d.runs.push_back(store.find_run(r));
-        d.records.push_back(store.records(d.runs.back().id, true));
-    }
-    for (std::size_t i = 0; i < d.runs.size(); ++i) {
-        std::set<std::string> variants;
-        for (const auto& s : d.records[i])
-            variants.insert(s.rec.job.variant);
-        d.within.emplace_back();
-        d.within_why_not.emplace_back();
-        if (!variants.count(request.baseline_variant)) {
-            d.within_why_not.back() = fmt::format("no variant '{}' in this run: no within-run "
-                                                  "speed-up (--baseline-variant)",
-                                                  request.baseline_variant);
-            continue;
-        }
-        if (variants.size() < 2) {
-            d.within_why_not.back() = fmt::format("only the variant '{}' in this run: nothing to "
-                                                  "compare it with",
-                                                  request.baseline_variant);
-            continue;
-        }
-        auto opts = request.options;
-        opts.baseline_variant = request.baseline_variant;
-        try {
-            d.within.back() = compare::compare_variants(d.runs[i], d.records[i], opts);
-        } catch (const compare::refused& e) {
-            d.within_why_not.back() = e.what();
-        }
-    }
-    for (std::size_t i = 1; i < d.runs.size(); ++i) {
-        d.across.emplace_back();
-        d.across_refused.emplace_back();
-        auto opts = request.options;
-        opts.baseline_variant.clear();
-        try {
-            d.across.back() =
-                compare::compare_runs(d.runs[0], d.records[0], d.runs[i], d.records[i], opts);
-        } catch (const compare::refused& e) {
-            d.across_refused.back() = e.what();
-        }
-    }
-    return d;
-}
-
-void write_report(const report_data& data, report_format format, std::ostream& out) {
-    switch (format) {
-    case report_format::html:
-        write_html(data, out);
-        break;
-    case report_format::markdown:
-        write_markdown(data, out);
-        break;
-    case report_format::csv:
-        write_csv(data, out);
-        break;
-    }
-}
-
-} // namespace fourfold::report
+} // namespace fourfold::report::detail
