@@ -369,10 +369,12 @@ class decode_case final : public workload_case {
         if (c.has_moe())
             f["moe"] =
                 variant == "generic"
-                    ? "host loop: expert counts copied to the host (a sync per MoE layer), "
-                      "then per expert hit two at::linear calls"
+                    ? "host loop: expert offsets copied to the host (a sync per MoE layer), "
+                      "then per expert hit one at::mm for gate/up and one for down "
+                      "(model_ops::moe_ffn, the code moe_decode's generic variant times)"
                     : "at::_grouped_mm over rows sorted by expert, group offsets computed and "
-                      "kept on the device (no host sync)";
+                      "kept on the device (no host sync) (model_ops::moe_ffn, the code "
+                      "moe_decode's stock variant times)";
         return f;
     }
 
