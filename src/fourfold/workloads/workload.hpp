@@ -161,7 +161,13 @@ struct case_args {
 // What a whole-model workload's throughput pass produced for one job.
 struct throughput_result {
     json figures = json::object(); // tokens_per_s, ms_per_token (stats), prefill_ms, ctx, mode, ...
-    std::vector<double> samples_ms; // ms per token, raw
+    std::vector<double> samples_ms; // ms per step (a token; a VAE's tile), raw
+    // What the workload declares of its figures: the rate's unit ("frames/s" for a video VAE),
+    // the name of the axis its jobs sweep (a decoder's context length; a VAE's frames) and the
+    // unit of the samples.
+    std::string unit = "tokens/s";
+    std::string context_axis = "ctx";
+    std::string samples_unit = "ms/token";
 };
 
 struct throughput_context {

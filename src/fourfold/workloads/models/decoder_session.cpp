@@ -179,7 +179,7 @@ std::int64_t decoder_session::kv_cache_bytes() const {
 }
 
 bool decoder_session::captured() const {
-    return m_graph != nullptr;
+    return m_step.captured();
 }
 
 at::Tensor decoder_mlp(const model_config& c, const layer_weights& lw, std::int64_t layer,
@@ -317,10 +317,7 @@ void decoder_session::step() {
     if (m_host_pos >= m_capacity)
         throw std::logic_error(fmt::format("decode step at position {} past the cache capacity {}",
                                            m_host_pos, m_capacity));
-    if (m_graph)
-        m_graph->replay();
-    else
-        step_body(false);
+    m_step.run([this] { step_body(false); });
     ++m_host_pos;
 }
 
@@ -329,7 +326,7 @@ void decoder_session::capture(backend::device& dev) {
     // position on, so it is put back afterwards (the replay rewrites what the warm-up wrote).
     if (m_host_pos >= m_capacity)
         throw std::logic_error("capture needs a free cache position");
-    m_graph = dev.capture([this] { step_body(true); });
+    m_step.capture(dev, [this] { step_body(true); });
     m_pos.fill_(m_host_pos);
 }
 

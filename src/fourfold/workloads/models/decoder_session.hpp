@@ -5,6 +5,7 @@
 // op workloads (linear_decode, softmax, moe_decode) time, with the paths the session is given.
 #include "fourfold/workloads/model_ops/moe.hpp"
 #include "fourfold/workloads/model_ops/op_path.hpp"
+#include "fourfold/workloads/models/captured_step.hpp"
 #include "fourfold/workloads/models/decoder_weights.hpp"
 #include "fourfold/workloads/workload.hpp"
 
@@ -104,7 +105,7 @@ class decoder_session {
     at::Tensor m_logits;     // [1, vocab]
     std::int64_t m_host_pos = 0;
     bool m_teacher_forced = false;
-    std::unique_ptr<backend::captured_graph> m_graph;
+    captured_step m_step;
 };
 
 } // namespace fourfold::workloads::models
