@@ -15,6 +15,8 @@ namespace fourfold::workloads::native {
 
 // The kernels' element type of a job dtype; throws std::logic_error for one they do not take.
 kernels::elem elem_of(dtype t);
+// The same for a tensor's element type (what a model_ops function sees).
+kernels::elem elem_of(c10::ScalarType t);
 // The limits of the call's device, read once per device.
 const kernels::device_limits& limits(const call_context& ctx);
 kernels::stream_t stream(const call_context& ctx);

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace fourfold::workloads {
@@ -161,7 +162,7 @@ struct case_args {
 // What a whole-model workload's throughput pass produced for one job.
 struct throughput_result {
     json figures = json::object(); // tokens_per_s, ms_per_token (stats), prefill_ms, ctx, mode, ...
-    std::vector<double> samples_ms; // ms per token, raw
+    std::vector<double> samples_ms; // ms per step (a token; a VAE's tile), raw
     std::string unit = "tokens/s";      // the rate's unit: the workload's own (frames/s for a VAE)
     std::string step_unit = "ms/token"; // the unit of samples_ms (ms per step of `unit`)
     std::string context_axis = "ctx";   // the job parameter that is its context (empty: none)
@@ -268,7 +269,17 @@ private:
 template <class Case> class workload_builder {
 public:
     explicit workload_builder(std::string name) : m_w(&registry::instance().add(std::move(name))) {
-        m_w->make_case = [](const case_args& a) { return std::make_unique<Case>(a); };
+        if constexpr (!std::is_abstract_v<Case>)
+            m_w->make_case = [](const case_args& a) { return std::make_unique<Case>(a); };
+    }
+    // Cases of one workload that differ by a parameter (moe_decode's part): the factory picks
+    // the class, every one a Case, so the variants (members of Case) serve them all.
+    workload_builder& make_case(std::function<std::unique_ptr<Case>(const case_args&)> factory) {
+        m_w->make_case =
+            [factory = std::move(factory)](const case_args& a) -> std::unique_ptr<workload_case> {
+            return factory(a);
+        };
+        return *this;
     }
     workload_builder& describe(std::string text) {
         m_w->description = std::move(text);

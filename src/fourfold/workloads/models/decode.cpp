@@ -2,19 +2,22 @@
 // prefill of `ctx` tokens (time to first token, its own figure), then `tokens` greedy decode
 // steps, each timed; tokens/s beside the bandwidth limit. Correctness: a reduced-depth twin (the
 // first layers of the very model, same widths), teacher-forced, against the float64 CPU
-// reference. Memory: the three levels' peaks over one whole decode of the real model.
+// reference. Memory: the three levels' peaks over one whole decode of the real model. Built on
+// the whole-model base (model_case.hpp): the resident model, the twin's reference, the checkpoint,
+// the skips and the step timer are the base's; what is here is the decoder's.
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/rng.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/measure/statistics.hpp"
+#include "fourfold/measure/step_timer.hpp"
 #include "fourfold/workloads/inputs.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
+#include "fourfold/workloads/models/model_case.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
-#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -31,58 +34,6 @@ constexpr std::int64_t k_twin_prompt = 8;
 constexpr std::int64_t k_twin_tokens = 16;
 // The KV cache is allocated in whole blocks of positions (aligned rows for the static mask).
 constexpr std::int64_t k_cache_block = 64;
-
-// One model lives on the device at a time, shared by every job of it (contexts, modes,
-// variants) and dropped when a job of another model asks, so that a run over two 60 GB models
-// never holds both. Cases keep only weak references between calls.
-struct loaded_model {
-    std::string key;
-    std::shared_ptr<const decoder_weights> weights;
-    std::shared_ptr<const decoder_weights> cpu_twin; // for the reference, made on first use
-    std::vector<std::int64_t> reference_tokens;      // the tokens reference_hidden is for
-    at::Tensor reference_hidden;                     // float64 [T, hidden]
-
-    const decoder_weights& twin_on_cpu() {
-        if (!cpu_twin)
-            cpu_twin = std::make_shared<const decoder_weights>(
-                weights->first_layers(k_twin_layers).to_cpu());
-        return *cpu_twin;
-    }
-    const at::Tensor& hidden_f64(const at::Tensor& tokens) {
-        std::vector<std::int64_t> t(tokens.data_ptr<std::int64_t>(),
-                                    tokens.data_ptr<std::int64_t>() + tokens.numel());
-        if (t != reference_tokens || !reference_hidden.defined()) {
-            reference_hidden = reference_hidden_f64(twin_on_cpu(), tokens);
-            reference_tokens = std::move(t);
-        }
-        return reference_hidden;
-    }
-};
-
-class model_slot {
-  public:
-    static std::shared_ptr<loaded_model>
-    acquire(const std::string& key, const std::function<std::shared_ptr<loaded_model>()>& build) {
-        auto& s = slot();
-        if (s && s->key == key)
-            return s;
-        s.reset(); // frees the previous model before the next one is built
-        s = build();
-        s->key = key;
-        return s;
-    }
-    static void release(const std::string& key) {
-        auto& s = slot();
-        if (s && s->key == key)
-            s.reset();
-    }
-
-  private:
-    static std::shared_ptr<loaded_model>& slot() {
-        static std::shared_ptr<loaded_model> s;
-        return s;
-    }
-};
 
 std::vector<std::int64_t> seeded_tokens(std::int64_t n, std::int64_t vocab, std::uint64_t seed) {
     xoshiro256 rng(seed);
@@ -172,10 +123,10 @@ class logit_metrics final : public extra_metrics {
     at::Tensor m_out, m_ref;
 };
 
-class decode_case final : public workload_case {
+class decode_case final : public model_case<decoder_weights> {
   public:
     explicit decode_case(const case_args& a)
-        : workload_case(a), m_model(a.get_text("model")), m_source(resolve_model(m_model)),
+        : model_case(a), m_model(a.get_text("model")), m_source(resolve_model(m_model)),
           m_ctx(a.get_int("ctx")), m_tokens(a.get_int("tokens")),
           m_graph(a.get_text("mode") == "graph"),
           m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))) {
@@ -185,24 +136,11 @@ class decode_case final : public workload_case {
                 "ctx={} + tokens={} = {} exceeds {}'s max_position_embeddings {}; "
                 "choose ctx + tokens <= {}",
                 m_ctx, m_tokens, m_ctx + m_tokens, m_model, c.max_positions, c.max_positions));
-        // Random weights are measured only when asked for by name: a directory whose weights
-        // are missing would otherwise time random numbers under the checkpoint's name.
-        if (m_source.directory && !m_source.has_weights && !m_source.random_weights)
-            throw bad_input(fmt::format(
-                "model directory {} has a config.json but no *.safetensors weights; give "
-                "--random-weights (fourfold decode) or model={}{} (fourfold run) to measure random "
-                "weights of its shapes, or add the checkpoint's *.safetensors",
-                m_source.directory->string(), k_random_prefix, m_source.directory->string()));
         // A checkpoint is validated whole (every header, name and shape) before anything runs.
-        if (m_source.has_weights && !m_source.random_weights) {
-            m_checkpoint = std::make_unique<checkpoint>(*m_source.directory);
+        m_checkpoint =
+            open_checkpoint(m_source.directory, m_source.has_weights, m_source.random_weights);
+        if (m_checkpoint)
             check_checkpoint(c, *m_checkpoint);
-        }
-    }
-
-    ~decode_case() override {
-        if (!m_key.empty())
-            model_slot::release(m_key);
     }
 
     const model_config& config() const { return m_source.config; }
@@ -229,9 +167,7 @@ class decode_case final : public workload_case {
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto model = m_last.lock();
-        if (!model)
-            throw std::logic_error("decode: the reference runs after a variant built the model");
+        const auto model = last_model();
         const auto tokens = in["twin_tokens"];
         const auto hidden_bytes = config().hidden * 8 + k_twin_tokens * 8;
         return chunked_reference(
@@ -241,9 +177,9 @@ class decode_case final : public workload_case {
                 "one causal pass, no KV cache; weights upcast from the job's values in "
                 "blocks of at most {} MiB",
                 twin_layers(), k_twin_tokens, k_reference_block_bytes >> 20),
-            [model, tokens](std::int64_t start, std::int64_t length) {
-                return reference_logits_f64(model->twin_on_cpu(), model->hidden_f64(tokens), start,
-                                            length);
+            [this, model, tokens](std::int64_t start, std::int64_t length) {
+                const auto& hidden = twin_reference(*model, tokens, reference_hidden_f64);
+                return reference_logits_f64(*model->twin, hidden, start, length);
             });
     }
 
@@ -256,8 +192,8 @@ class decode_case final : public workload_case {
                                "stock is the one path here",
                                m_model);
         if (m_graph) {
-            if (const auto why = dev.caps().missing("graphs"))
-                return "mode=graph: " + *why;
+            if (const auto why = graph_capture_missing(dev))
+                return why;
             if (variant == "generic")
                 return "mode=graph: the generic MoE path copies the expert counts to the host in "
                        "every MoE layer, and a CUDA graph cannot capture a host sync";
@@ -273,14 +209,8 @@ class decode_case final : public workload_case {
         if (variant == "stock" && moe)
             if (const auto why = dev.caps().missing("grouped_mm"))
                 return "the stock MoE path needs at::_grouped_mm: " + *why;
-        const double need = weights_bytes() + kv_cache_bytes();
-        if (need > 0.92 * static_cast<double>(dev.caps().memory_bytes))
-            return fmt::format("{} in {} needs {} (weights {} + KV cache {}) but {} has {}",
-                               m_model, to_string(args().type), human_bytes(need),
-                               human_bytes(weights_bytes()), human_bytes(kv_cache_bytes()),
-                               dev.name(),
-                               human_bytes(static_cast<double>(dev.caps().memory_bytes)));
-        return std::nullopt;
+        return memory_shortfall(dev, fmt::format("{} in {}", m_model, to_string(args().type)),
+                                weights_bytes(), "KV cache", kv_cache_bytes());
     }
 
     // Logits of the reduced-depth twin drift from float64 by rounding in every projection; in
@@ -369,81 +299,30 @@ class decode_case final : public workload_case {
         if (c.has_moe())
             f["moe"] =
                 variant == "generic"
-                    ? "host loop: expert counts copied to the host (a sync per MoE layer), "
-                      "then per expert hit two at::linear calls"
+                    ? "host loop: expert offsets copied to the host (a sync per MoE layer), "
+                      "then per expert hit one at::mm for gate/up and one for down "
+                      "(model_ops::moe_ffn, the code moe_decode's generic variant times)"
                     : "at::_grouped_mm over rows sorted by expert, group offsets computed and "
-                      "kept on the device (no host sync)";
+                      "kept on the device (no host sync) (model_ops::moe_ffn, the code "
+                      "moe_decode's stock variant times)";
         return f;
     }
 
     throughput_result measure_throughput(const std::string& variant, const input_set& in,
                                          const throughput_context& tc) const override {
-        using clock = std::chrono::steady_clock;
         const auto model = acquire(in["prompt"].device());
-        decoder_session s(model->weights, cache_capacity(), path(variant));
+        decoder_session s(model->weights, cache_capacity(), paths(variant), call_context(tc.dev));
         if (m_graph)
             s.capture(tc.dev);
         const auto& prompt = in["prompt"];
-        const bool events = tc.dev.caps().events;
-        std::vector<std::unique_ptr<backend::device_event>> marks;
-        if (events)
-            for (std::int64_t i = 0; i < m_tokens + 2; ++i)
-                marks.push_back(tc.dev.make_event());
-
-        std::vector<double> step_ms, prefill_ms;
-        auto round = [&](bool timed) {
-            if (events) {
-                marks[0]->record();
-                s.prefill(prompt);
-                marks[1]->record();
-                for (std::int64_t i = 0; i < m_tokens; ++i) {
-                    s.step();
-                    marks[static_cast<std::size_t>(i + 2)]->record();
-                }
-                tc.dev.synchronize();
-                if (!timed)
-                    return;
-                prefill_ms.push_back(marks[1]->elapsed_ms_since(*marks[0]));
-                for (std::size_t i = 1; i + 1 < marks.size(); ++i)
-                    step_ms.push_back(marks[i + 1]->elapsed_ms_since(*marks[i]));
-                return;
-            }
-            auto ms_since = [](clock::time_point t) {
-                return std::chrono::duration<double, std::milli>(clock::now() - t).count();
-            };
-            tc.dev.synchronize();
-            auto t = clock::now();
-            s.prefill(prompt);
-            tc.dev.synchronize();
-            if (timed)
-                prefill_ms.push_back(ms_since(t));
-            for (std::int64_t i = 0; i < m_tokens; ++i) {
-                t = clock::now();
-                s.step();
-                tc.dev.synchronize();
-                if (timed)
-                    step_ms.push_back(ms_since(t));
-            }
-        };
-        round(false); // warm-up: lazy handles, workspaces, allocator pools
-        const auto t0 = clock::now();
-        constexpr int k_max_rounds = 1000;
-        int rounds = 0;
-        double elapsed_s = 0;
-        do {
-            round(true);
-            ++rounds;
-            elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
-        } while (elapsed_s < tc.timing.stop.min_time_s && elapsed_s < tc.timing.stop.timeout_s &&
-                 rounds < k_max_rounds);
-        // Decode rounds stop on time, not on noise: "min_time" once the minimum is reached,
-        // "timed_out" when a round ran past the timeout first, "max_rounds" at the cap.
-        const char* stop = elapsed_s >= tc.timing.stop.timeout_s ? "timed_out"
-                           : rounds >= k_max_rounds              ? "max_rounds"
-                                                                 : "min_time";
+        // A round: the prefill (time to first token, sampling included), then every decode step.
+        const auto timing = measure::time_steps(
+            tc.dev, tc.timing.stop,
+            {[&] { s.prefill(prompt); }, [&](std::int64_t) { s.step(); }, m_tokens});
+        const auto& step_ms = timing.step_ms;
 
         const auto stats = measure::summarize(step_ms);
-        const auto prefill = measure::summarize(prefill_ms);
+        const auto prefill = measure::summarize(timing.lead_ms);
         const double per_token = bytes_read_per_token();
         const double limit =
             tc.bandwidth_bytes_per_s > 0 ? tc.bandwidth_bytes_per_s / per_token : 0;
@@ -456,16 +335,17 @@ class decode_case final : public workload_case {
                                       generated.data_ptr<std::int64_t>() + generated.numel());
 
         throughput_result r;
-        r.figures = json{
+        r.unit = "tokens/s";
+        r.context_axis = "ctx";
+        r.step_unit = "ms/token";
+        r.figures = timing.to_json(); // rounds, stop, stop_state, stop_detail, elapsed_s
+        r.figures.update(json{
             {"ctx", m_ctx},
             {"mode", m_graph ? "graph" : "eager"},
             // eager: every op of a step is launched from the host, so a slower host can slow the
             // steps (compare holds such a figure to the host round trip measured beside it)
             {"host_paced", !m_graph},
             {"decode_steps", m_tokens},
-            {"rounds", rounds},
-            {"stop", stop},
-            {"elapsed_s", elapsed_s},
             {"tokens_per_s", tokens_per_s},
             {"tokens_per_s_basis", "1000 / median ms per token"},
             {"tokens_per_s_mean",
@@ -475,10 +355,7 @@ class decode_case final : public workload_case {
             {"prefill_ms_stats", prefill.to_json()},
             {"prefill_tokens_per_s",
              prefill.median > 0 ? 1000.0 * static_cast<double>(m_ctx) / prefill.median : 0},
-            {"timing", events ? "device events at each step boundary, no host sync between steps; "
-                                "prefill includes sampling the first token"
-                              : "host clock around each step with the device synchronised; prefill "
-                                "includes sampling the first token"},
+            {"timing", timing.method("prefill includes sampling the first token")},
             {"bytes_read_per_token", per_token},
             {"bandwidth_bytes_per_s", tc.bandwidth_bytes_per_s},
             {"bandwidth_limit_tokens_per_s", limit},
@@ -494,8 +371,8 @@ class decode_case final : public workload_case {
                                     : "MLPs, ")},
             {"pct_of_bandwidth_limit", limit > 0 ? 100.0 * tokens_per_s / limit : 0},
             {"kv_cache_bytes", s.kv_cache_bytes()},
-            {"generated_tokens", gen}};
-        r.samples_ms = std::move(step_ms);
+            {"generated_tokens", gen}});
+        r.samples_ms = timing.step_ms;
         return r;
     }
 
@@ -507,7 +384,8 @@ class decode_case final : public workload_case {
         if (!own_variant(variant))
             return {}; // a test's variant: the runner calls its function
         const auto model = acquire(in["prompt"].device());
-        auto s = std::make_shared<decoder_session>(model->weights, cache_capacity(), path(variant));
+        auto s = std::make_shared<decoder_session>(model->weights, cache_capacity(), paths(variant),
+                                                   call_context(dev));
         if (m_graph)
             s->capture(dev);
         return [s, model, steps = m_tokens, prompt = in["prompt"]] {
@@ -518,10 +396,23 @@ class decode_case final : public workload_case {
     }
 
     at::Tensor stock(const call_context& ctx, const input_set& in) const {
-        return twin_logits(ctx, in, moe_path::grouped_mm);
+        return twin_logits(ctx, in, paths("stock"));
     }
     at::Tensor generic(const call_context& ctx, const input_set& in) const {
-        return twin_logits(ctx, in, moe_path::host_loop);
+        return twin_logits(ctx, in, paths("generic"));
+    }
+
+  protected:
+    std::string weights_key() const override {
+        return fmt::format("{}|{}|{}", m_model, to_string(args().type), m_seed);
+    }
+    decoder_weights build_weights(c10::Device device) const override {
+        const auto type = backend::scalar_type_or_throw(args().type);
+        return m_checkpoint ? load_weights(config(), *m_checkpoint, type, device)
+                            : random_weights(config(), type, device, weights_seed());
+    }
+    decoder_weights make_twin(const decoder_weights& w) const override {
+        return w.first_layers(k_twin_layers).to_cpu();
     }
 
   private:
@@ -549,33 +440,22 @@ class decode_case final : public workload_case {
     static bool own_variant(const std::string& variant) {
         return variant == "stock" || variant == "generic";
     }
-    static moe_path path(const std::string& variant) {
+    // The model_ops paths a variant takes: libtorch's own ops, the MoE layers through the
+    // grouped matmul (stock) or the host loop (generic).
+    static decoder_paths paths(const std::string& variant) {
         if (!own_variant(variant))
             throw std::invalid_argument(
                 "decode runs whole decodes for stock and generic only, not " + variant);
-        return variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm;
+        return {variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm};
     }
 
-    std::shared_ptr<loaded_model> acquire(c10::Device device) const {
-        const auto type = backend::scalar_type_or_throw(args().type);
-        m_key = fmt::format("{}|{}|{}|{}", m_model, to_string(args().type), device.str(), m_seed);
-        auto model = model_slot::acquire(m_key, [&] {
-            auto m = std::make_shared<loaded_model>();
-            m->weights = std::make_shared<const decoder_weights>(
-                m_checkpoint ? load_weights(config(), *m_checkpoint, type, device)
-                             : random_weights(config(), type, device, weights_seed()));
-            return m;
-        });
-        m_last = model;
-        return model;
-    }
-
-    at::Tensor twin_logits(const call_context& ctx, const input_set& in, moe_path moe) const {
+    at::Tensor twin_logits(const call_context& ctx, const input_set& in,
+                           decoder_paths paths) const {
         const auto& tokens = in["twin_tokens"];
         const auto model = acquire(tokens.device());
         auto twin =
             std::make_shared<const decoder_weights>(model->weights->first_layers(twin_layers()));
-        decoder_session s(twin, k_cache_block, moe);
+        decoder_session s(twin, k_cache_block, paths, ctx);
         std::vector<at::Tensor> rows{s.prefill_teacher_forced(tokens, k_twin_prompt)};
         if (m_graph)
             s.capture(ctx.device());
@@ -592,8 +472,6 @@ class decode_case final : public workload_case {
     bool m_graph;
     std::uint64_t m_seed;
     std::unique_ptr<checkpoint> m_checkpoint;
-    mutable std::string m_key;
-    mutable std::weak_ptr<loaded_model> m_last;
 };
 
 FOURFOLD_WORKLOAD(decode_case, "decode")

@@ -1,7 +1,8 @@
 #pragma once
-// The shapes of a decoder-only language model (Llama 3, Qwen3, Qwen3-MoE): a preset with the
-// real shapes, or a Hugging Face config.json. No libtorch here: the plan and the CLI use it to
-// validate a request and to count the bytes a decode step reads.
+// The shapes of a decoder-only language model (Llama 3, Qwen3, Qwen3-MoE): a preset (a
+// config.json compiled in from data/models/, see model_presets.hpp), or a model directory's
+// Hugging Face config.json; both go through parse_hf_config. No libtorch here: the plan and the CLI
+// use it to validate a request and to count the bytes a decode step reads.
 #include "fourfold/core/json.hpp"
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct rope_config {
     double high_freq_factor = 4.0;
     std::int64_t original_max_positions = 8192;
     json to_json() const;
+    bool operator==(const rope_config&) const = default;
 };
 
 struct model_config {
@@ -73,9 +75,11 @@ struct model_config {
     json to_json() const;
     // A config.json from which transformers builds the same architecture.
     json to_hf_config() const;
+    bool operator==(const model_config&) const = default;
 };
 
-// llama3-8b, qwen3-8b, qwen3-30b-a3b and the tiny CPU presets.
+// The presets compiled in from data/models/<name>/config.json (llama3-8b, qwen3-8b,
+// qwen3-30b-a3b and the tiny CPU presets), by name.
 std::vector<std::string> preset_names();
 std::optional<model_config> find_preset(std::string_view name);
 

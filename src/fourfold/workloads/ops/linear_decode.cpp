@@ -4,26 +4,20 @@
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/workloads/inputs.hpp"
 #include "fourfold/workloads/linear_shapes.hpp"
-#include "fourfold/workloads/native.hpp"
+#include "fourfold/workloads/model_ops/linear.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
 #include <cmath>
 #include <fmt/format.h>
-#if FOURFOLD_WITH_KERNELS
-#include "fourfold/kernels/gemv.hpp"
-#endif
 
 namespace fourfold::workloads {
 namespace {
 
-constexpr std::int64_t k_native_max_tokens = 8;
-#if FOURFOLD_WITH_KERNELS
-static_assert(k_native_max_tokens == kernels::k_gemv_max_tokens);
-#endif
+constexpr std::int64_t k_native_max_tokens = model_ops::k_native_linear_max_tokens;
 
 class linear_decode_case final : public workload_case {
-public:
+  public:
     explicit linear_decode_case(const case_args& a)
         : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")), m_k(a.get_int("k")),
           m_bias(a.get_bool("bias")) {}
@@ -44,7 +38,8 @@ public:
         input_set in;
         in.add("x", seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, type))
             .add("weight", seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, type));
-        if (m_bias) in.add("bias", seeded_uniform({m_n}, sub_seed(seed, 2), -bound, bound, type));
+        if (m_bias)
+            in.add("bias", seeded_uniform({m_n}, sub_seed(seed, 2), -bound, bound, type));
         return in;
     }
 
@@ -58,58 +53,27 @@ public:
             1, m_n, (m_k + m_tokens + 1) * 8, "x @ W^T + b in float64 on the CPU",
             [x64, w, b](std::int64_t start, std::int64_t length) {
                 const auto wc = w.narrow(0, start, length).to(at::kDouble);
-                const auto bc = b.defined() ? b.narrow(0, start, length).to(at::kDouble) : at::Tensor();
+                const auto bc =
+                    b.defined() ? b.narrow(0, start, length).to(at::kDouble) : at::Tensor();
                 return at::linear(x64, wc, bc);
             });
     }
 
-    at::Tensor stock(const call_context&, const input_set& in) const {
-        return at::linear(in["x"], in["weight"], m_bias ? in["bias"] : at::Tensor());
+    // The three paths of model_ops::linear, the function every projection of the decoder calls.
+    at::Tensor stock(const call_context& ctx, const input_set& in) const {
+        return model_ops::linear(in["x"], in["weight"], bias(in), model_ops::op_path::stock, &ctx);
     }
 
     // matmul, then a separate bias add: the unfused path (an extra pass over the output)
-    at::Tensor generic(const call_context&, const input_set& in) const {
-        auto out = at::matmul(in["x"], in["weight"].t());
-        return m_bias ? out + in["bias"] : out;
+    at::Tensor generic(const call_context& ctx, const input_set& in) const {
+        return model_ops::linear(in["x"], in["weight"], bias(in), model_ops::op_path::composite,
+                                 &ctx);
     }
 
     // fourfold's GEMV (kernels/gemv.cu): the weight streamed once in 16-byte loads, the bias
     // fused into the one rounding of the output.
     at::Tensor native(const call_context& ctx, const input_set& in) const {
-#if FOURFOLD_WITH_KERNELS
-        const auto& x = in["x"];
-        const auto& w = in["weight"];
-        const auto b = m_bias ? in["bias"] : at::Tensor();
-        auto y = at::empty({m_tokens, m_n}, x.options());
-        kernels::gemv_args a;
-        a.x = x.data_ptr();
-        a.w = w.data_ptr();
-        a.bias = b.defined() ? b.data_ptr() : nullptr;
-        a.y = y.data_ptr();
-        a.tokens = m_tokens;
-        a.n = m_n;
-        a.k = m_k;
-        a.ld_x = x.stride(0);
-        a.ld_w = w.stride(0);
-        a.ld_y = y.stride(0);
-        a.inc_x = x.stride(1);
-        a.inc_w = w.stride(1);
-        a.type = native::elem_of(args().type);
-        if (b.defined() && b.stride(0) != 1) throw std::logic_error("linear_decode native: bias must be contiguous");
-        const auto plan = kernels::plan_gemv(a, native::limits(ctx));
-        if (ctx.wants_facts())
-            ctx.fact("kernel", json{{"path", plan.describe()},
-                                    {"vectorised", plan.vectorised},
-                                    {"rows_per_warp", plan.rows_per_warp},
-                                    {"split_k", plan.k_split},
-                                    {"blocks", plan.blocks},
-                                    {"threads_per_block", plan.threads},
-                                    {"bias", m_bias ? "fused" : "none"}});
-        native::check(kernels::launch_gemv(plan, a, native::stream(ctx)), "gemv");
-        return y;
-#else
-        throw std::logic_error("linear_decode native ran in a build without native kernels");
-#endif
+        return model_ops::linear(in["x"], in["weight"], bias(in), model_ops::op_path::native, &ctx);
     }
 
     std::optional<std::string> unsupported(const std::string& variant,
@@ -125,9 +89,10 @@ public:
     json variant_facts(const std::string& variant) const override {
         json f{{"weight_storage_bytes", m_n * m_k * size_bytes(args().type)}};
         if (m_bias)
-            f["bias_path"] = variant == "stock"    ? "at::linear: addmm, bias inside the library's GEMM call"
-                             : variant == "native" ? "fused: added in fp32 before the output's one rounding"
-                                                   : "at::matmul, then a separate add";
+            f["bias_path"] =
+                variant == "stock"    ? "at::linear: addmm, bias inside the library's GEMM call"
+                : variant == "native" ? "fused: added in fp32 before the output's one rounding"
+                                      : "at::matmul, then a separate add";
         if (const auto* s = find_linear_shape(m_n, m_k)) {
             f["layer"] = s->label();
             f["layer_source"] = s->source;
@@ -136,7 +101,9 @@ public:
         return f;
     }
 
-private:
+  private:
+    at::Tensor bias(const input_set& in) const { return m_bias ? in["bias"] : at::Tensor(); }
+
     std::int64_t m_tokens, m_n, m_k;
     bool m_bias;
 };
@@ -149,8 +116,8 @@ FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
     .param_bool("bias", false, "add a bias vector")
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
-    .variant("stock", &linear_decode_case::stock, "at::linear (fused bias where the library has it)",
-             false, {.ops = {"linear"}})
+    .variant("stock", &linear_decode_case::stock,
+             "at::linear (fused bias where the library has it)", false, {.ops = {"linear"}})
     .variant("generic", &linear_decode_case::generic, "at::matmul, then a separate bias add", false,
              {.ops = {"matmul"}})
     .native_variant("native", &linear_decode_case::native,

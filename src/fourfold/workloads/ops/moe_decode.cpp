@@ -5,18 +5,21 @@
 // expert's rows start: `generic` copies the routing offsets to the host and loops over experts
 // (the path it replaced); `stock` hands int32 offsets that stay on the device to _grouped_mm.
 //
-// part=ffn times the whole step from router logits to the combined output; part=gate_up times
-// the first grouped matmul alone on rows already sorted by expert (the pair of figures the
-// baseline table of REFERENCE_EXPERIMENTS.md holds: 33 us vs 290 us).
+// Two cases over the code the decoder's MoE layers run (model_ops/moe.hpp): part=ffn times the
+// whole block from router logits to the combined output; part=gate_up times the first grouped
+// matmul alone on rows already sorted by expert (the pair of figures the baseline table of
+// REFERENCE_EXPERIMENTS.md holds: 33 us vs 290 us).
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/rng.hpp"
 #include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/model_ops/moe.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -89,12 +92,14 @@ routing route(std::int64_t tokens, std::int64_t experts, std::int64_t top_k) {
     return r;
 }
 
-class moe_decode_case final : public workload_case {
-public:
+using model_ops::moe_path;
+
+// What both parts share: the shape, its fixed routing, the checks, the skips and the facts.
+class moe_decode_case : public workload_case {
+  public:
     explicit moe_decode_case(const case_args& a)
         : workload_case(a), m_tokens(a.get_int("tokens")), m_experts(a.get_int("experts")),
-          m_top_k(a.get_int("top_k")), m_hidden(a.get_int("hidden")), m_width(a.get_int("width")),
-          m_gate_up_only(a.get_text("part") == "gate_up") {
+          m_top_k(a.get_int("top_k")), m_hidden(a.get_int("hidden")), m_width(a.get_int("width")) {
         if (m_top_k > m_experts)
             throw bad_input(fmt::format("moe_decode: top_k={} is above experts={}; valid: top_k "
                                         "in 1..{}",
@@ -106,17 +111,95 @@ public:
         m_routing = route(m_tokens, m_experts, m_top_k);
     }
 
+    std::optional<std::string> unsupported(const std::string& variant,
+                                           const backend::device& dev) const override {
+        if (variant != "stock")
+            return std::nullopt;
+        const auto e = size_bytes(args().type);
+        if ((m_hidden * e) % 16 != 0 || (m_width * e) % 16 != 0)
+            return fmt::format("_grouped_mm needs 16-byte aligned strides: hidden={} and width={} "
+                               "must be multiples of {} {} elements",
+                               m_hidden, m_width, 16 / e, to_string(args().type));
+        if (dev.spec().kind == backend::device_kind::cuda) {
+            if (const auto why = dev.caps().missing("grouped_mm_fast"))
+                return *why;
+            if (args().type != dtype::bf16)
+                return fmt::format("_grouped_mm's fast path takes bf16 only; in {} it falls back "
+                                   "to a per-group mm loop that syncs with the host (the generic "
+                                   "variant's path)",
+                                   to_string(args().type));
+        }
+        return std::nullopt;
+    }
+
+    json variant_facts(const std::string& variant) const override {
+        const auto e = size_bytes(args().type);
+        const auto matrices = weight_matrices();
+        json f{{"active_experts", m_routing.active},
+               {"routed_rows", m_tokens * m_top_k},
+               {"expert_weight_bytes_read", m_routing.active * matrices * m_width * m_hidden * e},
+               {"weight_storage_bytes", m_experts * matrices * m_width * m_hidden * e},
+               {"routing", "fixed per shape (seeded ranking of router logits), the same on "
+                           "every device"}};
+        if (variant == "stock") {
+            f["host_sync"] = false;
+            f["offsets"] = "int32 cumulative end indices, kept on the device";
+            f["path"] = "at::_grouped_mm, 2D rows x 3D expert weights";
+        } else {
+            f["host_sync"] = true;
+            f["offsets"] = "copied to the host (.cpu()) once, before the loop";
+            f["path"] = fmt::format("host loop over experts: {} at::mm_out call(s) per grouped "
+                                    "matmul, one per active expert",
+                                    m_routing.active);
+        }
+        return f;
+    }
+
+    at::Tensor stock(const call_context&, const input_set& in) const {
+        return run(in, moe_path::grouped_mm);
+    }
+    // The path the report replaced: the offsets go to the host, which then issues one mm per
+    // active expert (a sync that drains the queue, then E launches instead of one).
+    at::Tensor generic(const call_context&, const input_set& in) const {
+        return run(in, moe_path::host_loop);
+    }
+
+  protected:
+    // The part's call through model_ops, the code the decoder's MoE layers run.
+    virtual at::Tensor run(const input_set& in, moe_path path) const = 0;
+    // gate/up (2 W x H) and, for the whole block, down (H x W): expert matrices of W x H read.
+    virtual std::int64_t weight_matrices() const = 0;
+
+    // The shape as the byte and FLOP counts use it: element bytes, tokens, top_k, hidden,
+    // width, experts reached, experts.
+    std::array<double, 7> counts() const {
+        return {static_cast<double>(size_bytes(args().type)),
+                static_cast<double>(m_tokens),
+                static_cast<double>(m_top_k),
+                static_cast<double>(m_hidden),
+                static_cast<double>(m_width),
+                static_cast<double>(m_routing.active),
+                static_cast<double>(m_experts)};
+    }
+
+    at::Tensor gate_up_weights(std::uint64_t seed, c10::ScalarType type) const {
+        // Kaiming-uniform expert weights keep every stage near unit scale.
+        const double bound = 1.0 / std::sqrt(static_cast<double>(m_hidden));
+        return seeded_uniform({m_experts, 2 * m_width, m_hidden}, sub_seed(seed, 1), -bound, bound,
+                              type);
+    }
+
+    std::int64_t m_tokens, m_experts, m_top_k, m_hidden, m_width;
+    routing m_routing;
+};
+
+// part=ffn: routing, gate/up, SwiGLU, down, combine (model_ops::moe_ffn).
+class moe_ffn_case final : public moe_decode_case {
+  public:
+    using moe_decode_case::moe_decode_case;
+
     cost declared_cost() const override {
-        const double e = static_cast<double>(size_bytes(args().type));
-        const double t = static_cast<double>(m_tokens), k = static_cast<double>(m_top_k),
-                     h = static_cast<double>(m_hidden), w = static_cast<double>(m_width),
-                     active = static_cast<double>(m_routing.active),
-                     experts = static_cast<double>(m_experts);
-        if (m_gate_up_only)
-            return {e * (active * 2 * w * h + t * k * h) + 4 * experts, e * t * k * 2 * w,
-                    2 * t * k * h * 2 * w,
-                    "read the gate/up weights of the experts the routing reaches, the sorted "
-                    "rows and the int32 offsets once; write the rows' gate/up outputs once"};
+        const auto [e, t, k, h, w, active, experts] = counts();
         return {e * (active * 3 * w * h + t * h) + 4 * t * experts, e * t * h,
                 2 * t * k * (h * 2 * w + w * h),
                 "read the gate/up and down weights of the experts the routing reaches, the "
@@ -125,24 +208,13 @@ public:
 
     input_set make_inputs(std::uint64_t seed) const override {
         const auto type = backend::scalar_type_or_throw(args().type);
-        // Kaiming-uniform expert weights keep every stage near unit scale.
-        const double gate_up_bound = 1.0 / std::sqrt(static_cast<double>(m_hidden));
         const double down_bound = 1.0 / std::sqrt(static_cast<double>(m_width));
-        const auto w_gate_up = seeded_uniform({m_experts, 2 * m_width, m_hidden}, sub_seed(seed, 1),
-                                              -gate_up_bound, gate_up_bound, type);
-        if (m_gate_up_only) {
-            const auto rows =
-                seeded_normal({m_tokens * m_top_k, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type);
-            return input_set().add("rows", rows).add("offsets", offsets_tensor()).add("w_gate_up", w_gate_up);
-        }
-        const auto x = seeded_normal({m_tokens, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type);
-        const auto w_down = seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2),
-                                           -down_bound, down_bound, type);
         return input_set()
-            .add("x", x)
+            .add("x", seeded_normal({m_tokens, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type))
             .add("router_logits", m_routing.logits.clone())
-            .add("w_gate_up", w_gate_up)
-            .add("w_down", w_down);
+            .add("w_gate_up", gate_up_weights(seed, type))
+            .add("w_down", seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2),
+                                          -down_bound, down_bound, type));
     }
 
     // One expert at a time: only the experts the routing reaches are upcast to float64.
@@ -151,29 +223,12 @@ public:
         plan.chunks = 1;
         plan.chunk_bytes_bound =
             3 * m_hidden * m_width * 8 + m_tokens * m_top_k * (m_hidden + 2 * m_width) * 8;
-        plan.method = m_gate_up_only
-                          ? "per expert in float64 on the CPU: rows @ W_gate_up[e]^T"
-                          : "per token in float64 on the CPU: softmax routing, top-k renormalised, "
-                            "sum_j p_j * W_down[e_j] (silu(gate) * up)";
+        plan.method = "per token in float64 on the CPU: softmax routing, top-k renormalised, "
+                      "sum_j p_j * W_down[e_j] (silu(gate) * up)";
         const auto r = m_routing;
         const auto tokens = m_tokens, experts = m_experts, top_k = m_top_k, width = m_width;
-        const bool gate_up_only = m_gate_up_only;
         plan.chunk = [=](std::int64_t) {
             const auto w_gate_up = in["w_gate_up"];
-            if (gate_up_only) {
-                const auto rows = in["rows"].to(at::kDouble);
-                auto out = at::empty({rows.size(0), 2 * width}, rows.options());
-                std::int64_t start = 0;
-                for (std::int64_t e = 0; e < experts; ++e) {
-                    const std::int64_t stop = r.offsets[static_cast<std::size_t>(e)];
-                    if (stop > start)
-                        out.narrow(0, start, stop - start)
-                            .copy_(at::matmul(rows.narrow(0, start, stop - start),
-                                              w_gate_up[e].to(at::kDouble).t()));
-                    start = stop;
-                }
-                return reference_chunk{0, 0, out};
-            }
             const auto x = in["x"].to(at::kDouble);
             const auto w_down = in["w_down"];
             auto out = at::zeros({tokens, x.size(1)}, x.options());
@@ -202,7 +257,7 @@ public:
         return plan;
     }
 
-    // bf16 ffn: gate/up, silu(gate), h = silu * up and every expert's output are stored in bf16,
+    // bf16: gate/up, silu(gate), h = silu * up and every expert's output are stored in bf16,
     // each at its own magnitude, before the weighted sum over the top_k experts (as the model
     // computes it): more roundings, at larger magnitudes than the output's, than the default
     // bf16 bound (0.016 x RMS + 0.016 |ref|: two roundings of the output) allows. Every
@@ -211,7 +266,7 @@ public:
     // (docs/correctness.md). atol doubles to 2^-5 x RMS; rel_l2 keeps 1e-2 (0.0046 measured).
     measure::tolerance tolerance() const override {
         auto t = workload_case::tolerance();
-        if (args().type == dtype::bf16 && !m_gate_up_only) {
+        if (args().type == dtype::bf16) {
             t.atol_scale = 0.03125;
             t.source = "moe_decode bf16 ffn: bf16 stores of gate/up, silu, h and each expert's "
                        "output before the top-k sum (docs/correctness.md)";
@@ -219,143 +274,78 @@ public:
         return t;
     }
 
-    std::optional<std::string> unsupported(const std::string& variant,
-                                           const backend::device& dev) const override {
-        if (variant != "stock")
-            return std::nullopt;
-        const auto e = size_bytes(args().type);
-        if ((m_hidden * e) % 16 != 0 || (m_width * e) % 16 != 0)
-            return fmt::format("_grouped_mm needs 16-byte aligned strides: hidden={} and width={} "
-                               "must be multiples of {} {} elements",
-                               m_hidden, m_width, 16 / e, to_string(args().type));
-        if (dev.spec().kind == backend::device_kind::cuda) {
-            if (const auto why = dev.caps().missing("grouped_mm_fast"))
-                return *why;
-            if (args().type != dtype::bf16)
-                return fmt::format("_grouped_mm's fast path takes bf16 only; in {} it falls back "
-                                   "to a per-group mm loop that syncs with the host (the generic "
-                                   "variant's path)",
-                                   to_string(args().type));
-        }
-        return std::nullopt;
+  protected:
+    // Every token goes to its k experts; the model's norm_topk_prob = true (Qwen3-30B-A3B).
+    at::Tensor run(const input_set& in, moe_path path) const override {
+        return model_ops::moe_ffn(in["x"], in["router_logits"], in["w_gate_up"], in["w_down"],
+                                  m_top_k, true, path);
+    }
+    std::int64_t weight_matrices() const override { return 3; }
+};
+
+// part=gate_up: the first grouped matmul alone, on rows already sorted by expert
+// (model_ops::grouped_linear).
+class moe_gate_up_case final : public moe_decode_case {
+  public:
+    using moe_decode_case::moe_decode_case;
+
+    cost declared_cost() const override {
+        const auto [e, t, k, h, w, active, experts] = counts();
+        return {e * (active * 2 * w * h + t * k * h) + 4 * experts, e * t * k * 2 * w,
+                2 * t * k * h * 2 * w,
+                "read the gate/up weights of the experts the routing reaches, the sorted "
+                "rows and the int32 offsets once; write the rows' gate/up outputs once"};
     }
 
-    json variant_facts(const std::string& variant) const override {
-        const auto e = size_bytes(args().type);
-        json f{
-            {"active_experts", m_routing.active},
-            {"routed_rows", m_tokens * m_top_k},
-            {"expert_weight_bytes_read",
-             m_routing.active * (m_gate_up_only ? 2 : 3) * m_width * m_hidden * e},
-            {"weight_storage_bytes", m_experts * (m_gate_up_only ? 2 : 3) * m_width * m_hidden * e},
-            {"routing", "fixed per shape (seeded ranking of router logits), the same on "
-                        "every device"}};
-        if (variant == "stock") {
-            f["host_sync"] = false;
-            f["offsets"] = "int32 cumulative end indices, kept on the device";
-            f["path"] = "at::_grouped_mm, 2D rows x 3D expert weights";
-        } else {
-            f["host_sync"] = true;
-            f["offsets"] = "copied to the host (.cpu()) before the loop";
-            f["path"] = fmt::format("host loop over experts: {} at::mm_out call(s) per grouped "
-                                    "matmul, one per active expert",
-                                    m_routing.active);
-        }
-        return f;
+    input_set make_inputs(std::uint64_t seed) const override {
+        const auto type = backend::scalar_type_or_throw(args().type);
+        return input_set()
+            .add("rows",
+                 seeded_normal({m_tokens * m_top_k, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type))
+            .add("offsets", at::tensor(m_routing.offsets))
+            .add("w_gate_up", gate_up_weights(seed, type));
     }
 
-    // Routes on the device as a decode step does: fp32 softmax, top-k, renormalise; the
-    // (token, slot) pairs sorted by expert; per-expert counts by scatter_add (bincount would
-    // read its maximum on the host) and their cumulative int32 ends.
-    struct device_routing {
-        at::Tensor rows;    // (T*k, H) tokens in expert order
-        at::Tensor order;   // (T*k) (token, slot) index of each sorted row
-        at::Tensor weights; // (T, k) fp32
-        at::Tensor offsets; // (E) int32
-    };
-
-    device_routing route_on_device(const input_set& in) const {
-        const auto& x = in["x"];
-        const auto probs = at::softmax(in["router_logits"], -1);
-        const auto top = at::topk(probs, m_top_k, -1);
-        const auto values = std::get<0>(top);
-        const auto flat = std::get<1>(top).reshape({-1});
-        // rows of one expert may come in any order: each row's result is its own
-        const auto order = std::get<1>(at::sort(flat, 0, false));
-        const auto counts =
-            at::zeros({m_experts}, flat.options()).scatter_add_(0, flat, at::ones_like(flat));
-        return {x.index_select(0, at::floor_divide(order, m_top_k)), order,
-                values / values.sum(-1, true), at::cumsum(counts, 0).to(at::kInt)};
-    }
-
-    // Expert outputs back in (token, slot) order, weighted and summed per token in fp32.
-    at::Tensor combine(const at::Tensor& expert_rows, const device_routing& r) const {
-        const auto unsorted = at::empty_like(expert_rows).index_copy_(0, r.order, expert_rows);
-        const auto weighted =
-            unsorted.view({m_tokens, m_top_k, m_hidden}).to(at::kFloat) * r.weights.unsqueeze(-1);
-        return weighted.sum(1).to(expert_rows.scalar_type());
-    }
-
-    at::Tensor swiglu(const at::Tensor& gate_up) const {
-        return at::silu(gate_up.narrow(1, 0, m_width)) * gate_up.narrow(1, m_width, m_width);
-    }
-
-    at::Tensor stock(const call_context&, const input_set& in) const {
-#if FOURFOLD_HAS_GROUPED_MM
-        // (E, N, K) weights seen as (E, K, N) column-major: the layout _grouped_mm's fast path
-        // takes
-        auto grouped = [](const at::Tensor& rows, const at::Tensor& w, const at::Tensor& offs) {
-            return at::_grouped_mm(rows, w.transpose(1, 2), offs);
-        };
-        if (m_gate_up_only)
-            return grouped(in["rows"], in["w_gate_up"], in["offsets"]);
-        const auto r = route_on_device(in);
-        const auto h = swiglu(grouped(r.rows, in["w_gate_up"], r.offsets));
-        return combine(grouped(h, in["w_down"], r.offsets), r);
-#else
-        throw std::logic_error("moe_decode stock ran on a build without _grouped_mm");
-#endif
-    }
-
-    // The path the report replaced: the offsets go to the host, which then issues one mm per
-    // active expert (a sync that drains the queue, then E launches instead of one).
-    at::Tensor generic(const call_context&, const input_set& in) const {
-        if (m_gate_up_only)
-            return expert_loop(in["rows"], in["offsets"], in["w_gate_up"]);
-        const auto r = route_on_device(in);
-        const auto h = swiglu(expert_loop(r.rows, r.offsets, in["w_gate_up"]));
-        return combine(expert_loop(h, r.offsets, in["w_down"]), r);
-    }
-
-private:
-    at::Tensor offsets_tensor() const {
-        return at::tensor(m_routing.offsets);
-    }
-
-    static at::Tensor expert_loop(const at::Tensor& rows, const at::Tensor& offsets_dev,
-                                  const at::Tensor& w) {
-        const auto offsets = offsets_dev.to(at::kCPU); // the host copy: waits for the routing
-        const auto* end = offsets.data_ptr<std::int32_t>();
-        auto out = at::empty({rows.size(0), w.size(1)}, rows.options());
-        std::int64_t start = 0;
-        for (std::int64_t e = 0; e < offsets.size(0); ++e) {
-            const std::int64_t stop = end[e];
-            if (stop > start) {
-                auto dst = out.narrow(0, start, stop - start);
-                at::mm_out(dst, rows.narrow(0, start, stop - start), w[e].t());
+    reference_plan reference(const input_set& in) const override {
+        reference_plan plan;
+        plan.chunks = 1;
+        plan.chunk_bytes_bound =
+            3 * m_hidden * m_width * 8 + m_tokens * m_top_k * (m_hidden + 2 * m_width) * 8;
+        plan.method = "per expert in float64 on the CPU: rows @ W_gate_up[e]^T";
+        const auto r = m_routing;
+        const auto experts = m_experts, width = m_width;
+        plan.chunk = [=](std::int64_t) {
+            const auto w_gate_up = in["w_gate_up"];
+            const auto rows = in["rows"].to(at::kDouble);
+            auto out = at::empty({rows.size(0), 2 * width}, rows.options());
+            std::int64_t start = 0;
+            for (std::int64_t e = 0; e < experts; ++e) {
+                const std::int64_t stop = r.offsets[static_cast<std::size_t>(e)];
+                if (stop > start)
+                    out.narrow(0, start, stop - start)
+                        .copy_(at::matmul(rows.narrow(0, start, stop - start),
+                                          w_gate_up[e].to(at::kDouble).t()));
+                start = stop;
             }
-            start = stop;
-        }
-        return out;
+            return reference_chunk{0, 0, out};
+        };
+        return plan;
     }
 
-    std::int64_t m_tokens, m_experts, m_top_k, m_hidden, m_width;
-    bool m_gate_up_only;
-    routing m_routing;
+  protected:
+    at::Tensor run(const input_set& in, moe_path path) const override {
+        return model_ops::grouped_linear(in["rows"], in["w_gate_up"], in["offsets"], path);
+    }
+    std::int64_t weight_matrices() const override { return 2; }
 };
 
 FOURFOLD_WORKLOAD(moe_decode_case, "moe_decode")
     .describe("one MoE expert-FFN step at decode time: tokens routed top-k over SwiGLU experts")
+    .make_case([](const case_args& a) -> std::unique_ptr<moe_decode_case> {
+        if (a.get_text("part") == "gate_up")
+            return std::make_unique<moe_gate_up_case>(a);
+        return std::make_unique<moe_ffn_case>(a);
+    })
     .shape({"tokens", "experts", "top_k", "hidden", "width"})
     .param_int("tokens", 8, "tokens in the decode step", 1, 1 << 16)
     .param_int("experts", 128, "experts in the layer (num_experts)", 1, 1 << 12)

@@ -1,81 +1,62 @@
 // softmax over the last dimension of (rows x vocab) logits: the sampling step of every decode.
 // Experiment E4 of REFERENCE_EXPERIMENTS.md (one FP32 row of 128,256).
+#include "fourfold/workloads/model_ops/softmax.hpp"
+
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/workloads/inputs.hpp"
-#include "fourfold/workloads/native.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
-#if FOURFOLD_WITH_KERNELS
-#include "fourfold/kernels/softmax.hpp"
-#endif
 
 namespace fourfold::workloads {
 namespace {
 
 class softmax_case final : public workload_case {
-public:
+  public:
     explicit softmax_case(const case_args& a)
         : workload_case(a), m_rows(a.get_int("rows")), m_vocab(a.get_int("vocab")) {}
 
     cost declared_cost() const override {
         const double n = static_cast<double>(m_rows) * static_cast<double>(m_vocab);
         const double bytes = n * static_cast<double>(size_bytes(args().type));
-        return {bytes, bytes, 5.0 * n, "read logits once, write probabilities once; 5 FLOP per "
-                                        "element (max, subtract, exp, sum, divide)"};
+        return {bytes, bytes, 5.0 * n,
+                "read logits once, write probabilities once; 5 FLOP per "
+                "element (max, subtract, exp, sum, divide)"};
     }
 
     input_set make_inputs(std::uint64_t seed) const override {
         // logits with the spread of a real LM head (standard deviation 2)
-        return input_set().add("logits", seeded_normal({m_rows, m_vocab}, sub_seed(seed, 0), 0.0,
-                                                       2.0, backend::scalar_type_or_throw(args().type)));
+        return input_set().add("logits",
+                               seeded_normal({m_rows, m_vocab}, sub_seed(seed, 0), 0.0, 2.0,
+                                             backend::scalar_type_or_throw(args().type)));
     }
 
     reference_plan reference(const input_set& in) const override {
         const auto x = in["logits"];
         return chunked_reference(0, m_rows, 3 * m_vocab * 8, "softmax in float64 on the CPU",
                                  [x](std::int64_t start, std::int64_t length) {
-                                     return at::softmax(x.narrow(0, start, length).to(at::kDouble), -1);
+                                     return at::softmax(x.narrow(0, start, length).to(at::kDouble),
+                                                        -1);
                                  });
     }
 
-    at::Tensor stock(const call_context&, const input_set& in) const {
-        return at::softmax(in["logits"], -1);
+    // The three paths of model_ops::softmax, the function the decoder samples and routes with.
+    at::Tensor stock(const call_context& ctx, const input_set& in) const {
+        return model_ops::softmax(in["logits"], model_ops::op_path::stock, &ctx);
     }
 
     // The composite a graph compiler emits: max, subtract, exp, sum, divide - five launches and
     // three intermediates, in the input dtype.
-    at::Tensor generic(const call_context&, const input_set& in) const {
-        const auto& x = in["logits"];
-        const auto shifted = x - std::get<0>(x.max(-1, true));
-        const auto e = shifted.exp();
-        return e / e.sum(-1, true);
+    at::Tensor generic(const call_context& ctx, const input_set& in) const {
+        return model_ops::softmax(in["logits"], model_ops::op_path::composite, &ctx);
     }
 
     // fourfold's kernel (kernels/softmax.cu): one launch, the row read once and written once.
     at::Tensor native(const call_context& ctx, const input_set& in) const {
-#if FOURFOLD_WITH_KERNELS
-        const auto& x = in["logits"];
-        auto y = at::empty({m_rows, m_vocab}, x.options());
-        const kernels::softmax_args a{x.data_ptr(), y.data_ptr(), m_rows, m_vocab, x.stride(0),
-                                      y.stride(0), native::elem_of(args().type)};
-        if (x.stride(1) != 1) throw std::logic_error("softmax native: logits rows must be contiguous");
-        const auto plan = kernels::plan_softmax(a, native::limits(ctx));
-        if (ctx.wants_facts())
-            ctx.fact("kernel", json{{"path", plan.describe()},
-                                    {"threads_per_block", plan.threads},
-                                    {"blocks_per_row", plan.cluster},
-                                    {"vector_elements", plan.vec},
-                                    {"cached_vectors_per_thread", plan.cache},
-                                    {"rereads", plan.rereads}});
-        native::check(kernels::launch_softmax(plan, a, native::stream(ctx)), "softmax");
-        return y;
-#else
-        throw std::logic_error("softmax native ran in a build without native kernels");
-#endif
+        return model_ops::softmax(in["logits"], model_ops::op_path::native, &ctx);
     }
 
-private:
+  private:
     std::int64_t m_rows;
     std::int64_t m_vocab;
 };

@@ -1,0 +1,80 @@
+#include "fourfold/workloads/model_ops/linear.hpp"
+
+#include "fourfold/workloads/native.hpp"
+#include "fourfold/workloads/workload.hpp"
+
+#include <ATen/ATen.h>
+#include <stdexcept>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/gemv.hpp"
+#endif
+
+namespace fourfold::workloads::model_ops {
+namespace {
+
+#if FOURFOLD_WITH_KERNELS
+static_assert(k_native_linear_max_tokens == kernels::k_gemv_max_tokens);
+#endif
+
+// fourfold's GEMV (kernels/gemv.cu): the weight streamed once in 16-byte loads, the bias fused
+// into the one rounding of the output.
+at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                         const call_context* ctx) {
+#if FOURFOLD_WITH_KERNELS
+    if (!ctx)
+        throw std::logic_error("the native linear needs a call context (its stream)");
+    if (b.defined() && b.stride(0) != 1)
+        throw std::logic_error("linear native: bias must be contiguous");
+    auto y = at::empty({x.size(0), w.size(0)}, x.options());
+    kernels::gemv_args a;
+    a.x = x.data_ptr();
+    a.w = w.data_ptr();
+    a.bias = b.defined() ? b.data_ptr() : nullptr;
+    a.y = y.data_ptr();
+    a.tokens = x.size(0);
+    a.n = w.size(0);
+    a.k = w.size(1);
+    a.ld_x = x.stride(0);
+    a.ld_w = w.stride(0);
+    a.ld_y = y.stride(0);
+    a.inc_x = x.stride(1);
+    a.inc_w = w.stride(1);
+    a.type = native::elem_of(x.scalar_type());
+    const auto plan = kernels::plan_gemv(a, native::limits(*ctx));
+    if (ctx->wants_facts())
+        ctx->fact("kernel", json{{"path", plan.describe()},
+                                 {"vectorised", plan.vectorised},
+                                 {"rows_per_warp", plan.rows_per_warp},
+                                 {"split_k", plan.k_split},
+                                 {"blocks", plan.blocks},
+                                 {"threads_per_block", plan.threads},
+                                 {"bias", b.defined() ? "fused" : "none"}});
+    native::check(kernels::launch_gemv(plan, a, native::stream(*ctx)), "gemv");
+    return y;
+#else
+    (void)x;
+    (void)w;
+    (void)b;
+    (void)ctx;
+    throw std::logic_error("linear native ran in a build without native kernels");
+#endif
+}
+
+} // namespace
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, op_path path,
+                  const call_context* ctx) {
+    switch (path) {
+    case op_path::stock:
+        return at::linear(x, w, bias);
+    case op_path::composite: {
+        auto out = at::matmul(x, w.t());
+        return bias.defined() ? out + bias : out;
+    }
+    case op_path::native:
+        return native_linear(x, w, bias, ctx);
+    }
+    throw std::logic_error("linear: unknown path");
+}
+
+} // namespace fourfold::workloads::model_ops

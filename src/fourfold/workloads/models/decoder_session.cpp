@@ -1,0 +1,333 @@
+#include "fourfold/workloads/models/decoder_session.hpp"
+
+#include "fourfold/backend/device.hpp"
+#include "fourfold/backend/torch_features.hpp"
+#include "fourfold/workloads/model_ops/linear.hpp"
+#include "fourfold/workloads/model_ops/softmax.hpp"
+#include "fourfold/workloads/model_ops/swiglu.hpp"
+#include "fourfold/workloads/models/rope.hpp"
+
+#include <ATen/ATen.h>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#if __has_include(<ATen/ops/rms_norm.h>)
+#define FOURFOLD_HAS_RMS_NORM 1
+#else
+#define FOURFOLD_HAS_RMS_NORM 0
+#endif
+
+namespace fourfold::workloads::models {
+namespace {
+
+using at::Tensor;
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+#if FOURFOLD_HAS_RMS_NORM
+    return at::rms_norm(x, {weight.size(0)}, weight, eps);
+#else
+    // Hugging Face's LlamaRMSNorm: normalise in float32, round, then scale.
+    const auto xf = x.to(at::kFloat);
+    const auto r = at::rsqrt(xf.pow(2).mean({-1}, true).add_(eps));
+    return weight * (xf * r).to(x.scalar_type());
+#endif
+}
+
+// x [T, heads, head_dim]; cos, sin [T, 1, head_dim] in x's dtype. Hugging Face's rotate_half.
+Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+    const auto half = x.size(-1) / 2;
+    const auto rotated = at::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1);
+    return x * cos + rotated * sin;
+}
+
+// Attention written out (builds without a public SDPA, and its twin in the reference): q
+// [Tq, heads, head_dim] grouped over the kv heads by broadcasting, no repeat of k and v.
+// k, v [kv_heads, L, head_dim]; `causal` masks key j > query i (Tq == L); `mask` [L] bool
+// keeps the positions where it is true.
+[[maybe_unused]] Tensor explicit_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           std::int64_t groups, bool causal, const Tensor& mask,
+                                           double scale) {
+    const auto tq = q.size(0), kv_heads = k.size(0), hd = q.size(2), len = k.size(1);
+    const auto qg = q.reshape({tq, kv_heads, groups, hd}).permute({1, 2, 0, 3}); // [KVH, G, Tq, hd]
+    auto scores = at::matmul(qg, k.unsqueeze(1).transpose(-1, -2)).mul_(scale);  // [KVH, G, Tq, L]
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    if (causal)
+        scores.masked_fill_(at::ones({tq, len}, q.options().dtype(at::kBool)).triu(1), neg_inf);
+    if (mask.defined())
+        scores.masked_fill_(mask.logical_not(), neg_inf);
+    const auto p = model_ops::softmax(scores, model_ops::op_path::stock, nullptr, at::kFloat)
+                       .to(q.scalar_type());
+    return at::matmul(p, v.unsqueeze(1))
+        .permute({2, 0, 1, 3})
+        .reshape({tq, kv_heads * groups * hd});
+}
+
+#if FOURFOLD_HAS_SDPA
+Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& mask,
+            bool causal, double scale, bool gqa) {
+#if FOURFOLD_TORCH_AT_LEAST(2, 5)
+    return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale, gqa);
+#elif FOURFOLD_TORCH_AT_LEAST(2, 1)
+    (void)gqa;
+    return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale);
+#else
+    (void)gqa;
+    (void)scale; // 2.0 has no scale argument; its default 1/sqrt(head_dim) is the one used
+    return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal);
+#endif
+}
+#endif
+
+// Prefill attention: q [T, heads, hd], k/v [kv_heads, T, hd], causal. Returns [T, q_dim].
+Tensor attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t groups,
+                         double scale) {
+#if FOURFOLD_HAS_SDPA
+    const auto t = q.size(0);
+    auto kh = k.unsqueeze(0), vh = v.unsqueeze(0);
+#if !FOURFOLD_TORCH_AT_LEAST(2, 5)
+    if (groups > 1) {
+        kh = kh.repeat_interleave(groups, 1);
+        vh = vh.repeat_interleave(groups, 1);
+    }
+#endif
+    const auto out =
+        sdpa(q.transpose(0, 1).unsqueeze(0), kh, vh, std::nullopt, true, scale, groups > 1);
+    return out.squeeze(0).transpose(0, 1).reshape({t, q.size(1) * q.size(2)});
+#else
+    return explicit_attention(q, k, v, groups, true, Tensor(), scale);
+#endif
+}
+
+// Decode attention for one token: q [1, heads, hd] folded to [1, kv_heads, groups, hd] so the
+// query heads that share a kv head become that head's query rows (no repeat of the cache).
+// k/v [kv_heads, L, hd]; mask [L] bool or undefined.
+Tensor attention_decode(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t groups,
+                        const Tensor& mask, double scale) {
+#if FOURFOLD_HAS_SDPA
+    const auto kv_heads = k.size(0), hd = q.size(2);
+    std::optional<Tensor> m;
+    if (mask.defined())
+        m = mask.view({1, 1, 1, mask.size(0)});
+    const auto out = sdpa(q.reshape({1, kv_heads, groups, hd}), k.unsqueeze(0), v.unsqueeze(0), m,
+                          false, scale, false);
+    return out.reshape({1, kv_heads * groups * hd});
+#else
+    return explicit_attention(q, k, v, groups, false, mask, scale);
+#endif
+}
+
+} // namespace
+
+std::string attention_path() {
+#if FOURFOLD_HAS_SDPA
+    return fmt::format(
+        "at::scaled_dot_product_attention (backend chosen by libtorch {}.{}); prefill causal{}; "
+        "decode with the query heads of each kv head folded into its query rows",
+        TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
+        FOURFOLD_TORCH_AT_LEAST(2, 5) ? " with enable_gqa" : " with k/v repeated per query head");
+#else
+    return fmt::format(
+        "explicit softmax(q k^T / sqrt(d)) v, float32 softmax, grouped over kv heads "
+        "by broadcasting (libtorch {}.{} has no public scaled_dot_product_attention)",
+        TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+#endif
+}
+
+std::string rms_norm_path() {
+#if FOURFOLD_HAS_RMS_NORM
+    return "at::rms_norm";
+#else
+    return "composite: float32 mean of squares, rsqrt, scale (libtorch has no at::rms_norm before "
+           "2.4)";
+#endif
+}
+
+decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
+                                 std::int64_t capacity, moe_path moe)
+    : decoder_session(std::move(weights), capacity, decoder_paths{moe}) {}
+
+decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
+                                 std::int64_t capacity, decoder_paths paths,
+                                 std::optional<call_context> ctx)
+    : m_w(std::move(weights)), m_capacity(capacity), m_paths(paths), m_ctx(ctx) {
+    const auto& c = m_w->config;
+    if (capacity < 1)
+        throw std::invalid_argument("decoder_session: capacity must be >= 1");
+    if (!m_ctx &&
+        (paths.linear == model_ops::op_path::native || paths.softmax == model_ops::op_path::native))
+        throw std::invalid_argument("decoder_session: a native path needs a call context");
+    const auto opts = at::TensorOptions().device(m_w->device());
+    m_k = at::zeros({c.layers, c.kv_heads, capacity, c.head_dim}, opts.dtype(m_w->dtype()));
+    m_v = at::zeros_like(m_k);
+    const auto freqs = at::outer(at::arange(capacity, opts.dtype(at::kFloat)),
+                                 rope_inv_freq_tensor(c, at::kFloat).to(m_w->device()));
+    // computed in float32 and rounded to the job dtype once, as Hugging Face rounds them per use
+    const auto emb = at::cat({freqs, freqs}, -1);
+    m_cos = emb.cos().to(m_w->dtype());
+    m_sin = emb.sin().to(m_w->dtype());
+    m_seq = at::zeros({capacity + 1}, opts.dtype(at::kLong));
+    m_pos = at::zeros({1}, opts.dtype(at::kLong));
+    m_positions = at::arange(capacity, opts.dtype(at::kLong));
+    m_logits = at::zeros({1, c.vocab}, opts.dtype(m_w->dtype()));
+}
+
+decoder_session::~decoder_session() = default;
+
+std::int64_t decoder_session::kv_cache_bytes() const {
+    return 2 * m_k.numel() * static_cast<std::int64_t>(m_k.element_size());
+}
+
+bool decoder_session::captured() const {
+    return m_step.captured();
+}
+
+at::Tensor decoder_mlp(const model_config& c, const layer_weights& lw, std::int64_t layer,
+                       const at::Tensor& h, const decoder_paths& paths, const call_context* ctx) {
+    auto project = [&](const at::Tensor& x, const at::Tensor& w) {
+        return model_ops::linear(x, w, Tensor(), paths.linear, ctx);
+    };
+    if (!c.is_moe_layer(layer))
+        return project(model_ops::swiglu(project(h, lw.gate_up)), lw.down);
+    // Qwen3-MoE: the router in the activations' dtype, then the block moe_decode times.
+    return model_ops::moe_ffn(h, project(h, lw.router), lw.experts_gate_up, lw.experts_down,
+                              c.experts_per_token, c.norm_topk, paths.moe);
+}
+
+at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w) const {
+    return model_ops::linear(x, w, Tensor(), m_paths.linear, context());
+}
+
+at::Tensor decoder_session::probabilities(const at::Tensor& logits) const {
+    return model_ops::softmax(logits, m_paths.softmax, context(), at::kFloat);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+decoder_session::attention_inputs(const layer_weights& lw, const at::Tensor& x,
+                                  const at::Tensor& cos, const at::Tensor& sin) const {
+    const auto& c = m_w->config;
+    const auto t = x.size(0);
+    const auto qkv = project(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv);
+    auto q = qkv.narrow(1, 0, c.q_dim()).view({t, c.heads, c.head_dim});
+    auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
+    const auto v =
+        qkv.narrow(1, c.q_dim() + c.kv_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
+    if (c.qk_norm) {
+        q = rms_norm(q, lw.q_norm, c.rms_eps);
+        k = rms_norm(k, lw.k_norm, c.rms_eps);
+    }
+    return {apply_rope(q, cos, sin), apply_rope(k, cos, sin), v};
+}
+
+at::Tensor decoder_session::forward_prefill(const at::Tensor& tokens, bool all_logits) {
+    const auto& c = m_w->config;
+    const auto t = tokens.size(0);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+    const auto groups = c.heads / c.kv_heads;
+    auto x = m_w->embed.index_select(0, tokens);
+    const auto cos = m_cos.narrow(0, 0, t).unsqueeze(1);
+    const auto sin = m_sin.narrow(0, 0, t).unsqueeze(1);
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+        const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
+        const auto [q, k, v] = attention_inputs(lw, x, cos, sin);
+        const auto kt = k.transpose(0, 1), vt = v.transpose(0, 1); // [kv_heads, T, hd]
+        m_k[l].narrow(1, 0, t).copy_(kt);
+        m_v[l].narrow(1, 0, t).copy_(vt);
+        x = x + project(attention_prefill(q, kt, vt, groups, scale), lw.o);
+        x = x + decoder_mlp(c, lw, l, rms_norm(x, lw.post_attention_norm, c.rms_eps), m_paths,
+                            context());
+    }
+    if (!all_logits)
+        x = x.narrow(0, t - 1, 1);
+    return project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head);
+}
+
+at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t layer, at::Tensor x,
+                                       const at::Tensor& cos, const at::Tensor& sin,
+                                       bool static_shapes, const at::Tensor& mask) {
+    const auto& c = m_w->config;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+    const auto [q, k, v] = attention_inputs(lw, x, cos, sin);
+    auto kc = m_k[layer], vc = m_v[layer];
+    // The new key and value go in at the device-side position: no host value in the step.
+    kc.index_copy_(1, m_pos, k.transpose(0, 1));
+    vc.index_copy_(1, m_pos, v.transpose(0, 1));
+    if (!static_shapes) {
+        // Eager: attend over the filled prefix only, its length known on the host.
+        kc = kc.narrow(1, 0, m_host_pos + 1);
+        vc = vc.narrow(1, 0, m_host_pos + 1);
+    }
+    x = x + project(attention_decode(q, kc, vc, c.heads / c.kv_heads, mask, scale), lw.o);
+    return x + decoder_mlp(c, lw, layer, rms_norm(x, lw.post_attention_norm, c.rms_eps), m_paths,
+                           context());
+}
+
+void decoder_session::step_body(bool static_shapes) {
+    const auto& c = m_w->config;
+    const auto token = m_seq.index_select(0, m_pos);
+    auto x = m_w->embed.index_select(0, token);
+    const auto cos = m_cos.index_select(0, m_pos).unsqueeze(1);
+    const auto sin = m_sin.index_select(0, m_pos).unsqueeze(1);
+    // Static shapes (a captured step): attention over the whole cache, positions after the
+    // current one masked out, so the same kernels serve every position.
+    const auto mask = static_shapes ? m_positions.le(m_pos) : Tensor();
+    for (std::int64_t l = 0; l < c.layers; ++l)
+        x = layer_step(m_w->layers[static_cast<std::size_t>(l)], l, x, cos, sin, static_shapes,
+                       mask);
+    const auto logits = project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head);
+    m_logits.copy_(logits);
+    if (!m_teacher_forced) {
+        // Greedy sampling on the device: softmax over the vocabulary, argmax.
+        const auto next = probabilities(logits).argmax(-1);
+        m_seq.index_copy_(0, m_pos + 1, next);
+    }
+    m_pos.add_(1);
+}
+
+at::Tensor decoder_session::prefill(const at::Tensor& prompt) {
+    const auto t = prompt.size(0);
+    if (t < 1 || t > m_capacity)
+        throw std::invalid_argument(
+            fmt::format("prefill of {} tokens into a cache of {}", t, m_capacity));
+    m_teacher_forced = false;
+    m_seq.narrow(0, 0, t).copy_(prompt);
+    const auto logits = forward_prefill(prompt, false);
+    m_logits.copy_(logits);
+    m_seq.narrow(0, t, 1).copy_(probabilities(logits).argmax(-1));
+    m_pos.fill_(t);
+    m_host_pos = t;
+    return logits;
+}
+
+at::Tensor decoder_session::prefill_teacher_forced(const at::Tensor& tokens,
+                                                   std::int64_t prompt_length) {
+    const auto n = tokens.size(0);
+    if (prompt_length < 1 || prompt_length > n || n > m_capacity)
+        throw std::invalid_argument(fmt::format(
+            "teacher forcing {} of {} tokens into a cache of {}", prompt_length, n, m_capacity));
+    m_teacher_forced = true;
+    m_seq.narrow(0, 0, n).copy_(tokens);
+    const auto logits = forward_prefill(tokens.narrow(0, 0, prompt_length), true);
+    m_pos.fill_(prompt_length);
+    m_host_pos = prompt_length;
+    return logits;
+}
+
+void decoder_session::step() {
+    if (m_host_pos >= m_capacity)
+        throw std::logic_error(fmt::format("decode step at position {} past the cache capacity {}",
+                                           m_host_pos, m_capacity));
+    m_step.run([this] { step_body(false); });
+    ++m_host_pos;
+}
+
+void decoder_session::capture(backend::device& dev) {
+    // The device runs the body once to warm up and once under capture; both move the device
+    // position on, so it is put back afterwards (the replay rewrites what the warm-up wrote).
+    if (m_host_pos >= m_capacity)
+        throw std::logic_error("capture needs a free cache position");
+    m_step.capture(dev, [this] { step_body(true); });
+    m_pos.fill_(m_host_pos);
+}
+
+} // namespace fourfold::workloads::models

@@ -1,0 +1,196 @@
+// The op workloads time the code the model runs (model_ops/): on the very weights and hidden
+// states of a tiny decoder, moe_decode's cases compute what the decoder's MoE layer computes,
+// bit for bit, and linear_decode's and softmax's stock variants what its projections and its
+// sampling compute; the paths of each shared op agree with each other; and a native path is a
+// clear error where no kernel can run.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/backend/torch_features.hpp"
+#include "fourfold/workloads/model_ops/linear.hpp"
+#include "fourfold/workloads/model_ops/moe.hpp"
+#include "fourfold/workloads/model_ops/softmax.hpp"
+#include "fourfold/workloads/model_ops/swiglu.hpp"
+#include "fourfold/workloads/models/decoder.hpp"
+#include "runner_helpers.hpp"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+using namespace fourfold;
+using namespace fourfold::workloads;
+using namespace fourfold::workloads::models;
+
+namespace {
+
+std::unique_ptr<backend::device> cpu() {
+    return backend::open_device({backend::device_kind::cpu, 0});
+}
+
+std::shared_ptr<const decoder_weights> tiny(const std::string& name) {
+    return std::make_shared<const decoder_weights>(
+        random_weights(*find_preset(name), at::kFloat, c10::Device(c10::DeviceType::CPU), 17));
+}
+
+// The case a run would make for `params` (every parameter filled in by the plan).
+std::unique_ptr<workload_case> case_of(backend::device& dev, const std::string& workload,
+                                       json params) {
+    auto p = runner::make_plan({{workload, std::move(params), dtype::fp32, {}, ""}},
+                               runner::run_settings{}, dev);
+    return std::move(p.groups.at(0).c);
+}
+
+at::Tensor run_variant(backend::device& dev, const std::string& workload, const workload_case& c,
+                       const std::string& variant, const input_set& in) {
+    const auto* w = registry::instance().find(workload);
+    const call_context ctx(dev);
+    return w->run(variant, c, ctx, in);
+}
+
+// Hidden states of the scale a layer sees: the first tokens' embedding rows.
+at::Tensor hidden_states(const decoder_weights& w, std::int64_t tokens) {
+    const auto ids =
+        at::arange(tokens, at::TensorOptions().dtype(at::kLong)).mul(37).remainder(w.config.vocab);
+    return w.embed.index_select(0, ids);
+}
+
+std::vector<moe_path> moe_paths_here() {
+    std::vector<moe_path> out{moe_path::host_loop};
+    if (FOURFOLD_HAS_GROUPED_MM)
+        out.push_back(moe_path::grouped_mm);
+    return out;
+}
+
+} // namespace
+
+TEST(model_ops, moe_decode_and_the_decoders_moe_layer_are_one_computation) {
+    auto dev = cpu();
+    const auto w = tiny("tiny-qwen3-moe");
+    const auto& c = w->config;
+    const auto& lw = w->layers[0];
+    ASSERT_TRUE(c.is_moe_layer(0));
+    const std::int64_t tokens = 5;
+    const auto h = hidden_states(*w, tokens);
+    const auto ffn = case_of(*dev, "moe_decode",
+                             json{{"tokens", tokens},
+                                  {"experts", c.experts},
+                                  {"top_k", c.experts_per_token},
+                                  {"hidden", c.hidden},
+                                  {"width", c.moe_intermediate},
+                                  {"part", "ffn"}});
+    // moe_decode's inputs are the decoder's own: its router's logits, its experts' weights
+    input_set in;
+    in.add("x", h)
+        .add("router_logits", model_ops::linear(h, lw.router, {}, model_ops::op_path::stock))
+        .add("w_gate_up", lw.experts_gate_up)
+        .add("w_down", lw.experts_down);
+    for (const auto path : moe_paths_here()) {
+        const auto variant = path == moe_path::grouped_mm ? "stock" : "generic";
+        const auto op = run_variant(*dev, "moe_decode", *ffn, variant, in);
+        const auto model = decoder_mlp(c, lw, 0, h, decoder_paths{path});
+        EXPECT_TRUE(at::equal(op, model)) << variant;
+    }
+    // the two MoE paths compute one function (not bit for bit: the grouped matmul has its own
+    // accumulation order)
+    if (FOURFOLD_HAS_GROUPED_MM) {
+        EXPECT_TRUE(at::allclose(decoder_mlp(c, lw, 0, h, decoder_paths{moe_path::grouped_mm}),
+                                 decoder_mlp(c, lw, 0, h, decoder_paths{moe_path::host_loop}), 1e-5,
+                                 1e-6));
+    }
+}
+
+TEST(model_ops, moe_decode_gate_up_times_the_first_grouped_matmul_of_the_decoders_routing) {
+    auto dev = cpu();
+    const auto w = tiny("tiny-qwen3-moe");
+    const auto& c = w->config;
+    const auto& lw = w->layers[1];
+    const std::int64_t tokens = 4;
+    const auto h = hidden_states(*w, tokens);
+    // the routing the decoder's layer takes, and the rows it sorts by expert
+    const auto r = model_ops::route(model_ops::linear(h, lw.router, {}, model_ops::op_path::stock),
+                                    c.experts_per_token, c.norm_topk);
+    const auto rows = model_ops::sorted_rows(h, r);
+    const auto gate_up = case_of(*dev, "moe_decode",
+                                 json{{"tokens", tokens},
+                                      {"experts", c.experts},
+                                      {"top_k", c.experts_per_token},
+                                      {"hidden", c.hidden},
+                                      {"width", c.moe_intermediate},
+                                      {"part", "gate_up"}});
+    input_set in;
+    in.add("rows", rows).add("offsets", r.offsets).add("w_gate_up", lw.experts_gate_up);
+    const auto op = run_variant(*dev, "moe_decode", *gate_up, "generic", in);
+    // the same rows through the whole expert FFN: its first matmul is what gate_up times
+    const auto full = model_ops::expert_ffn(rows, lw.experts_gate_up, lw.experts_down, r.offsets,
+                                            moe_path::host_loop);
+    const auto down_of_op = model_ops::grouped_linear(model_ops::swiglu(op), lw.experts_down,
+                                                      r.offsets, moe_path::host_loop);
+    EXPECT_TRUE(at::equal(down_of_op, full));
+    EXPECT_EQ(op.sizes(),
+              (std::vector<std::int64_t>{tokens * c.experts_per_token, 2 * c.moe_intermediate}));
+}
+
+TEST(model_ops, linear_decode_computes_the_decoders_dense_mlp_projections) {
+    auto dev = cpu();
+    const auto w = tiny("tiny-llama");
+    const auto& c = w->config;
+    const auto& lw = w->layers[1];
+    const std::int64_t tokens = 3;
+    const auto h = hidden_states(*w, tokens);
+    auto projection = [&](const at::Tensor& x, const at::Tensor& weight) {
+        const auto lin =
+            case_of(*dev, "linear_decode",
+                    json{{"tokens", x.size(0)}, {"n", weight.size(0)}, {"k", weight.size(1)}});
+        return run_variant(*dev, "linear_decode", *lin, "stock",
+                           input_set().add("x", x).add("weight", weight));
+    };
+    const auto op = projection(model_ops::swiglu(projection(h, lw.gate_up)), lw.down);
+    EXPECT_TRUE(at::equal(op, decoder_mlp(c, lw, 1, h, decoder_paths{})));
+}
+
+TEST(model_ops, softmax_computes_what_the_decoder_samples_from) {
+    auto dev = cpu();
+    const auto w = tiny("tiny-qwen3");
+    decoder_session s(w, 64, moe_path::host_loop);
+    const auto prompt = at::arange(9, at::TensorOptions().dtype(at::kLong));
+    const auto logits = s.prefill(prompt);
+    const auto sm = case_of(*dev, "softmax", json{{"rows", 1}, {"vocab", w->config.vocab}});
+    const auto probs =
+        run_variant(*dev, "softmax", *sm, "stock", input_set().add("logits", logits));
+    EXPECT_TRUE(at::equal(
+        probs, model_ops::softmax(logits, model_ops::op_path::stock, nullptr, at::kFloat)));
+    // the token the session sampled is the argmax of what the softmax workload computes
+    EXPECT_EQ(s.tokens()[9].item<std::int64_t>(), probs.argmax(-1).item<std::int64_t>());
+}
+
+TEST(model_ops, the_paths_of_each_op_compute_one_function) {
+    const auto x = at::randn({3, 50}, at::TensorOptions().dtype(at::kFloat));
+    const auto wt = at::randn({7, 50}, at::TensorOptions().dtype(at::kFloat));
+    const auto b = at::randn({7}, at::TensorOptions().dtype(at::kFloat));
+    using model_ops::op_path;
+    EXPECT_TRUE(at::allclose(model_ops::softmax(x, op_path::composite),
+                             model_ops::softmax(x, op_path::stock), 1e-6, 1e-7));
+    // the decoder's float32 probabilities from bf16 logits: both library paths
+    const auto xb = x.to(at::kBFloat16);
+    const auto p32 = model_ops::softmax(xb, op_path::stock, nullptr, at::kFloat);
+    EXPECT_EQ(p32.scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::allclose(model_ops::softmax(xb, op_path::composite, nullptr, at::kFloat), p32,
+                             1e-6, 1e-7));
+    EXPECT_TRUE(at::allclose(model_ops::linear(x, wt, b, op_path::composite),
+                             model_ops::linear(x, wt, b, op_path::stock), 1e-5, 1e-6));
+    EXPECT_EQ(model_ops::to_string(op_path::native), "native");
+    EXPECT_EQ(model_ops::to_string(moe_path::host_loop), "host_loop");
+}
+
+TEST(model_ops, a_native_path_without_its_kernel_or_context_is_a_clear_error) {
+    const auto x = at::randn({1, 16}, at::TensorOptions().dtype(at::kFloat));
+    using model_ops::op_path;
+    // no call context (or, in this build, no kernels): never a silent library fallback
+    EXPECT_THROW(model_ops::softmax(x, op_path::native), std::logic_error);
+    EXPECT_THROW(model_ops::linear(x, at::randn({4, 16}), {}, op_path::native), std::logic_error);
+    EXPECT_THROW(model_ops::softmax(x.to(at::kBFloat16), op_path::native, nullptr, at::kFloat),
+                 std::invalid_argument);
+    // a session asked for a native path needs the context it would launch on
+    const auto w = tiny("tiny-llama");
+    decoder_paths native;
+    native.linear = op_path::native;
+    EXPECT_THROW(decoder_session(w, 64, native), std::invalid_argument);
+}
