@@ -49,7 +49,8 @@ inline quick_run run_jobs(backend::device& dev, const std::vector<runner::job_sp
 
 inline const record* find_record(const quick_run& r, ledger l, const std::string& variant) {
     for (const auto& rec : r.records)
-        if (rec.which == l && rec.job.variant == variant) return &rec;
+        if (rec.which == l && rec.job.variant == variant)
+            return &rec;
     return nullptr;
 }
 

@@ -14,10 +14,7 @@ using fourfold::json;
 using fourfold::testing::run_cli;
 using fourfold::testing::temp_dir;
 
-namespace {
-
-
-} // namespace
+namespace {} // namespace
 
 TEST(article_suite, runs_on_the_cpu_with_no_failures_and_reasons_for_every_skip) {
     temp_dir dir;
@@ -34,8 +31,7 @@ TEST(article_suite, runs_on_the_cpu_with_no_failures_and_reasons_for_every_skip)
         EXPECT_NE(r.out.find(std::string(w) + " - op_time: microseconds per call"),
                   std::string::npos)
             << w;
-    EXPECT_NE(r.out.find("decode - throughput: tokens/s"), std::string::npos)
-        << r.out;
+    EXPECT_NE(r.out.find("decode - throughput: tokens/s"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("median [µs]"), std::string::npos);
     EXPECT_NE(r.out.find("speed-up of stock over generic"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("linear_decode bf16 cpu: all:"), std::string::npos) << r.out;

@@ -97,7 +97,12 @@ void expect_cut_run_kept(const std::string& db, const temp_dir& dir, const char*
     const auto c = run_cli("compare cut cut --db " + db, dir);
     EXPECT_EQ(c.code, 0) << c.err;
     EXPECT_NE(c.out.find(compare_says), std::string::npos) << c.out;
-    EXPECT_EQ(run_cli("run --workload softmax --shape 1x100 --variants stock,generic --label next --db " + db + k_quick, dir).code, 0);
+    EXPECT_EQ(
+        run_cli("run --workload softmax --shape 1x100 --variants stock,generic --label next --db " +
+                    db + k_quick,
+                dir)
+            .code,
+        0);
 }
 
 } // namespace
@@ -105,7 +110,10 @@ void expect_cut_run_kept(const std::string& db, const temp_dir& dir, const char*
 TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
     temp_dir dir;
     const auto db = (dir / "f.db");
-    const auto r = run_cli("run --workload softmax --shape 2x1000 --dtype fp32,bf16 --variants stock,generic --label first --db " + db + k_quick, dir);
+    const auto r = run_cli("run --workload softmax --shape 2x1000 --dtype fp32,bf16 --variants "
+                           "stock,generic --label first --db " +
+                               db + k_quick,
+                           dir);
     ASSERT_EQ(r.code, 0) << r.err << r.out;
     EXPECT_NE(r.out.find("median [µs]"), std::string::npos);
     EXPECT_NE(r.out.find("PSNR [dB]"), std::string::npos);
@@ -139,7 +147,12 @@ TEST(cli, a_good_run_stores_records_that_export_shows_with_their_provenance) {
 TEST(cli, ledgers_flag_runs_only_that_pass) {
     temp_dir dir;
     const auto db = (dir / "f.db");
-    ASSERT_EQ(run_cli("run --workload linear_decode --shape 1x64x64 --variants stock,generic --ledgers correctness --db " + db + k_quick, dir).code, 0);
+    ASSERT_EQ(run_cli("run --workload linear_decode --shape 1x64x64 --variants stock,generic "
+                      "--ledgers correctness --db " +
+                          db + k_quick,
+                      dir)
+                  .code,
+              0);
     const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
     for (const auto& rec : doc["records"])
         EXPECT_EQ(rec["ledger"], "correctness");
@@ -493,20 +506,21 @@ TEST(cli_user, threads_sets_the_cpu_threads_and_the_provenance_records_them) {
 TEST(cli_user, run_prints_its_records_as_json_or_csv_on_stdout) {
     temp_dir dir;
     const auto db = dir / "f.db";
-    const auto j = run_cli("run --workload softmax --shape 1x100 --variants stock,generic --ledgers "
-                           "correctness,op_time --format json --db " +
-                               db + k_quick,
-                           dir);
+    const auto j =
+        run_cli("run --workload softmax --shape 1x100 --variants stock,generic --ledgers "
+                "correctness,op_time --format json --db " +
+                    db + k_quick,
+                dir);
     ASSERT_EQ(j.code, 0) << j.err;
     const auto doc = json::parse(j.out); // stdout holds the JSON alone
     EXPECT_EQ(doc["runs"].size(), 1u);
     EXPECT_EQ(doc["records"].size(), 4u);
     EXPECT_NE(j.err.find("records: 4 ok"), std::string::npos) << j.err;
-    const auto c =
-        run_cli("run --workload softmax --shape 1x100 --variants stock,generic --ledgers correctness "
-                "--format csv --db " +
-                    db + k_quick,
-                dir);
+    const auto c = run_cli(
+        "run --workload softmax --shape 1x100 --variants stock,generic --ledgers correctness "
+        "--format csv --db " +
+            db + k_quick,
+        dir);
     ASSERT_EQ(c.code, 0) << c.err;
     EXPECT_EQ(c.out.substr(0, c.out.find(',')), "run");
     EXPECT_EQ(lines(c.out), 3); // the header and two records, of this run only
@@ -545,10 +559,10 @@ TEST(cli_user, tables_show_the_varying_params_and_keep_one_row_order) {
 TEST(cli_user, a_timing_mode_the_device_lacks_skips_op_time_and_measures_the_rest) {
     temp_dir dir;
     const auto db = dir / "f.db";
-    const auto r =
-        run_cli("run --workload softmax --shape 1x100 --variants stock,generic --timing graph --db " +
-                    db + k_quick,
-                dir);
+    const auto r = run_cli(
+        "run --workload softmax --shape 1x100 --variants stock,generic --timing graph --db " + db +
+            k_quick,
+        dir);
     ASSERT_EQ(r.code, 0) << r.err << r.out;
     const auto doc = json::parse(run_cli("export --format json --db " + db, dir).out);
     std::map<std::string, std::set<std::string>> status;

@@ -94,7 +94,8 @@ TEST_F(bad_input_table, shapes) {
          "choose a smaller shape"},
         {"run --workload softmax --shape 1x100 --param vocab=5 --db {db}", "vocab", "give it once"},
         {"run --workload softmax --shape 1x100,,1x200 --db {db}", "1x100,,1x200", "none empty"},
-        {"run --workload pad --shape 1x2 --suite smoke --db {db}", "--shape", "a suite fixes its own"},
+        {"run --workload pad --shape 1x2 --suite smoke --db {db}", "--shape",
+         "a suite fixes its own"},
         {"run --suite smoke --workload nosuch --db {db}", "'nosuch'", "its workloads"},
     });
 }

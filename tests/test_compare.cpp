@@ -180,12 +180,14 @@ TEST(verdict, rule_uses_the_whole_ci_against_the_threshold) {
 TEST(verdict, relative_noise_is_a_robust_sigma_over_the_median) {
     EXPECT_DOUBLE_EQ(relative_noise(std::vector<double>{5.0}), 0.0);
     // {8, 9, 10, 11, 12}: quartiles 9 and 11, IQR 2, median 10
-    EXPECT_NEAR(relative_noise(std::vector<double>{12.0, 8.0, 10.0, 9.0, 11.0}), 0.2 / 1.349, 1e-12);
+    EXPECT_NEAR(relative_noise(std::vector<double>{12.0, 8.0, 10.0, 9.0, 11.0}), 0.2 / 1.349,
+                1e-12);
     // a normal-ish sample: the stdev's value
     EXPECT_NEAR(relative_noise(lognormal_samples(20, 0.05, 20000, 3)), 0.05, 0.003);
     // 3 % preempted samples 100x slower: the scatter barely moves (a stdev would read ~170 %)
     auto tail = lognormal_samples(20, 0.05, 2000, 4);
-    for (std::size_t i = 0; i < tail.size(); i += 33) tail[i] *= 100;
+    for (std::size_t i = 0; i < tail.size(); i += 33)
+        tail[i] *= 100;
     EXPECT_LT(relative_noise(tail), 0.06);
 }
 
@@ -387,18 +389,22 @@ TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
         auto r = op_time_record(job_of("moe_decode", variant, "bf16", json{{"tokens", 1}}),
                                 lognormal_samples(median, 0.01, 200, seed), "event", "cold");
         r.figures["host_sync"] = host_sync;
-        r.figures["host_round_trip_us"] = json{{"before", rt_before}, {"after", rt_after}, {"reps", 200}};
+        r.figures["host_round_trip_us"] =
+            json{{"before", rt_before}, {"after", rt_after}, {"reps", 200}};
         return r;
     };
     auto runs = [&](double rt_b_before, double rt_b_after, double generic_b = 150) {
-        const auto a = stored({timed("generic", true, 100, 20, 20, 1), timed("stock", false, 30, 20, 20, 2)});
+        const auto a =
+            stored({timed("generic", true, 100, 20, 20, 1), timed("stock", false, 30, 20, 20, 2)});
         const auto b = stored({timed("generic", true, generic_b, rt_b_before, rt_b_after, 3),
                                timed("stock", false, 45, rt_b_before, rt_b_after, 4)});
-        return compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
+        return compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()),
+                            b, {});
     };
     auto row = [](const comparison& c, const std::string& variant) {
         for (const auto& r : c.op_time)
-            if (r.id.a.variant == variant) return r;
+            if (r.id.a.variant == variant)
+                return r;
         ADD_FAILURE() << "no row for " << variant;
         return timed_row{};
     };
@@ -409,7 +415,8 @@ TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
     EXPECT_NEAR(*row(moved, "stock").round_trip_b, 30.5, 1e-9);
     EXPECT_EQ(row(runs(20, 20.1), "generic").decision, verdict::slower); // a steady host: called
     EXPECT_EQ(row(runs(20, 32), "generic").decision, verdict::unclear); // moved 60 % within B's job
-    EXPECT_EQ(row(runs(30, 31, 300), "generic").decision, verdict::slower); // 3x: beyond the host's 1.5x
+    EXPECT_EQ(row(runs(30, 31, 300), "generic").decision,
+              verdict::slower); // 3x: beyond the host's 1.5x
     const auto j = moved.to_json();
     EXPECT_DOUBLE_EQ(j["op_time"][0]["host_round_trip_us"]["a"].get<double>(), 20.0);
     EXPECT_TRUE(j["op_time"][0].contains("noise_a"));
@@ -424,7 +431,8 @@ TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
     EXPECT_TRUE(j["environment"][1]["moved_beyond_threshold"].get<bool>());
     std::ostringstream text;
     report::print_comparison(moved, text, report::table_format::text);
-    EXPECT_NE(text.str().find("the machine changed between the runs"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("the machine changed between the runs"), std::string::npos)
+        << text.str();
     EXPECT_FALSE(runs(20, 20).environment[1].moved(k_default_threshold));
 }
 
@@ -433,8 +441,8 @@ TEST(compare, a_host_synchronising_time_must_clear_the_host_round_trips_drift) {
 TEST(compare, eager_decode_throughput_must_clear_the_host_round_trips_drift) {
     auto decoded = [](const std::string& mode, double ms_per_token, double rt, std::uint64_t seed) {
         auto r = throughput_record(
-            job_of("decode", "stock", "bf16", json{{"model", "m"}, {"ctx", 512}, {"mode", mode}}), 512,
-            lognormal_samples(ms_per_token, 0.01, 64, seed));
+            job_of("decode", "stock", "bf16", json{{"model", "m"}, {"ctx", 512}, {"mode", mode}}),
+            512, lognormal_samples(ms_per_token, 0.01, 64, seed));
         r.figures["mode"] = mode;
         r.figures["host_paced"] = mode == "eager";
         r.figures["host_sync"] = false;
@@ -444,7 +452,8 @@ TEST(compare, eager_decode_throughput_must_clear_the_host_round_trips_drift) {
     // B: every step 20 % slower, and the host round trip 50 % slower
     const auto a = stored({decoded("eager", 30, 20, 1), decoded("graph", 10, 20, 2)});
     const auto b = stored({decoded("eager", 36, 30, 3), decoded("graph", 12, 30, 4)});
-    const auto c = compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
+    const auto c =
+        compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
     ASSERT_EQ(c.throughput.size(), 2u);
     for (const auto& r : c.throughput) {
         EXPECT_NEAR(*r.round_trip_b, 30.0, 1e-9);
@@ -509,8 +518,8 @@ TEST(compare, a_variant_timed_in_another_mode_within_one_run_is_part_of_the_trea
     const auto moe = json{{"tokens", 8}, {"experts", 128}};
     const auto linear = json{{"tokens", 1}, {"n", 4096}, {"k", 4096}};
     const auto recs = stored({
-        op_time_record(job_of("moe_decode", "stock", "bf16", moe), lognormal_samples(33, 0.02, 40, 1),
-                       "graph", "cold"),
+        op_time_record(job_of("moe_decode", "stock", "bf16", moe),
+                       lognormal_samples(33, 0.02, 40, 1), "graph", "cold"),
         op_time_record(job_of("moe_decode", "generic", "bf16", moe),
                        lognormal_samples(290, 0.05, 40, 2), "event", "cold"),
         op_time_record(job_of("linear_decode", "stock", "bf16", linear),
@@ -573,13 +582,17 @@ TEST(compare, in_store_by_label_and_usage_errors) {
 
 TEST(compare, a_throughput_in_frames_per_second_is_compared_in_its_unit_and_axis) {
     const auto j = job_of("vae_decode", "stock", "bf16", json{{"frames", 9}});
-    const auto a = stored({rate_record(j, "frames/s", "frames", 9, lognormal_samples(50, 0.02, 60, 1))});
-    const auto b = stored({rate_record(j, "frames/s", "frames", 9, lognormal_samples(40, 0.02, 60, 2))}, 2);
-    const auto c = compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
+    const auto a =
+        stored({rate_record(j, "frames/s", "frames", 9, lognormal_samples(50, 0.02, 60, 1))});
+    const auto b =
+        stored({rate_record(j, "frames/s", "frames", 9, lognormal_samples(40, 0.02, 60, 2))}, 2);
+    const auto c =
+        compare_runs(run_row_of(1, "a", provenance()), a, run_row_of(2, "b", provenance()), b, {});
     ASSERT_EQ(c.throughput.size(), 1u);
     EXPECT_EQ(c.throughput[0].unit, "frames/s");
     EXPECT_EQ(c.throughput[0].context_axis, "frames");
     EXPECT_EQ(c.throughput[0].ctx, "9");
-    EXPECT_NEAR(c.throughput[0].ratio.ratio, 50.0 / 40.0, 0.02); // fewer ms per frame: more frames/s
+    EXPECT_NEAR(c.throughput[0].ratio.ratio, 50.0 / 40.0,
+                0.02); // fewer ms per frame: more frames/s
     EXPECT_EQ(c.throughput[0].decision, verdict::faster);
 }

@@ -1,8 +1,8 @@
 // `fourfold compare` and `fourfold report` as a user runs them: real runs compared A vs A, an
 // fp32 run refused against a bf16 run until the difference is declared, the formats, and the
 // exit codes (1 for a regression with --fail-on-regression, 2 for bad input or a refusal).
-#include "test_helpers.hpp"
 #include "compare_fixtures.hpp"
+#include "test_helpers.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -20,11 +20,10 @@ struct a_vs_a {
     std::string db = (dir / "f.db");
     a_vs_a() {
         for (const char* label : {"a1", "a2"}) {
-            const auto r =
-                run_cli(fmt::format("run --workload softmax --shape 1x1000 --dtype fp32 "
-                                       "--label {} --db {}{}",
-                                       label, db, k_quick),
-                           dir);
+            const auto r = run_cli(fmt::format("run --workload softmax --shape 1x1000 --dtype fp32 "
+                                               "--label {} --db {}{}",
+                                               label, db, k_quick),
+                                   dir);
             EXPECT_EQ(r.code, 0) << r.err;
         }
     }
@@ -81,13 +80,12 @@ TEST(compare_cli, an_fp32_run_against_a_bf16_run_is_refused_unless_declared) {
     temp_dir dir;
     const auto db = (dir / "f.db");
     for (const char* t : {"fp32", "bf16"})
-        ASSERT_EQ(
-            run_cli(fmt::format("run --workload softmax --shape 1x1000 --dtype {} --label {} "
-                                   "--ledgers op_time,correctness --db {}{}",
-                                   t, t, db, k_quick),
-                       dir)
-                .code,
-            0);
+        ASSERT_EQ(run_cli(fmt::format("run --workload softmax --shape 1x1000 --dtype {} --label {} "
+                                      "--ledgers op_time,correctness --db {}{}",
+                                      t, t, db, k_quick),
+                          dir)
+                      .code,
+                  0);
     const auto r = run_cli("compare fp32 bf16 --db " + db, dir);
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(line_count(r.err), 1) << r.err;

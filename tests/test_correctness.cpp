@@ -16,8 +16,12 @@ correctness_result compare(const at::Tensor& out, const at::Tensor& ref, dtype t
     return acc.finish();
 }
 
-at::Tensor f64(std::vector<double> v) { return at::tensor(v, at::kDouble); }
-at::Tensor f32(std::vector<float> v) { return at::tensor(v, at::kFloat); }
+at::Tensor f64(std::vector<double> v) {
+    return at::tensor(v, at::kDouble);
+}
+at::Tensor f32(std::vector<float> v) {
+    return at::tensor(v, at::kFloat);
+}
 
 } // namespace
 
@@ -32,7 +36,8 @@ TEST(correctness, metrics_of_a_known_error_match_hand_computation) {
     EXPECT_NEAR(m["psnr_db"].get<double>(), 10 * std::log10(9.0 / (e * e / 4)), 1e-9);
     EXPECT_DOUBLE_EQ(m["psnr_range"].get<double>(), 3.0);
     const double o4 = double(4.4f);
-    EXPECT_NEAR(m["cosine"].get<double>(), (1 + 4 + 9 + 4 * o4) / std::sqrt((14 + o4 * o4) * 30.0), 1e-12);
+    EXPECT_NEAR(m["cosine"].get<double>(), (1 + 4 + 9 + 4 * o4) / std::sqrt((14 + o4 * o4) * 30.0),
+                1e-12);
     EXPECT_NEAR(m["max_rel"].get<double>(), e / 4.0, 1e-12);
     EXPECT_EQ(m["count"], 4);
     EXPECT_FALSE(r.pass); // 10 % off is far outside the fp32 policy
@@ -42,7 +47,8 @@ TEST(correctness, metrics_of_a_known_error_match_hand_computation) {
 }
 
 TEST(correctness, psnr_of_a_known_noise_level) {
-    // reference spans [0, 1]; every element off by 0.01: MSE 1e-4, PSNR = 10 log10(1 / 1e-4) = 40 dB
+    // reference spans [0, 1]; every element off by 0.01: MSE 1e-4, PSNR = 10 log10(1 / 1e-4) = 40
+    // dB
     const auto ref = at::linspace(0, 1, 1001, at::kDouble);
     const auto out = ref + 0.01;
     const auto r = compare(out, ref, dtype::fp64);
@@ -51,9 +57,9 @@ TEST(correctness, psnr_of_a_known_noise_level) {
 
 TEST(correctness, ulp_distance_is_exact_across_a_binade_boundary) {
     const float two = 2.0f;
-    const float below = std::nextafter(two, 0.0f);        // top of [1, 2): 1 ulp away
-    const float below2 = std::nextafter(below, 0.0f);     // 2 ulps away
-    const float above = std::nextafter(two, 4.0f);        // bottom of [2, 4): 1 ulp (twice the size)
+    const float below = std::nextafter(two, 0.0f);    // top of [1, 2): 1 ulp away
+    const float below2 = std::nextafter(below, 0.0f); // 2 ulps away
+    const float above = std::nextafter(two, 4.0f);    // bottom of [2, 4): 1 ulp (twice the size)
     const auto d = ulp_distance(f32({below, below2, above, two}), f64({2, 2, 2, 2}));
     EXPECT_EQ(d[0].item<double>(), 1);
     EXPECT_EQ(d[1].item<double>(), 2);
@@ -65,7 +71,8 @@ TEST(correctness, ulp_distance_is_exact_across_a_binade_boundary) {
     EXPECT_EQ(z[0].item<double>(), 2);
     EXPECT_EQ(z[1].item<double>(), 0);
     // bf16: 1.0078125 and 0.99609375 are each 1 ulp from 1.0, in binades of different spacing
-    const auto b = ulp_distance(at::tensor({1.0078125f, 0.99609375f}).to(at::kBFloat16), f64({1, 1}));
+    const auto b =
+        ulp_distance(at::tensor({1.0078125f, 0.99609375f}).to(at::kBFloat16), f64({1, 1}));
     EXPECT_EQ(b[0].item<double>(), 1);
     EXPECT_EQ(b[1].item<double>(), 1);
 }
@@ -79,7 +86,8 @@ TEST(correctness, all_equal_inputs_are_exact_and_use_the_magnitude_as_psnr_range
     EXPECT_EQ(exact.metrics["rel_l2"].get<double>(), 0.0);
     EXPECT_EQ(exact.metrics["max_ulp"].get<double>(), 0.0);
     const auto off = compare((ref * 1.001).to(at::kFloat), ref);
-    EXPECT_NE(off.metrics["psnr_range_kind"].get<std::string>().find("constant"), std::string::npos);
+    EXPECT_NE(off.metrics["psnr_range_kind"].get<std::string>().find("constant"),
+              std::string::npos);
     EXPECT_NEAR(off.metrics["psnr_range"].get<double>(), 1.0 / 64, 1e-12);
 }
 
@@ -124,10 +132,12 @@ TEST(correctness, chunked_reference_gives_the_unchunked_metrics) {
     const auto x = at::randn({64, 1000}, at::kFloat) * 2;
     const auto out = at::softmax(x, -1);
     auto metrics_with = [&](std::int64_t bytes_per_row) {
-        const auto plan = workloads::chunked_reference(0, 64, bytes_per_row, "softmax", [&](std::int64_t s, std::int64_t n) {
-            return at::softmax(x.narrow(0, s, n).to(at::kDouble), -1);
-        });
-        error_accumulator acc(dtype::fp32, out.sizes().vec(), default_tolerance(dtype::fp32), rms_of_finite(out));
+        const auto plan = workloads::chunked_reference(
+            0, 64, bytes_per_row, "softmax", [&](std::int64_t s, std::int64_t n) {
+                return at::softmax(x.narrow(0, s, n).to(at::kDouble), -1);
+            });
+        error_accumulator acc(dtype::fp32, out.sizes().vec(), default_tolerance(dtype::fp32),
+                              rms_of_finite(out));
         for (std::int64_t i = 0; i < plan.chunks; ++i) {
             const auto c = plan.chunk(i);
             acc.add(out.narrow(0, c.start, c.values.size(0)), c.values, c.dim, c.start);

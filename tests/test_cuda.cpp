@@ -15,15 +15,19 @@ using namespace fourfold::testing;
 namespace {
 
 std::unique_ptr<backend::device> gpu() {
-    if (backend::cuda_device_count() == 0) return nullptr;
+    if (backend::cuda_device_count() == 0)
+        return nullptr;
     return backend::open_device({backend::device_kind::cuda, 0});
 }
 
 #define REQUIRE_GPU(dev)                                                                           \
     auto dev = gpu();                                                                              \
-    if (!dev) GTEST_SKIP() << "no CUDA device visible"
+    if (!dev)                                                                                      \
+    GTEST_SKIP() << "no CUDA device visible"
 
-double gib(std::int64_t b) { return static_cast<double>(b) / double(1ll << 30); }
+double gib(std::int64_t b) {
+    return static_cast<double>(b) / double(1ll << 30);
+}
 
 } // namespace
 
@@ -35,7 +39,8 @@ TEST(cuda, capabilities_and_fingerprint_describe_the_card) {
     EXPECT_GT(c.cache_bytes, 1 << 20);
     EXPECT_GT(c.compute_units, 0);
     const auto fp = dev->fingerprint();
-    for (const char* k : {"name", "uuid", "sm_count", "memory_bytes", "cuda_runtime_version", "nvml"})
+    for (const char* k :
+         {"name", "uuid", "sm_count", "memory_bytes", "cuda_runtime_version", "nvml"})
         EXPECT_TRUE(fp.contains(k)) << k;
     const auto bw = dev->measure_copy_bandwidth();
     EXPECT_GT(bw.bytes_per_s, 1e11);
@@ -63,13 +68,18 @@ TEST(cuda, every_timing_mode_measures_a_real_kernel) {
 
 TEST(cuda, a_variant_that_syncs_with_the_host_is_timed_per_call_and_says_so) {
     REQUIRE_GPU(dev);
-    const auto r = run_jobs(*dev, {{"softmax", json{{"rows", 1}, {"vocab", 4096}}, dtype::fp32,
-                                    {"stock", "malloc_outside"}, ""}},
+    const auto r = run_jobs(*dev,
+                            {{"softmax",
+                              json{{"rows", 1}, {"vocab", 4096}},
+                              dtype::fp32,
+                              {"stock", "malloc_outside"},
+                              ""}},
                             "op_time");
     const auto* host = find_record(r, ledger::op_time, "malloc_outside");
     ASSERT_NE(host, nullptr);
     EXPECT_EQ(host->figures["mode"], "event");
-    EXPECT_NE(host->figures["note"].get<std::string>().find("graph capture impossible"), std::string::npos);
+    EXPECT_NE(host->figures["note"].get<std::string>().find("graph capture impossible"),
+              std::string::npos);
     EXPECT_EQ(find_record(r, ledger::op_time, "stock")->figures["mode"], "graph");
 }
 
@@ -78,12 +88,15 @@ TEST(cuda, stock_passes_and_wrong_results_fail_on_the_gpu) {
     // one element 1 % off is a fp32 check: in bf16 it is within 2 ulps, inside the bf16 policy
     for (const auto t : {dtype::fp32, dtype::bf16}) {
         std::vector<std::string> variants{"stock", "generic", "nan_one"};
-        if (t == dtype::fp32) variants.push_back("wrong_one_element");
-        if (t == dtype::fp32) variants.push_back("bf16_rounded");
-        const auto r = run_jobs(*dev, {{"softmax", json{{"rows", 4}, {"vocab", 128256}}, t, variants, ""},
-                                       {"linear_decode", json{{"n", 4096}, {"k", 4096}, {"bias", true}}, t,
-                                        variants, ""}},
-                                "correctness");
+        if (t == dtype::fp32)
+            variants.push_back("wrong_one_element");
+        if (t == dtype::fp32)
+            variants.push_back("bf16_rounded");
+        const auto r = run_jobs(
+            *dev,
+            {{"softmax", json{{"rows", 4}, {"vocab", 128256}}, t, variants, ""},
+             {"linear_decode", json{{"n", 4096}, {"k", 4096}, {"bias", true}}, t, variants, ""}},
+            "correctness");
         for (const auto& rec : r.records) {
             ASSERT_EQ(rec.status, record_status::ok) << rec.reason;
             const bool wrong = rec.job.variant != "stock" && rec.job.variant != "generic";
@@ -98,19 +111,25 @@ TEST(cuda, stock_passes_and_wrong_results_fail_on_the_gpu) {
 // driver level (NVML per process) within 5 %, and the allocator's peaks do not move.
 TEST(cuda, memory_outside_the_caching_allocator_shows_at_the_driver_level_only) {
     REQUIRE_GPU(dev);
-    const auto r = run_jobs(*dev, {{"softmax", json{{"rows", 8}, {"vocab", 128256}}, dtype::fp32,
-                                    {"stock", "outside_allocator"}, ""}},
+    const auto r = run_jobs(*dev,
+                            {{"softmax",
+                              json{{"rows", 8}, {"vocab", 128256}},
+                              dtype::fp32,
+                              {"stock", "outside_allocator"},
+                              ""}},
                             "memory");
     const auto* stock = find_record(r, ledger::memory, "stock");
     const auto* outside = find_record(r, ledger::memory, "outside_allocator");
     ASSERT_TRUE(stock && outside);
     ASSERT_EQ(outside->status, record_status::ok) << outside->reason;
     const auto& f = outside->figures;
-    std::cout << "driver level: " << f["driver_level"] << ", sampler " << f["sampler"].dump() << '\n';
+    std::cout << "driver level: " << f["driver_level"] << ", sampler " << f["sampler"].dump()
+              << '\n';
     // NVML's per-process figure where NVML lists this process; otherwise the flagged
     // device-wide fallback, which on a GPU of our own sees the same 1 GiB
     if (f["device_wide"].get<bool>())
-        std::cout << "NVML per-process figure unavailable, device-wide fallback used: " << f["driver_level"] << '\n';
+        std::cout << "NVML per-process figure unavailable, device-wide fallback used: "
+                  << f["driver_level"] << '\n';
     const double extra = gib(f["driver_peak_bytes"].get<std::int64_t>() -
                              stock->figures["driver_peak_bytes"].get<std::int64_t>());
     EXPECT_NEAR(extra, 1.0, 0.05);
@@ -121,8 +140,10 @@ TEST(cuda, memory_outside_the_caching_allocator_shows_at_the_driver_level_only) 
     for (const char* level : {"reserved_peak_bytes", "allocated_peak_bytes"})
         EXPECT_EQ(f[level], stock->figures[level]) << level;
     // driver >= reserved >= allocated
-    EXPECT_GE(stock->figures["driver_peak_bytes"].get<std::int64_t>(), stock->figures["reserved_peak_bytes"].get<std::int64_t>());
-    EXPECT_GE(stock->figures["reserved_peak_bytes"].get<std::int64_t>(), stock->figures["allocated_peak_bytes"].get<std::int64_t>());
+    EXPECT_GE(stock->figures["driver_peak_bytes"].get<std::int64_t>(),
+              stock->figures["reserved_peak_bytes"].get<std::int64_t>());
+    EXPECT_GE(stock->figures["reserved_peak_bytes"].get<std::int64_t>(),
+              stock->figures["allocated_peak_bytes"].get<std::int64_t>());
 }
 
 // Issue 3's operator workloads on a real GPU: every variant matches the float64 reference or is
@@ -133,8 +154,16 @@ TEST(cuda, operator_workloads_pass_on_the_gpu_and_say_how_they_ran) {
     const std::vector<runner::job_spec> specs{
         {"moe_decode", json{{"tokens", 8}}, dtype::bf16, {}, ""},
         {"moe_decode", json{{"tokens", 8}, {"part", "gate_up"}}, dtype::bf16, {}, ""},
-        {"moe_decode", json{{"tokens", 4}, {"experts", 8}, {"top_k", 2}, {"hidden", 256}, {"width", 128}}, dtype::fp32, {}, ""},
-        {"pad", json{{"channels", 128}, {"frames", 3}, {"height", 64}, {"width", 64}}, dtype::bf16, {}, ""},
+        {"moe_decode",
+         json{{"tokens", 4}, {"experts", 8}, {"top_k", 2}, {"hidden", 256}, {"width", 128}},
+         dtype::fp32,
+         {},
+         ""},
+        {"pad",
+         json{{"channels", 128}, {"frames", 3}, {"height", 64}, {"width", 64}},
+         dtype::bf16,
+         {},
+         ""},
         {"fp8_linear", json{{"tokens", 16}, {"n", 4096}, {"k", 4096}}, dtype::bf16, {}, ""},
         {"linear_decode", json{{"n", 768}, {"k", 2048}, {"bias", true}}, dtype::bf16, {}, ""},
     };
@@ -148,7 +177,8 @@ TEST(cuda, operator_workloads_pass_on_the_gpu_and_say_how_they_ran) {
             continue;
         }
         if (rec.which == ledger::correctness)
-            EXPECT_EQ(rec.figures["verdict"], "PASS") << what << " " << rec.figures["metrics"].dump();
+            EXPECT_EQ(rec.figures["verdict"], "PASS")
+                << what << " " << rec.figures["metrics"].dump();
         if (rec.which == ledger::op_time && rec.job.workload == "moe_decode") {
             const bool host_sync = rec.job.variant == "generic";
             EXPECT_EQ(rec.figures["host_sync"], host_sync) << what;

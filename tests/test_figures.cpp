@@ -11,7 +11,8 @@ using namespace fourfold;
 using namespace fourfold::testing;
 
 TEST(figures, op_time_writes_its_keys_and_leaves_the_others) {
-    json f{{"mode", "graph"}, {"stats", {{"median", 2.5}, {"n", 40}, {"ci_resamples", 2000}}},
+    json f{{"mode", "graph"},
+           {"stats", {{"median", 2.5}, {"n", 40}, {"ci_resamples", 2000}}},
            {"facts", {{"kernel", "x"}}}};
     auto o = op_time_figures::from(f);
     EXPECT_EQ(o.mode, "graph");
@@ -21,8 +22,8 @@ TEST(figures, op_time_writes_its_keys_and_leaves_the_others) {
     o.gb_per_s = 812.5;
     o.host_round_trip = round_trip_figure{13.0, 14.0, 200};
     o.write(f);
-    EXPECT_EQ(f["facts"]["kernel"], "x");              // not the struct's: untouched
-    EXPECT_EQ(f["stats"]["ci_resamples"], 2000);       // a stats key it does not name: kept
+    EXPECT_EQ(f["facts"]["kernel"], "x");        // not the struct's: untouched
+    EXPECT_EQ(f["stats"]["ci_resamples"], 2000); // a stats key it does not name: kept
     const auto back = op_time_figures::from(f);
     EXPECT_EQ(back.gb_per_s, 812.5);
     ASSERT_TRUE(back.host_round_trip);
@@ -58,7 +59,8 @@ TEST(figures, every_ledger_round_trips_through_the_store) {
     temp_dir dir;
     auto s = store::result_store::open(dir / "f.db", store::open_mode::read_write);
     const auto job = job_of("vae_decode", "stock", "bf16", json{{"frames", 9}});
-    auto op = op_time_record(job_of("softmax", "stock", "fp32", json{{"rows", 1}}), {1.0, 2.0, 3.0});
+    auto op =
+        op_time_record(job_of("softmax", "stock", "fp32", json{{"rows", 1}}), {1.0, 2.0, 3.0});
     auto o = op_time_figures::from(op.figures);
     o.gb_per_s = 42;
     o.host_sync = true;

@@ -16,7 +16,7 @@
 namespace fourfold::testing {
 
 class temp_dir {
-public:
+  public:
     temp_dir() {
         char tmpl[] = "/tmp/fourfold-test-XXXXXX";
         m_path = mkdtemp(tmpl);
@@ -27,7 +27,7 @@ public:
     std::string operator/(const std::string& name) const { return m_path + "/" + name; }
     const std::string& path() const { return m_path; }
 
-private:
+  private:
     std::string m_path;
 };
 

@@ -11,12 +11,17 @@ using namespace fourfold::kernels;
 namespace {
 
 // Plans look only at addresses: aligned and misaligned stand-ins for device pointers.
-void* at(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+void* at(std::uintptr_t a) {
+    return reinterpret_cast<void*>(a);
+}
 constexpr std::uintptr_t k_aligned = 1 << 20;
 
-device_limits h200() { return device_limits{}; } // 132 SMs, sm_90
+device_limits h200() {
+    return device_limits{};
+} // 132 SMs, sm_90
 
-softmax_args softmax_of(std::int64_t rows, std::int64_t cols, elem t, std::uintptr_t x = k_aligned) {
+softmax_args softmax_of(std::int64_t rows, std::int64_t cols, elem t,
+                        std::uintptr_t x = k_aligned) {
     return {at(x), at(k_aligned * 64), rows, cols, cols, cols, t};
 }
 
@@ -125,7 +130,7 @@ TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles
     EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), h200()).tensor_cores); // one token: FMA
     auto f32 = gemv_of(4, 4096, 4096);
     f32.type = elem::f32;
-    EXPECT_FALSE(plan_gemv(f32, h200()).tensor_cores); // fp32 stays exact: no tf32
+    EXPECT_FALSE(plan_gemv(f32, h200()).tensor_cores);                  // fp32 stays exact: no tf32
     EXPECT_FALSE(plan_gemv(gemv_of(4, 64, 4008), h200()).tensor_cores); // K % 32 != 0
 }
 

@@ -15,8 +15,12 @@ using namespace fourfold::testing;
 
 namespace {
 
-double gib(std::int64_t b) { return static_cast<double>(b) / double(1ll << 30); }
-std::int64_t peak(const record* r, const char* level) { return r->figures[level].get<std::int64_t>(); }
+double gib(std::int64_t b) {
+    return static_cast<double>(b) / double(1ll << 30);
+}
+std::int64_t peak(const record* r, const char* level) {
+    return r->figures[level].get<std::int64_t>();
+}
 
 // A test-only workload whose memory pass keeps a captured graph, as a decode in graph mode does:
 // memory_call builds it (on CUDA a captured matmul, which takes a cuBLAS workspace; elsewhere the
@@ -33,15 +37,17 @@ struct kept_state_seen {
 kept_state_seen g_kept;
 
 class kept_graph_case final : public workloads::workload_case {
-public:
-    explicit kept_graph_case(const workloads::case_args& a) : workload_case(a), m_n(a.get_int("n")) {}
+  public:
+    explicit kept_graph_case(const workloads::case_args& a)
+        : workload_case(a), m_n(a.get_int("n")) {}
 
     workloads::cost declared_cost() const override {
         const double n = static_cast<double>(m_n);
         return {2 * n * n * 4, n * n * 4, 2 * n * n * n, "x @ x"};
     }
     workloads::input_set make_inputs(std::uint64_t seed) const override {
-        return workloads::input_set().add("x", workloads::seeded_uniform({m_n, m_n}, seed, -1.0, 1.0, at::kFloat));
+        return workloads::input_set().add(
+            "x", workloads::seeded_uniform({m_n, m_n}, seed, -1.0, 1.0, at::kFloat));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
         const auto x = in["x"];
@@ -65,7 +71,8 @@ public:
         else
             *out = at::matmul(x, x);
         dev.synchronize();
-        g_kept = {dev.memory().now().allocated, std::nullopt, dev.memory().releases(), 0, graph != nullptr};
+        g_kept = {dev.memory().now().allocated, std::nullopt, dev.memory().releases(), 0,
+                  graph != nullptr};
         auto first = std::make_shared<bool>(true);
         return [x, out, graph, first, d = &dev] {
             if (*first) {
@@ -80,12 +87,13 @@ public:
         };
     }
 
-private:
+  private:
     std::int64_t m_n;
 };
 
 FOURFOLD_WORKLOAD(kept_graph_case, "kept_graph_probe")
-    .describe("tests only: a memory pass that keeps a captured graph between its build and its calls")
+    .describe(
+        "tests only: a memory pass that keeps a captured graph between its build and its calls")
     .param_int("n", 512, "rows and columns of x", 16, 4096)
     .dtypes({dtype::fp32})
     .variant("stock", &kept_graph_case::stock, "at::matmul");
@@ -149,11 +157,13 @@ TEST(memory, sampler_polls_at_its_target_rate_and_keeps_peaks_in_the_timeline) {
     EXPECT_LE(rep.timeline.size(), 256u);
     ASSERT_TRUE(rep.max.driver.has_value());
     std::vector<measure::timeline_point> pts;
-    for (int i = 0; i < 1000; ++i) pts.push_back({double(i), i == 777 ? 99 : 1});
+    for (int i = 0; i < 1000; ++i)
+        pts.push_back({double(i), i == 777 ? 99 : 1});
     const auto down = measure::downsample_max(pts, 10);
     EXPECT_EQ(down.size(), 10u);
     bool kept = false;
-    for (const auto& p : down) kept |= p.driver_bytes == 99;
+    for (const auto& p : down)
+        kept |= p.driver_bytes == 99;
     EXPECT_TRUE(kept);
 }
 
@@ -175,8 +185,12 @@ TEST(memory, cpu_tracking_allocator_sees_tensor_bytes) {
 // level (RSS) and not in the allocator's figures.
 TEST(memory, memory_outside_the_allocator_shows_at_the_process_level_only) {
     auto dev = backend::open_device({backend::device_kind::cpu, 0});
-    const auto r = run_jobs(*dev, {{"softmax", json{{"rows", 4}, {"vocab", 4096}}, dtype::fp32,
-                                    {"stock", "outside_allocator", "malloc_outside"}, ""}},
+    const auto r = run_jobs(*dev,
+                            {{"softmax",
+                              json{{"rows", 4}, {"vocab", 4096}},
+                              dtype::fp32,
+                              {"stock", "outside_allocator", "malloc_outside"},
+                              ""}},
                             "memory");
     const auto* stock = find_record(r, ledger::memory, "stock");
     const auto* mmapped = find_record(r, ledger::memory, "outside_allocator");
@@ -187,14 +201,19 @@ TEST(memory, memory_outside_the_allocator_shows_at_the_process_level_only) {
     EXPECT_NEAR(extra, 1.0, 0.05) << mmapped->figures.dump();
     std::cout << "outside_allocator (mmap): RSS peak +" << extra << " GiB over stock\n";
     // the tensor allocator and malloc saw nothing of the mmap
-    EXPECT_NEAR(gib(peak(mmapped, "allocated_peak_bytes") - peak(stock, "allocated_peak_bytes")), 0.0, 0.001);
-    EXPECT_NEAR(gib(peak(mmapped, "reserved_peak_bytes") - peak(stock, "reserved_peak_bytes")), 0.0, 0.01);
+    EXPECT_NEAR(gib(peak(mmapped, "allocated_peak_bytes") - peak(stock, "allocated_peak_bytes")),
+                0.0, 0.001);
+    EXPECT_NEAR(gib(peak(mmapped, "reserved_peak_bytes") - peak(stock, "reserved_peak_bytes")), 0.0,
+                0.01);
     EXPECT_NEAR(gib(mmapped->figures["outside_allocator_bytes"].get<std::int64_t>() -
                     stock->figures["outside_allocator_bytes"].get<std::int64_t>()),
                 1.0, 0.05);
     // plain malloc: the process level and malloc's own level see it, the tensor allocator does not
-    EXPECT_NEAR(gib(peak(malloced, "driver_peak_bytes") - peak(stock, "driver_peak_bytes")), 1.0, 0.05);
-    EXPECT_NEAR(gib(peak(malloced, "reserved_peak_bytes") - peak(stock, "reserved_peak_bytes")), 1.0, 0.05);
-    EXPECT_NEAR(gib(peak(malloced, "allocated_peak_bytes") - peak(stock, "allocated_peak_bytes")), 0.0, 0.001);
+    EXPECT_NEAR(gib(peak(malloced, "driver_peak_bytes") - peak(stock, "driver_peak_bytes")), 1.0,
+                0.05);
+    EXPECT_NEAR(gib(peak(malloced, "reserved_peak_bytes") - peak(stock, "reserved_peak_bytes")),
+                1.0, 0.05);
+    EXPECT_NEAR(gib(peak(malloced, "allocated_peak_bytes") - peak(stock, "allocated_peak_bytes")),
+                0.0, 0.001);
     EXPECT_GT(mmapped->figures["sampler"]["achieved_hz"].get<double>(), 100.0);
 }

@@ -10,8 +10,8 @@
 #include "test_variants.hpp"
 
 #include <ATen/ATen.h>
-#include <gtest/gtest.h>
 #include <cstdlib>
+#include <gtest/gtest.h>
 #include <iostream>
 #include <limits>
 #if FOURFOLD_WITH_CUDA
@@ -24,13 +24,15 @@ using namespace fourfold::testing;
 namespace {
 
 std::unique_ptr<backend::device> gpu() {
-    if (!FOURFOLD_WITH_KERNELS || backend::cuda_device_count() == 0) return nullptr;
+    if (!FOURFOLD_WITH_KERNELS || backend::cuda_device_count() == 0)
+        return nullptr;
     return backend::open_device({backend::device_kind::cuda, 0});
 }
 
 #define REQUIRE_NATIVE(dev)                                                                        \
     auto dev = gpu();                                                                              \
-    if (!dev) GTEST_SKIP() << "no CUDA device visible, or a build without native kernels"
+    if (!dev)                                                                                      \
+    GTEST_SKIP() << "no CUDA device visible, or a build without native kernels"
 
 const std::vector<dtype> k_types{dtype::fp32, dtype::bf16, dtype::fp16};
 
@@ -40,13 +42,16 @@ bool small_only() {
     const char* v = std::getenv("FOURFOLD_NATIVE_TEST_SIZES");
     return v && std::string(v) == "small";
 }
-bool too_big(std::int64_t elements) { return small_only() && elements > (std::int64_t{1} << 22); }
+bool too_big(std::int64_t elements) {
+    return small_only() && elements > (std::int64_t{1} << 22);
+}
 
 // run_jobs, but under the sanitizer without the copy-bandwidth measurement (21 copies of 1 GiB,
 // each instrumented): % of bandwidth is not what these tests look at.
 quick_run run_native(backend::device& dev, const std::vector<runner::job_spec>& specs,
                      const std::string& ledgers) {
-    if (!small_only()) return run_jobs(dev, specs, ledgers);
+    if (!small_only())
+        return run_jobs(dev, specs, ledgers);
     auto s = quick_settings(ledgers);
     s.timing = measure::timing_settings::defaults_for(dev.caps());
     s.timing.stop.min_time_s = 0.02;
@@ -54,7 +59,8 @@ quick_run run_native(backend::device& dev, const std::vector<runner::job_spec>& 
     s.timing.warmup_s = 0.005;
     const auto plan = runner::make_plan(specs, s, dev);
     runner::memory_sink sink;
-    runner::run_context ctx{dev, backend::bandwidth_figure{1e12, 0, "not measured (sanitizer run)"}, sink};
+    runner::run_context ctx{dev, backend::bandwidth_figure{1e12, 0, "not measured (sanitizer run)"},
+                            sink};
     quick_run out;
     out.summary = runner::execute(plan, ctx);
     out.records = sink.records;
@@ -92,8 +98,8 @@ void expect_native_passes(backend::device& dev, const std::string& workload, con
 struct direct_case {
     runner::plan plan;
     const runner::job_group& group() const { return plan.groups.at(0); }
-    at::Tensor call(backend::device& dev, const std::string& variant, const workloads::input_set& in,
-                    json* facts = nullptr) const {
+    at::Tensor call(backend::device& dev, const std::string& variant,
+                    const workloads::input_set& in, json* facts = nullptr) const {
         const workloads::call_context ctx(dev, facts);
         auto out = group().w->run(variant, *group().c, ctx, in);
         dev.synchronize();
@@ -101,14 +107,16 @@ struct direct_case {
     }
 };
 
-direct_case make_case(backend::device& dev, const std::string& workload, const json& params, dtype t) {
+direct_case make_case(backend::device& dev, const std::string& workload, const json& params,
+                      dtype t) {
     runner::run_settings s;
     return {runner::make_plan({{workload, params, t, {"stock", "native"}, ""}}, s, dev)};
 }
 
 // Same NaN positions, same infinities, finite values within `tol` of each other (relative to
 // the largest magnitude).
-void expect_same_values(const at::Tensor& a, const at::Tensor& b, double tol, const std::string& what) {
+void expect_same_values(const at::Tensor& a, const at::Tensor& b, double tol,
+                        const std::string& what) {
     const auto x = a.to(at::kDouble), y = b.to(at::kDouble);
     EXPECT_TRUE(at::equal(at::isnan(x), at::isnan(y))) << what << ": NaN positions differ";
     EXPECT_TRUE(at::equal(at::isinf(x), at::isinf(y))) << what << ": Inf positions differ";
@@ -120,16 +128,18 @@ void expect_same_values(const at::Tensor& a, const at::Tensor& b, double tol, co
     }
 }
 
-double tol_of(dtype t) { return t == dtype::fp32 ? 1e-5 : 1e-2; }
+double tol_of(dtype t) {
+    return t == dtype::fp32 ? 1e-5 : 1e-2;
+}
 
 } // namespace
 
 TEST(native, softmax_matches_the_float64_reference_at_edge_sizes) {
     REQUIRE_NATIVE(dev);
     const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{
-        {1, 1},      {1, 2},      {3, 7},        {1, 31},       {5, 1000},   {7, 1025},
-        {1, 128256}, {64, 128256}, {13, 151936}, {1, 1 << 20},  {2, 262144}, {4096, 8},
-        {4096, 257}, {1000, 32000}};
+        {1, 1},      {1, 2},      {3, 7},       {1, 31},      {5, 1000},
+        {7, 1025},   {1, 128256}, {64, 128256}, {13, 151936}, {1, 1 << 20},
+        {2, 262144}, {4096, 8},   {4096, 257},  {1000, 32000}};
     for (const auto t : k_types)
         for (const auto& [rows, vocab] : shapes)
             if (!too_big(rows * vocab))
@@ -141,19 +151,21 @@ TEST(native, softmax_special_values_match_what_stock_does) {
     const double inf = std::numeric_limits<double>::infinity();
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (const auto t : k_types)
-        for (const std::int64_t vocab : {std::int64_t{7}, std::int64_t{4096}, std::int64_t{128256}}) {
-            if (too_big(6 * vocab * 32)) continue;
+        for (const std::int64_t vocab :
+             {std::int64_t{7}, std::int64_t{4096}, std::int64_t{128256}}) {
+            if (too_big(6 * vocab * 32))
+                continue;
             const auto dc = make_case(*dev, "softmax", json{{"rows", 6}, {"vocab", vocab}}, t);
             auto x = at::randn({6, vocab}, at::TensorOptions().dtype(at::kDouble)) * 2;
-            x[0].fill_(-inf);                       // a row of -inf
-            x[1][vocab / 2] = nan;                  // one NaN
-            x[2][vocab - 1] = inf;                  // one +inf
+            x[0].fill_(-inf);                               // a row of -inf
+            x[1][vocab / 2] = nan;                          // one NaN
+            x[2][vocab - 1] = inf;                          // one +inf
             x[3].narrow(0, 0, (vocab + 1) / 2).fill_(-inf); // half masked
-            x[4].fill_(3.0);                        // all equal
-            x[5][0] = 1e4;                          // one dominant logit
-            const auto typed = x.to(dc.group().c->args().type == dtype::fp32 ? at::kFloat
+            x[4].fill_(3.0);                                // all equal
+            x[5][0] = 1e4;                                  // one dominant logit
+            const auto typed = x.to(dc.group().c->args().type == dtype::fp32   ? at::kFloat
                                     : dc.group().c->args().type == dtype::bf16 ? at::kBFloat16
-                                                                                : at::kHalf);
+                                                                               : at::kHalf);
             workloads::input_set in;
             in.add("logits", typed.to(dev->torch_device()));
             const auto stock = dc.call(*dev, "stock", in);
@@ -172,8 +184,11 @@ TEST(native, softmax_of_an_offset_view_takes_the_scalar_path_and_agrees_with_sto
     for (const auto t : k_types) {
         const std::int64_t vocab = 128256;
         const auto dc = make_case(*dev, "softmax", json{{"rows", 3}, {"vocab", vocab}}, t);
-        const auto type = t == dtype::fp32 ? at::kFloat : t == dtype::bf16 ? at::kBFloat16 : at::kHalf;
-        const auto big = at::randn({3, vocab + 1}, at::TensorOptions().dtype(type).device(dev->torch_device()));
+        const auto type = t == dtype::fp32   ? at::kFloat
+                          : t == dtype::bf16 ? at::kBFloat16
+                                             : at::kHalf;
+        const auto big =
+            at::randn({3, vocab + 1}, at::TensorOptions().dtype(type).device(dev->torch_device()));
         workloads::input_set in;
         in.add("logits", big.narrow(1, 1, vocab)); // row stride vocab + 1, first element misaligned
         json facts;
@@ -190,23 +205,28 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
     struct shape {
         std::int64_t t, n, k;
     };
-    const std::vector<shape> shapes{{1, 1, 1},      {1, 1, 4096},    {1, 4096, 1},   {3, 5, 7},
-                                    {1, 8, 4096},   {1, 768, 2048},  {2, 1024, 4095}, {8, 1000, 1000},
-                                    {1, 4096, 4096}, {4, 14336, 4096}, {8, 2048, 768}, {1, 151936, 1024}};
+    const std::vector<shape> shapes{{1, 1, 1},        {1, 1, 4096},    {1, 4096, 1},
+                                    {3, 5, 7},        {1, 8, 4096},    {1, 768, 2048},
+                                    {2, 1024, 4095},  {8, 1000, 1000}, {1, 4096, 4096},
+                                    {4, 14336, 4096}, {8, 2048, 768},  {1, 151936, 1024}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
             for (const bool bias : {false, true})
                 if (!too_big(s.n * s.k))
-                expect_native_passes(*dev, "linear_decode",
-                                     json{{"tokens", s.t}, {"n", s.n}, {"k", s.k}, {"bias", bias}}, t);
+                    expect_native_passes(
+                        *dev, "linear_decode",
+                        json{{"tokens", s.t}, {"n", s.n}, {"k", s.k}, {"bias", bias}}, t);
 }
 
 TEST(native, gemv_of_offset_views_takes_the_scalar_path_and_agrees_with_stock) {
     REQUIRE_NATIVE(dev);
     for (const auto t : k_types) {
         const std::int64_t n = 300, k = 4096;
-        const auto dc = make_case(*dev, "linear_decode", json{{"tokens", 2}, {"n", n}, {"k", k}, {"bias", true}}, t);
-        const auto type = t == dtype::fp32 ? at::kFloat : t == dtype::bf16 ? at::kBFloat16 : at::kHalf;
+        const auto dc = make_case(*dev, "linear_decode",
+                                  json{{"tokens", 2}, {"n", n}, {"k", k}, {"bias", true}}, t);
+        const auto type = t == dtype::fp32   ? at::kFloat
+                          : t == dtype::bf16 ? at::kBFloat16
+                                             : at::kHalf;
         const auto o = at::TensorOptions().dtype(type).device(dev->torch_device());
         const auto wide = at::randn({n, k + 1}, o).narrow(1, 1, k); // misaligned rows
         workloads::input_set in;
@@ -226,16 +246,20 @@ TEST(native, pad_matches_the_float64_reference_at_edge_sizes) {
     struct shape {
         std::int64_t c, f, h, w, pt, ps;
     };
-    const std::vector<shape> shapes{{1, 1, 1, 1, 0, 0},   {1, 1, 1, 1, 2, 1},   {3, 2, 5, 7, 1, 1},
-                                    {96, 5, 130, 130, 2, 1}, {384, 3, 32, 32, 2, 1}, {5, 4, 9, 16, 0, 3},
-                                    {2, 3, 1, 1000, 2, 8},   {17, 1, 33, 15, 4, 0}};
+    const std::vector<shape> shapes{
+        {1, 1, 1, 1, 0, 0},     {1, 1, 1, 1, 2, 1},  {3, 2, 5, 7, 1, 1},    {96, 5, 130, 130, 2, 1},
+        {384, 3, 32, 32, 2, 1}, {5, 4, 9, 16, 0, 3}, {2, 3, 1, 1000, 2, 8}, {17, 1, 33, 15, 4, 0}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
             if (!too_big(s.c * (s.f + s.pt) * (s.h + 2 * s.ps) * (s.w + 2 * s.ps)))
-            expect_native_passes(*dev, "pad",
-                                 json{{"channels", s.c}, {"frames", s.f}, {"height", s.h}, {"width", s.w},
-                                      {"pad_time", s.pt}, {"pad_space", s.ps}},
-                                 t);
+                expect_native_passes(*dev, "pad",
+                                     json{{"channels", s.c},
+                                          {"frames", s.f},
+                                          {"height", s.h},
+                                          {"width", s.w},
+                                          {"pad_time", s.pt},
+                                          {"pad_space", s.ps}},
+                                     t);
 }
 
 TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
@@ -243,10 +267,12 @@ TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
     for (const auto t : k_types) {
         const json params{{"channels", 6}, {"frames", 3}, {"height", 20}, {"width", 21}};
         const auto dc = make_case(*dev, "pad", params, t);
-        const auto type = t == dtype::fp32 ? at::kFloat : t == dtype::bf16 ? at::kBFloat16 : at::kHalf;
+        const auto type = t == dtype::fp32   ? at::kFloat
+                          : t == dtype::bf16 ? at::kBFloat16
+                                             : at::kHalf;
         const auto o = at::TensorOptions().dtype(type).device(dev->torch_device());
-        const auto offset = at::randn({1, 6, 3, 20, 22}, o).narrow(4, 1, 21);       // odd offset
-        const auto strided = at::randn({1, 6, 3, 21, 20}, o).transpose(3, 4);      // last stride 20
+        const auto offset = at::randn({1, 6, 3, 20, 22}, o).narrow(4, 1, 21); // odd offset
+        const auto strided = at::randn({1, 6, 3, 21, 20}, o).transpose(3, 4); // last stride 20
         for (const auto& x : {offset, strided}) {
             workloads::input_set in;
             in.add("x", x);
@@ -259,21 +285,32 @@ TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
 
 TEST(native, kernels_are_graph_captured_and_record_their_configuration) {
     REQUIRE_NATIVE(dev);
-    const auto r = run_native(*dev,
-                            {{"softmax", json{{"rows", 1}, {"vocab", 128256}}, dtype::fp32, {"stock", "native"}, ""},
-                             {"linear_decode", json{{"n", 768}, {"k", 2048}, {"bias", true}}, dtype::bf16, {"stock", "native"}, ""},
-                             {"pad", json{{"channels", 96}, {"frames", 5}, {"height", 130}, {"width", 130}}, dtype::bf16, {"stock", "native"}, ""}},
-                            "op_time,correctness");
+    const auto r = run_native(
+        *dev,
+        {{"softmax", json{{"rows", 1}, {"vocab", 128256}}, dtype::fp32, {"stock", "native"}, ""},
+         {"linear_decode",
+          json{{"n", 768}, {"k", 2048}, {"bias", true}},
+          dtype::bf16,
+          {"stock", "native"},
+          ""},
+         {"pad",
+          json{{"channels", 96}, {"frames", 5}, {"height", 130}, {"width", 130}},
+          dtype::bf16,
+          {"stock", "native"},
+          ""}},
+        "op_time,correctness");
     int native_timed = 0;
     for (const auto& rec : r.records) {
-        ASSERT_EQ(rec.status, record_status::ok) << rec.job.workload << " " << rec.job.variant << ": " << rec.reason;
-        if (rec.job.variant != "native") continue;
+        ASSERT_EQ(rec.status, record_status::ok)
+            << rec.job.workload << " " << rec.job.variant << ": " << rec.reason;
+        if (rec.job.variant != "native")
+            continue;
         EXPECT_TRUE(rec.figures["facts"].contains("kernel")) << rec.figures.dump();
         if (rec.which == ledger::op_time) {
             ++native_timed;
             EXPECT_EQ(rec.figures["mode"], "graph");
-            std::cout << rec.job.workload << " native: median " << rec.figures["stats"]["median"] << " us, "
-                      << rec.figures["facts"]["kernel"]["path"] << '\n';
+            std::cout << rec.job.workload << " native: median " << rec.figures["stats"]["median"]
+                      << " us, " << rec.figures["facts"]["kernel"]["path"] << '\n';
         }
     }
     EXPECT_EQ(native_timed, 3);
@@ -289,7 +326,8 @@ TEST(native, memory_shows_no_allocation_beyond_the_output) {
     };
     const std::vector<job> jobs{
         {"softmax", json{{"rows", 8}, {"vocab", 128256}}, dtype::fp32, 8ll * 128256 * 4},
-        {"linear_decode", json{{"tokens", 4}, {"n", 4096}, {"k", 4096}, {"bias", true}}, dtype::bf16, 4ll * 4096 * 2},
+        {"linear_decode", json{{"tokens", 4}, {"n", 4096}, {"k", 4096}, {"bias", true}},
+         dtype::bf16, 4ll * 4096 * 2},
         {"pad", json{{"channels", 96}, {"frames", 5}, {"height", 130}, {"width", 130}}, dtype::bf16,
          96ll * 7 * 132 * 132 * 2}};
     for (const auto& j : jobs) {
@@ -299,18 +337,22 @@ TEST(native, memory_shows_no_allocation_beyond_the_output) {
         ASSERT_EQ(m->status, record_status::ok) << m->reason;
         const auto extra = m->figures["delta_peak_bytes"]["allocated"].get<std::int64_t>();
         const auto rounded = (j.out_bytes + 511) / 512 * 512; // the caching allocator's granule
-        EXPECT_LE(extra, rounded) << j.workload << ": " << extra << " B allocated over the baseline";
-        std::cout << j.workload << " native: " << extra << " B allocated above the baseline, output "
-                  << j.out_bytes << " B\n";
+        EXPECT_LE(extra, rounded) << j.workload << ": " << extra
+                                  << " B allocated over the baseline";
+        std::cout << j.workload << " native: " << extra
+                  << " B allocated above the baseline, output " << j.out_bytes << " B\n";
     }
 }
 
 TEST(native, the_scale_kernel_proves_the_path_and_a_wrong_scale_fails) {
     REQUIRE_NATIVE(dev);
     const auto r = run_native(*dev,
-                            {{"softmax", json{{"rows", 4}, {"vocab", 4096}}, dtype::fp32,
-                              {"stock", "native_scale", "native_scale_off"}, ""}},
-                            "correctness,op_time");
+                              {{"softmax",
+                                json{{"rows", 4}, {"vocab", 4096}},
+                                dtype::fp32,
+                                {"stock", "native_scale", "native_scale_off"},
+                                ""}},
+                              "correctness,op_time");
     const auto* ok = find_record(r, ledger::correctness, "native_scale");
     const auto* off = find_record(r, ledger::correctness, "native_scale_off");
     ASSERT_TRUE(ok && off);
@@ -333,11 +375,12 @@ struct stream_seen {
 std::vector<stream_seen> g_streams;
 
 class stream_probe_case final : public workloads::workload_case {
-public:
+  public:
     using workload_case::workload_case;
     workloads::cost declared_cost() const override { return {4096, 4096, 0, "x * 1"}; }
     workloads::input_set make_inputs(std::uint64_t seed) const override {
-        return workloads::input_set().add("x", at::randn({1024}, at::TensorOptions().dtype(at::kFloat)));
+        return workloads::input_set().add("x",
+                                          at::randn({1024}, at::TensorOptions().dtype(at::kFloat)));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
         const auto x = in["x"];

@@ -117,9 +117,12 @@ TEST(plan, a_case_larger_than_this_device_is_skipped_and_one_larger_than_any_is_
     run_settings s;
     s.ledgers = ledger_set::of({ledger::correctness});
     // 8 TiB: more than this machine holds, less than a device could
-    const auto p = make_plan(
-        {{"softmax", json{{"rows", 1 << 20}, {"vocab", 1 << 20}}, dtype::fp32, {"stock", "generic"}, ""}},
-        s, *dev);
+    const auto p = make_plan({{"softmax",
+                               json{{"rows", 1 << 20}, {"vocab", 1 << 20}},
+                               dtype::fp32,
+                               {"stock", "generic"},
+                               ""}},
+                             s, *dev);
     EXPECT_TRUE(p.groups.empty());
     ASSERT_EQ(p.skipped.size(), 2u);
     EXPECT_NE(p.skipped[0].reason.find("needs at least"), std::string::npos);

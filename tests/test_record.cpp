@@ -12,8 +12,9 @@ TEST(record, key_is_stable_and_names_every_part_of_the_job) {
     b.seed = 2; // the seed is not part of the identity
     EXPECT_EQ(a.key(), b.key());
     EXPECT_EQ(a.key().size(), 16u);
-    for (auto change : {+[](job_id& j) { j.variant = "generic"; }, +[](job_id& j) { j.device = "cuda:0"; },
-                        +[](job_id& j) { j.dtype = "bf16"; }, +[](job_id& j) { j.params["rows"] = 2; }}) {
+    for (auto change :
+         {+[](job_id& j) { j.variant = "generic"; }, +[](job_id& j) { j.device = "cuda:0"; },
+          +[](job_id& j) { j.dtype = "bf16"; }, +[](job_id& j) { j.params["rows"] = 2; }}) {
         job_id c = a;
         change(c);
         EXPECT_NE(a.key(), c.key());

@@ -4,8 +4,8 @@
 #include "compare_fixtures.hpp"
 #include "fourfold/report/compare_tables.hpp"
 #include "fourfold/report/html.hpp"
-#include "fourfold/report/report.hpp"
 #include "fourfold/report/progress_line.hpp"
+#include "fourfold/report/report.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "test_helpers.hpp"
 
@@ -298,8 +298,10 @@ TEST(compare_tables, a_throughput_in_its_own_unit_keeps_it_in_every_table) {
     temp_dir dir;
     auto s = store::result_store::open(dir / "f.db", store::open_mode::read_write);
     const auto j = job_of("vae_decode", "stock", "bf16", json{{"frames", 9}});
-    write_run(s, "a", provenance(), {rate_record(j, "frames/s", "frames", 9, lognormal_samples(50, 0.02, 60, 1))});
-    write_run(s, "b", provenance(), {rate_record(j, "frames/s", "frames", 9, lognormal_samples(40, 0.02, 60, 2))});
+    write_run(s, "a", provenance(),
+              {rate_record(j, "frames/s", "frames", 9, lognormal_samples(50, 0.02, 60, 1))});
+    write_run(s, "b", provenance(),
+              {rate_record(j, "frames/s", "frames", 9, lognormal_samples(40, 0.02, 60, 2))});
     const auto c = compare::compare_in_store(s, {"a", "b"}, {});
     std::ostringstream text;
     report::print_comparison(c, text, report::table_format::text);
@@ -314,9 +316,11 @@ TEST(compare_tables, a_throughput_in_its_own_unit_keeps_it_in_every_table) {
     // the run's own tables
     std::ostringstream run;
     std::vector<record> recs;
-    for (const auto& r : s.records(1, true)) recs.push_back(r.rec);
+    for (const auto& r : s.records(1, true))
+        recs.push_back(r.rec);
     report::print_ledger_tables(recs, run, report::table_format::text);
-    EXPECT_NE(run.str().find("throughput: frames/s (1000 / median ms/frame)"), std::string::npos) << run.str();
+    EXPECT_NE(run.str().find("throughput: frames/s (1000 / median ms/frame)"), std::string::npos)
+        << run.str();
     EXPECT_EQ(run.str().find("tokens"), std::string::npos) << run.str();
     // and the HTML report
     report::report_request request;

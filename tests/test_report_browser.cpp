@@ -45,8 +45,7 @@ browser_result load(const fs::path& page, const fs::path& screenshot, const temp
         profile +
         " --enable-logging=stderr --v=0 --hide-scrollbars --window-size=1400,6000"
         " --screenshot=" +
-        screenshot.string() + " --dump-dom file://" + page.string() + " >" + dom + " 2>" +
-        log;
+        screenshot.string() + " --dump-dom file://" + page.string() + " >" + dom + " 2>" + log;
     const int status = std::system(cmd.c_str());
     browser_result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -73,9 +72,9 @@ TEST(report_browser, headless_chromium_draws_every_chart_without_console_errors)
     const auto db = (dir / "b.db");
     // the label goes through the shell in single quotes, exactly as a user would type it
     const std::string label = std::string(" --label '") + k_label + "'";
-    const auto softmax = run_cli(
-        "run --workload softmax --shape 1x1000 --dtype fp32,bf16 --db " + db + label + k_quick,
-        dir);
+    const auto softmax = run_cli("run --workload softmax --shape 1x1000 --dtype fp32,bf16 --db " +
+                                     db + label + k_quick,
+                                 dir);
     ASSERT_EQ(softmax.code, 0) << softmax.err;
     const auto linear = run_cli(
         "run --workload linear_decode --shape 1x256x256 --dtype fp32 --db " + db + label + k_quick,

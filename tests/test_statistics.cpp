@@ -36,7 +36,8 @@ TEST(statistics, summary_of_a_small_known_sample) {
 TEST(statistics, normal_distribution_matches_its_known_quantiles) {
     xoshiro256 rng(7);
     std::vector<double> v(200000);
-    for (auto& x : v) x = 10.0 + 2.0 * rng.normal();
+    for (auto& x : v)
+        x = 10.0 + 2.0 * rng.normal();
     const auto s = summarize(v);
     EXPECT_NEAR(s.median, 10.0, 0.03);
     EXPECT_NEAR(s.mean, 10.0, 0.03);
@@ -50,7 +51,8 @@ TEST(statistics, normal_distribution_matches_its_known_quantiles) {
 TEST(statistics, exponential_distribution_matches_its_known_quantiles) {
     xoshiro256 rng(11);
     std::vector<double> v(200000);
-    for (auto& x : v) x = -std::log(1.0 - rng.uniform());
+    for (auto& x : v)
+        x = -std::log(1.0 - rng.uniform());
     const auto s = summarize(v);
     EXPECT_NEAR(s.median, std::log(2.0), 0.01);
     EXPECT_NEAR(s.iqr, std::log(3.0), 0.015); // q3 - q1 = ln 4 - ln(4/3)
@@ -60,7 +62,8 @@ TEST(statistics, exponential_distribution_matches_its_known_quantiles) {
 TEST(statistics, bootstrap_is_reproducible_with_a_fixed_seed) {
     xoshiro256 rng(3);
     std::vector<double> v(501);
-    for (auto& x : v) x = rng.normal();
+    for (auto& x : v)
+        x = rng.normal();
     const auto a = bootstrap_median_ci(v, 0.95, 1000);
     const auto b = bootstrap_median_ci(v, 0.95, 1000);
     EXPECT_EQ(a.low, b.low);
@@ -73,7 +76,8 @@ TEST(statistics, bootstrap_ci_of_the_median_covers_the_true_median_about_95_perc
     for (int t = 0; t < k_trials; ++t) {
         xoshiro256 rng(1000 + t);
         std::vector<double> v(101);
-        for (auto& x : v) x = 5.0 + rng.normal(); // true median 5
+        for (auto& x : v)
+            x = 5.0 + rng.normal(); // true median 5
         const auto ci = bootstrap_median_ci(v, 0.95, 1000, 99 + t);
         covered += (ci.low <= 5.0 && 5.0 <= ci.high);
     }

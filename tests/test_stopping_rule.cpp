@@ -9,13 +9,15 @@ using namespace fourfold::measure;
 namespace {
 
 // Feeds samples, advancing a synthetic clock by `dt` each, until the rule stops.
-template <class F> stop_state run(stopping_rule& rule, double dt, F sample, std::int64_t limit = 1000000) {
+template <class F>
+stop_state run(stopping_rule& rule, double dt, F sample, std::int64_t limit = 1000000) {
     double t = 0;
     for (std::int64_t i = 0; i < limit; ++i) {
         rule.add(sample(i));
         t += dt;
         const auto s = rule.check(t);
-        if (s != stop_state::running) return s;
+        if (s != stop_state::running)
+            return s;
     }
     return stop_state::running;
 }

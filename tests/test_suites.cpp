@@ -68,9 +68,11 @@ TEST(suites, a_suite_narrowed_to_some_workloads_keeps_their_jobs_alone) {
     const auto some = suites::jobs_of_workloads(jobs, "article", {"softmax", "pad"});
     ASSERT_FALSE(some.empty());
     std::size_t expected = 0;
-    for (const auto& j : jobs) expected += j.workload == "softmax" || j.workload == "pad";
+    for (const auto& j : jobs)
+        expected += j.workload == "softmax" || j.workload == "pad";
     EXPECT_EQ(some.size(), expected);
-    for (const auto& j : some) EXPECT_TRUE(j.workload == "softmax" || j.workload == "pad") << j.workload;
+    for (const auto& j : some)
+        EXPECT_TRUE(j.workload == "softmax" || j.workload == "pad") << j.workload;
     try {
         suites::jobs_of_workloads(jobs, "article", {"softmax", "nosuch"});
         FAIL() << "no throw";

@@ -66,7 +66,8 @@ TEST(timing, modes_a_device_lacks_are_refused_with_the_reason) {
 }
 
 TEST(timing, mode_names_round_trip) {
-    for (const auto m : {timing_mode::host, timing_mode::event, timing_mode::batch, timing_mode::graph})
+    for (const auto m :
+         {timing_mode::host, timing_mode::event, timing_mode::batch, timing_mode::graph})
         EXPECT_EQ(parse_timing_mode(to_string(m)), m);
     EXPECT_FALSE(parse_timing_mode("wall"));
     EXPECT_EQ(parse_cache_mode("cold"), cache_mode::cold);
@@ -95,8 +96,10 @@ TEST(timing, variants_are_sampled_in_turn) {
     ASSERT_EQ(r.size(), 3u);
     std::vector<int> blocks; // runs of calls of one candidate
     for (const int i : order)
-        if (blocks.empty() || blocks.back() != i) blocks.push_back(i);
+        if (blocks.empty() || blocks.back() != i)
+            blocks.push_back(i);
     // every candidate gets at least 10 samples, each its own block, taken in turn
     ASSERT_GE(blocks.size(), 30u);
-    for (std::size_t k = 0; k < 30; ++k) EXPECT_EQ(blocks[k], static_cast<int>(k % 3)) << k;
+    for (std::size_t k = 0; k < 30; ++k)
+        EXPECT_EQ(blocks[k], static_cast<int>(k % 3)) << k;
 }

@@ -30,7 +30,8 @@ std::unordered_map<void*, std::int64_t> g_sizes;
 c10::DeleterFnPtr g_inner_raw_delete = nullptr;
 
 void tracked_raw_delete(void* p) {
-    if (!p) return;
+    if (!p)
+        return;
     std::int64_t bytes = 0;
     {
         std::lock_guard lock(g_sizes_mutex);
@@ -58,7 +59,7 @@ void tracked_context_delete(void* ctx) {
 // libtorch 1.13 declares `allocate(size_t) const`; 2.x declares it non-const and adds a pure
 // `copy_data`. Defining both forms (without `override`) satisfies either header set.
 class tracking_allocator final : public c10::Allocator {
-public:
+  public:
     explicit tracking_allocator(c10::Allocator* inner) : m_inner(inner) {
         g_inner_raw_delete = inner->raw_deleter();
     }
@@ -72,10 +73,11 @@ public:
         std::memcpy(dest, src, count);
     }
 
-private:
+  private:
     c10::DataPtr wrap(size_t n) const {
         c10::DataPtr inner = m_inner->allocate(n);
-        if (n == 0 || !inner.get()) return inner;
+        if (n == 0 || !inner.get())
+            return inner;
         const auto bytes = static_cast<std::int64_t>(n);
         const auto device = inner.device();
         if (g_inner_raw_delete && inner.get() == inner.get_context()) {
@@ -109,12 +111,16 @@ bool install_cpu_allocator_tracker() {
     return g_installed;
 }
 
-bool cpu_allocator_tracker_installed() { return g_installed; }
+bool cpu_allocator_tracker_installed() {
+    return g_installed;
+}
 
 cpu_allocator_counts cpu_allocator_counts_now() {
     return {g_current.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed)};
 }
 
-void cpu_allocator_reset_peak() { g_peak.store(g_current.load()); }
+void cpu_allocator_reset_peak() {
+    g_peak.store(g_current.load());
+}
 
 } // namespace fourfold::backend

@@ -22,13 +22,14 @@ namespace {
 // Process-level memory on Linux: RSS now from /proc/self/statm (one pread, cheap enough for a
 // 1 kHz sampler), its peak from VmHWM, which writing "5" to /proc/self/clear_refs resets.
 class cpu_memory_probe final : public memory_probe {
-public:
+  public:
     cpu_memory_probe() : m_page(sysconf(_SC_PAGESIZE)) {
         m_statm = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
         m_tracked = install_cpu_allocator_tracker();
     }
     ~cpu_memory_probe() override {
-        if (m_statm >= 0) ::close(m_statm);
+        if (m_statm >= 0)
+            ::close(m_statm);
     }
 
     std::string driver_level() const override {
@@ -37,18 +38,21 @@ public:
 
     std::map<std::string, std::string> unavailable() const override {
         std::map<std::string, std::string> out;
-        if (m_statm < 0) out["driver"] = "/proc/self/statm cannot be read";
+        if (m_statm < 0)
+            out["driver"] = "/proc/self/statm cannot be read";
 #if !(defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)))
         out["reserved"] = "mallinfo2 needs glibc 2.33 or newer";
 #endif
-        if (!m_tracked) out["allocated"] = "libtorch refused the tracking CPU allocator";
+        if (!m_tracked)
+            out["allocated"] = "libtorch refused the tracking CPU allocator";
         return out;
     }
 
     void reset_peaks() override {
         const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
         m_hwm_reset = fd >= 0 && ::write(fd, "5", 1) == 1;
-        if (fd >= 0) ::close(fd);
+        if (fd >= 0)
+            ::close(fd);
         cpu_allocator_reset_peak();
     }
 
@@ -66,21 +70,25 @@ public:
         const auto mi = mallinfo2();
         s.reserved = static_cast<std::int64_t>(mi.arena + mi.hblkhd);
 #endif
-        if (m_tracked) s.allocated = cpu_allocator_counts_now().current;
+        if (m_tracked)
+            s.allocated = cpu_allocator_counts_now().current;
         return s;
     }
 
     memory_sample counter_peaks() override {
         memory_sample s;
-        if (m_hwm_reset) s.driver = read_hwm();
-        if (m_tracked) s.allocated = cpu_allocator_counts_now().peak;
+        if (m_hwm_reset)
+            s.driver = read_hwm();
+        if (m_tracked)
+            s.allocated = cpu_allocator_counts_now().peak;
         return s;
     }
 
-private:
+  private:
     static std::optional<std::int64_t> read_hwm() {
         FILE* f = std::fopen("/proc/self/status", "r");
-        if (!f) return std::nullopt;
+        if (!f)
+            return std::nullopt;
         char line[256];
         std::optional<std::int64_t> out;
         while (std::fgets(line, sizeof line, f)) {
@@ -101,7 +109,7 @@ private:
 };
 
 class cpu_device final : public device {
-public:
+  public:
     cpu_device() {
         m_caps.events = false;
         m_caps.graphs = false;
@@ -138,7 +146,8 @@ public:
 
     void flush_cache() override {
         // Writing a buffer twice the last-level cache evicts what the op left there.
-        if (m_flush.empty()) m_flush.resize(static_cast<std::size_t>(2 * m_caps.cache_bytes));
+        if (m_flush.empty())
+            m_flush.resize(static_cast<std::size_t>(2 * m_caps.cache_bytes));
         std::memset(m_flush.data(), static_cast<int>(++m_flush_value), m_flush.size());
         m_sink = m_flush[m_flush.size() / 2];
     }
@@ -181,7 +190,7 @@ public:
 
     memory_probe& memory() override { return m_memory; }
 
-private:
+  private:
     device_spec m_spec{device_kind::cpu, 0};
     capabilities m_caps;
     cpu_memory_probe m_memory;
@@ -192,6 +201,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<device> make_cpu_device() { return std::make_unique<cpu_device>(); }
+std::unique_ptr<device> make_cpu_device() {
+    return std::make_unique<cpu_device>();
+}
 
 } // namespace fourfold::backend

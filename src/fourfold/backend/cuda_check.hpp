@@ -18,13 +18,13 @@ namespace fourfold::backend::detail {
     do {                                                                                           \
         const cudaError_t fourfold_rc_ = (call);                                                   \
         if (fourfold_rc_ != cudaSuccess)                                                           \
-            ::fourfold::backend::detail::throw_cuda(fourfold_rc_, #call, __FILE__, __LINE__);     \
+            ::fourfold::backend::detail::throw_cuda(fourfold_rc_, #call, __FILE__, __LINE__);      \
     } while (0)
 
 #define FOURFOLD_CHECK_CUDA_NOEXCEPT(call)                                                         \
     do {                                                                                           \
         const cudaError_t fourfold_rc_ = (call);                                                   \
         if (fourfold_rc_ != cudaSuccess)                                                           \
-            std::fprintf(stderr, "fourfold: %s failed: %s at %s:%d\n", #call,                     \
+            std::fprintf(stderr, "fourfold: %s failed: %s at %s:%d\n", #call,                      \
                          cudaGetErrorName(fourfold_rc_), __FILE__, __LINE__);                      \
     } while (0)

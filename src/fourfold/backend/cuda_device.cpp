@@ -28,10 +28,12 @@ namespace fourfold::backend {
 #if FOURFOLD_WITH_CUDA
 namespace {
 
-cudaStream_t current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+cudaStream_t current_stream() {
+    return at::cuda::getCurrentCUDAStream().stream();
+}
 
 class cuda_event final : public device_event {
-public:
+  public:
     cuda_event() { FOURFOLD_CHECK_CUDA(cudaEventCreate(&m_event)); }
     ~cuda_event() override { FOURFOLD_CHECK_CUDA_NOEXCEPT(cudaEventDestroy(m_event)); }
     cuda_event(const cuda_event&) = delete;
@@ -45,23 +47,23 @@ public:
         return ms;
     }
 
-private:
+  private:
     cudaEvent_t m_event = nullptr;
 };
 
 class cuda_graph final : public captured_graph {
-public:
+  public:
     explicit cuda_graph(std::unique_ptr<at::cuda::CUDAGraph> g) : m_graph(std::move(g)) {}
     void replay() override { m_graph->replay(); }
 
-private:
+  private:
     std::unique_ptr<at::cuda::CUDAGraph> m_graph;
 };
 
 // Driver level: NVML's per-process figure for this device (matched by PCI bus id); where NVML
 // cannot say, cudaMemGetInfo's device-wide used memory, flagged as such.
 class cuda_memory_probe final : public memory_probe {
-public:
+  public:
     cuda_memory_probe(int index, const std::string& pci_bus_id) : m_index(index) {
         m_nvml = nvml_device::open(pci_bus_id, m_nvml_why_not);
         if (m_nvml) {
@@ -114,7 +116,7 @@ public:
 
     json nvml_fingerprint() const { return m_nvml ? m_nvml->fingerprint() : json(m_nvml_why_not); }
 
-protected:
+  protected:
     void free_cached() override {
 #if FOURFOLD_TORCH_AT_LEAST(2, 0)
         // cuBLAS keeps a workspace per (handle, stream) in the caching allocator: allocated
@@ -124,7 +126,7 @@ protected:
         c10::cuda::CUDACachingAllocator::emptyCache();
     }
 
-private:
+  private:
     int m_index;
     std::unique_ptr<nvml_device> m_nvml;
     bool m_per_process = false;
@@ -134,13 +136,15 @@ private:
 
 std::string pci_bus_id_of(int index) {
     char id[32] = {};
-    if (cudaDeviceGetPCIBusId(id, sizeof id, index) != cudaSuccess) return {};
+    if (cudaDeviceGetPCIBusId(id, sizeof id, index) != cudaSuccess)
+        return {};
     return id;
 }
 
 class cuda_device final : public device {
-public:
-    explicit cuda_device(int index) : m_spec{device_kind::cuda, index}, m_pci(pci_bus_id_of(index)) {
+  public:
+    explicit cuda_device(int index)
+        : m_spec{device_kind::cuda, index}, m_pci(pci_bus_id_of(index)) {
         c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
         // Create the CUDA context now: NVML lists a process only once it has one, and the
         // memory probe decides at construction whether NVML's per-process figure is there.
@@ -160,8 +164,10 @@ public:
         m_caps.arch = fmt::format("sm_{}{}", m_prop.major, m_prop.minor);
         const int cc = m_prop.major * 10 + m_prop.minor;
         m_caps.dtypes = {dtype::fp64, dtype::fp32, dtype::fp16};
-        if (cc >= 80) m_caps.dtypes.push_back(dtype::bf16);
-        else m_caps.dtype_unsupported["bf16"] = "bf16 needs compute capability 8.0+";
+        if (cc >= 80)
+            m_caps.dtypes.push_back(dtype::bf16);
+        else
+            m_caps.dtype_unsupported["bf16"] = "bf16 needs compute capability 8.0+";
         m_caps.features = build_features();
         if (FOURFOLD_HAS_FLOAT8) {
             m_caps.dtypes.push_back(dtype::fp8_e4m3fn);
@@ -200,7 +206,8 @@ public:
                                 at::TensorOptions().dtype(at::kByte).device(torch_device()));
         m_flush_value = (m_flush_value + 1) & 0xff;
         FOURFOLD_CHECK_CUDA(cudaMemsetAsync(m_flush.data_ptr(), m_flush_value,
-                                            static_cast<size_t>(m_flush.numel()), current_stream()));
+                                            static_cast<size_t>(m_flush.numel()),
+                                            current_stream()));
     }
 
     void release_scratch() override { m_flush = at::Tensor(); }
@@ -234,23 +241,25 @@ public:
         std::string uuid = "GPU-";
         for (int i = 0; i < 16; ++i) {
             uuid += fmt::format("{:02x}", static_cast<unsigned char>(m_prop.uuid.bytes[i]));
-            if (i == 3 || i == 5 || i == 7 || i == 9) uuid += '-';
+            if (i == 3 || i == 5 || i == 7 || i == 9)
+                uuid += '-';
         }
-        return json{{"kind", "cuda"},
-                    {"index", m_spec.index},
-                    {"name", m_prop.name},
-                    {"uuid", uuid},
-                    {"pci_bus_id", m_pci},
-                    {"compute_capability", fmt::format("{}.{}", m_prop.major, m_prop.minor)},
-                    {"sm_count", m_prop.multiProcessorCount},
-                    {"memory_bytes", static_cast<std::int64_t>(m_prop.totalGlobalMem)},
-                    {"l2_bytes", m_prop.l2CacheSize},
-                    {"memory_bus_width_bits", m_prop.memoryBusWidth},
-                    {"max_sm_clock_mhz_attr", clock_khz / 1000},
-                    {"max_memory_clock_mhz_attr", mem_clock_khz / 1000},
-                    {"cuda_runtime_version", fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10)},
-                    {"cuda_driver_api_version", fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10)},
-                    {"nvml", m_memory->nvml_fingerprint()}};
+        return json{
+            {"kind", "cuda"},
+            {"index", m_spec.index},
+            {"name", m_prop.name},
+            {"uuid", uuid},
+            {"pci_bus_id", m_pci},
+            {"compute_capability", fmt::format("{}.{}", m_prop.major, m_prop.minor)},
+            {"sm_count", m_prop.multiProcessorCount},
+            {"memory_bytes", static_cast<std::int64_t>(m_prop.totalGlobalMem)},
+            {"l2_bytes", m_prop.l2CacheSize},
+            {"memory_bus_width_bits", m_prop.memoryBusWidth},
+            {"max_sm_clock_mhz_attr", clock_khz / 1000},
+            {"max_memory_clock_mhz_attr", mem_clock_khz / 1000},
+            {"cuda_runtime_version", fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10)},
+            {"cuda_driver_api_version", fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10)},
+            {"nvml", m_memory->nvml_fingerprint()}};
     }
 
     bandwidth_figure measure_copy_bandwidth() override {
@@ -284,7 +293,7 @@ public:
 
     memory_probe& memory() override { return *m_memory; }
 
-private:
+  private:
     device_spec m_spec;
     std::string m_pci;
     cudaDeviceProp m_prop{};
@@ -301,11 +310,15 @@ int cuda_device_count() {
     int n = 0;
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
-std::unique_ptr<device> make_cuda_device(int index) { return std::make_unique<cuda_device>(index); }
+std::unique_ptr<device> make_cuda_device(int index) {
+    return std::make_unique<cuda_device>(index);
+}
 
 #else
 
-int cuda_device_count() { return 0; }
+int cuda_device_count() {
+    return 0;
+}
 std::unique_ptr<device> make_cuda_device(int) {
     throw bad_input("this build's libtorch has no CUDA; valid device here: cpu");
 }

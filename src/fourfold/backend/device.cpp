@@ -11,9 +11,12 @@ namespace fourfold::backend {
 
 std::string_view to_string(device_kind k) {
     switch (k) {
-    case device_kind::cpu: return "cpu";
-    case device_kind::cuda: return "cuda";
-    case device_kind::mps: return "mps";
+    case device_kind::cpu:
+        return "cpu";
+    case device_kind::cuda:
+        return "cuda";
+    case device_kind::mps:
+        return "mps";
     }
     return "?";
 }
@@ -24,28 +27,34 @@ std::string device_spec::name() const {
 
 device_spec device_spec::parse(std::string_view text) {
     const std::string t = trim(text);
-    if (t == "cpu") return {device_kind::cpu, 0};
-    if (t == "mps") return {device_kind::mps, 0};
-    if (t == "cuda") return {device_kind::cuda, 0};
+    if (t == "cpu")
+        return {device_kind::cpu, 0};
+    if (t == "mps")
+        return {device_kind::mps, 0};
+    if (t == "cuda")
+        return {device_kind::cuda, 0};
     if (starts_with(t, "cuda:")) {
         std::uint64_t index = 0;
         if (parse_uint(std::string_view(t).substr(5), index) && index < 64)
             return {device_kind::cuda, static_cast<int>(index)};
     }
-    throw bad_input(fmt::format("device '{}' is not a device name; valid: cpu, cuda, cuda:N, mps",
-                                text));
+    throw bad_input(
+        fmt::format("device '{}' is not a device name; valid: cpu, cuda, cuda:N, mps", text));
 }
 
 bool capabilities::supports(dtype t) const {
     for (const auto d : dtypes)
-        if (d == t) return true;
+        if (d == t)
+            return true;
     return false;
 }
 
 std::optional<std::string> capabilities::missing(const std::string& feature) const {
     const auto it = features.find(feature);
-    if (it == features.end()) return fmt::format("feature '{}' is not known to this build", feature);
-    if (it->second.available) return std::nullopt;
+    if (it == features.end())
+        return fmt::format("feature '{}' is not known to this build", feature);
+    if (it->second.available)
+        return std::nullopt;
     return it->second.reason;
 }
 
@@ -54,7 +63,8 @@ json capabilities::to_json() const {
     for (const auto& [name, state] : features)
         f[name] = state.available ? json(true) : json(state.reason);
     std::vector<std::string> names;
-    for (const auto d : dtypes) names.emplace_back(to_string(d));
+    for (const auto d : dtypes)
+        names.emplace_back(to_string(d));
     return json{{"events", events},
                 {"graphs", graphs},
                 {"cache_flush", cache_flush},
@@ -99,7 +109,8 @@ void set_cpu_threads(int threads) {
 
 std::unique_ptr<device> open_device(const device_spec& spec) {
     switch (spec.kind) {
-    case device_kind::cpu: return make_cpu_device();
+    case device_kind::cpu:
+        return make_cpu_device();
     case device_kind::cuda: {
         const int count = cuda_device_count();
         if (!FOURFOLD_WITH_CUDA)
@@ -116,7 +127,8 @@ std::unique_ptr<device> open_device(const device_spec& spec) {
     case device_kind::mps:
         if (!mps_available())
             throw bad_input("device 'mps' is not available on this build or machine; valid here: "
-                            "cpu" + std::string(cuda_device_count() ? ", cuda" : ""));
+                            "cpu" +
+                            std::string(cuda_device_count() ? ", cuda" : ""));
         return make_mps_device();
     }
     throw bad_input("unknown device kind");
@@ -124,8 +136,10 @@ std::unique_ptr<device> open_device(const device_spec& spec) {
 
 std::vector<device_spec> visible_devices() {
     std::vector<device_spec> out{{device_kind::cpu, 0}};
-    for (int i = 0; i < cuda_device_count(); ++i) out.push_back({device_kind::cuda, i});
-    if (mps_available()) out.push_back({device_kind::mps, 0});
+    for (int i = 0; i < cuda_device_count(); ++i)
+        out.push_back({device_kind::cuda, i});
+    if (mps_available())
+        out.push_back({device_kind::mps, 0});
     return out;
 }
 

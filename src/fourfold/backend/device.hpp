@@ -37,9 +37,9 @@ struct feature_state {
 };
 
 struct capabilities {
-    bool events = false;      // device-side event timing
-    bool graphs = false;      // graph capture and replay
-    bool cache_flush = false; // a cold-cache flush before a sample
+    bool events = false;           // device-side event timing
+    bool graphs = false;           // graph capture and replay
+    bool cache_flush = false;      // a cold-cache flush before a sample
     std::int64_t cache_bytes = 0;  // the last-level cache the flush must evict (L2 on CUDA)
     std::int64_t memory_bytes = 0; // device memory (host RAM for the CPU)
     int compute_units = 0;         // SMs on CUDA, logical cores on the CPU
@@ -55,7 +55,7 @@ struct capabilities {
 };
 
 class device_event {
-public:
+  public:
     virtual ~device_event() = default;
     virtual void record() = 0;
     // Milliseconds from `start` to this event; both must have completed (synchronize first).
@@ -63,7 +63,7 @@ public:
 };
 
 class captured_graph {
-public:
+  public:
     virtual ~captured_graph() = default;
     virtual void replay() = 0;
 };
@@ -76,7 +76,7 @@ struct bandwidth_figure {
 };
 
 class device {
-public:
+  public:
     virtual ~device() = default;
     virtual const device_spec& spec() const = 0;
     std::string name() const { return spec().name(); }

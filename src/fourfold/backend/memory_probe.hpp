@@ -20,7 +20,7 @@ struct memory_sample {
 };
 
 class memory_probe {
-public:
+  public:
     virtual ~memory_probe() = default;
     // What the driver level is on this device ("NVML per-process used memory", ...).
     virtual std::string driver_level() const = 0;
@@ -48,11 +48,11 @@ public:
     // The poll rate the sampler should aim for on this device.
     virtual double target_poll_hz() const { return 1000.0; }
 
-protected:
+  protected:
     // What release_cached() frees on this device; nothing where no allocator caches.
     virtual void free_cached() {}
 
-private:
+  private:
     std::atomic<std::uint64_t> m_releases{0};
 };
 

@@ -17,7 +17,7 @@ namespace fourfold::backend {
 namespace {
 
 class mps_memory_probe final : public memory_probe {
-public:
+  public:
     std::string driver_level() const override { return "MPS driver allocated memory"; }
     std::map<std::string, std::string> unavailable() const override {
         return {{"reserved", "the MPS allocator exposes no reserved figure before 2.12"}};
@@ -32,12 +32,12 @@ public:
     }
     memory_sample counter_peaks() override { return {}; }
 
-protected:
+  protected:
     void free_cached() override { at::detail::getMPSHooks().emptyCache(); }
 };
 
 class mps_device final : public device {
-public:
+  public:
     mps_device() {
         m_caps.cache_flush = false;
         m_caps.dtypes = {dtype::fp32, dtype::fp16, dtype::bf16};
@@ -67,14 +67,16 @@ public:
         dst.copy_(src);
         synchronize();
         const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < 10; ++i) dst.copy_(src);
+        for (int i = 0; i < 10; ++i)
+            dst.copy_(src);
         synchronize();
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return {20.0 * bytes / s, 2 * bytes, "Tensor::copy_ of 256 MiB x10, host clock"};
     }
     memory_probe& memory() override { return m_memory; }
 
-private:
+  private:
     device_spec m_spec{device_kind::mps, 0};
     capabilities m_caps;
     mps_memory_probe m_memory;
@@ -82,12 +84,18 @@ private:
 
 } // namespace
 
-bool mps_available() { return at::detail::getMPSHooks().hasMPS(); }
-std::unique_ptr<device> make_mps_device() { return std::make_unique<mps_device>(); }
+bool mps_available() {
+    return at::detail::getMPSHooks().hasMPS();
+}
+std::unique_ptr<device> make_mps_device() {
+    return std::make_unique<mps_device>();
+}
 
 #else
 
-bool mps_available() { return false; }
+bool mps_available() {
+    return false;
+}
 std::unique_ptr<device> make_mps_device() {
     throw bad_input("this build has no MPS support; valid device here: cpu");
 }

@@ -44,8 +44,10 @@ struct nvml_device::api {
         return error_string ? error_string(rc) : fmt::format("NVML error {}", rc);
     }
     ~api() {
-        if (shutdown) shutdown();
-        if (lib) dlclose(lib);
+        if (shutdown)
+            shutdown();
+        if (lib)
+            dlclose(lib);
     }
 };
 
@@ -60,7 +62,8 @@ std::shared_ptr<nvml_device::api> load_api(std::string& why_not) {
     static std::mutex mutex;
     static std::weak_ptr<nvml_device::api> cached;
     std::lock_guard lock(mutex);
-    if (auto existing = cached.lock()) return existing;
+    if (auto existing = cached.lock())
+        return existing;
     auto a = std::make_shared<nvml_device::api>();
     a->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!a->lib) {
@@ -72,7 +75,8 @@ std::shared_ptr<nvml_device::api> load_api(std::string& why_not) {
                     load(a->lib, "nvmlDeviceGetHandleByPciBusId_v2", a->by_pci) &&
                     load(a->lib, "nvmlDeviceGetComputeRunningProcesses_v3", a->processes);
     if (!ok) {
-        why_not = "libnvidia-ml.so.1 lacks nvmlDeviceGetComputeRunningProcesses_v3 (driver too old)";
+        why_not =
+            "libnvidia-ml.so.1 lacks nvmlDeviceGetComputeRunningProcesses_v3 (driver too old)";
         a->shutdown = nullptr;
         return nullptr;
     }
@@ -97,10 +101,12 @@ std::shared_ptr<nvml_device::api> load_api(std::string& why_not) {
 std::unique_ptr<nvml_device> nvml_device::open(const std::string& pci_bus_id,
                                                std::string& why_not) {
     auto lib = load_api(why_not);
-    if (!lib) return nullptr;
+    if (!lib)
+        return nullptr;
     nvml_handle handle = nullptr;
     if (const auto rc = lib->by_pci(pci_bus_id.c_str(), &handle); rc != k_success) {
-        why_not = fmt::format("NVML has no device at PCI bus id {}: {}", pci_bus_id, lib->error(rc));
+        why_not =
+            fmt::format("NVML has no device at PCI bus id {}: {}", pci_bus_id, lib->error(rc));
         return nullptr;
     }
     return std::unique_ptr<nvml_device>(new nvml_device(std::move(lib), handle));
@@ -123,9 +129,11 @@ std::optional<std::int64_t> nvml_device::process_used_bytes(std::string& why_not
         }
         const auto self = static_cast<unsigned>(getpid());
         std::string listed;
-        for (unsigned i = 0; i < count; ++i) listed += (listed.empty() ? "" : ",") + std::to_string(infos[i].pid);
+        for (unsigned i = 0; i < count; ++i)
+            listed += (listed.empty() ? "" : ",") + std::to_string(infos[i].pid);
         for (unsigned i = 0; i < count; ++i) {
-            if (infos[i].pid != self) continue;
+            if (infos[i].pid != self)
+                continue;
             if (infos[i].used_gpu_memory == ULLONG_MAX) {
                 why_not = "NVML lists this process but reports its memory as unavailable";
                 return std::nullopt;
@@ -145,7 +153,8 @@ json nvml_device::fingerprint() const {
     json out = json::object();
     auto clock_of = [&](auto fn, unsigned which) -> json {
         unsigned mhz = 0;
-        if (fn && fn(m_handle, which, &mhz) == k_success) return mhz;
+        if (fn && fn(m_handle, which, &mhz) == k_success)
+            return mhz;
         return "unavailable";
     };
     out["sm_clock_mhz"] = clock_of(m_lib->clock, k_clock_sm);
@@ -155,16 +164,17 @@ json nvml_device::fingerprint() const {
     out["max_memory_clock_mhz"] = clock_of(m_lib->max_clock, k_clock_mem);
     auto watts = [&](auto fn) -> json {
         unsigned mw = 0;
-        if (fn && fn(m_handle, &mw) == k_success) return mw / 1000.0;
+        if (fn && fn(m_handle, &mw) == k_success)
+            return mw / 1000.0;
         return "unavailable";
     };
     out["power_limit_w"] = watts(m_lib->power_limit);
     out["enforced_power_limit_w"] = watts(m_lib->enforced_power_limit);
     char version[96] = {};
-    out["driver_version"] = m_lib->driver_version &&
-                                    m_lib->driver_version(version, sizeof version) == k_success
-                                ? json(version)
-                                : json("unavailable");
+    out["driver_version"] =
+        m_lib->driver_version && m_lib->driver_version(version, sizeof version) == k_success
+            ? json(version)
+            : json("unavailable");
     return out;
 }
 

@@ -12,7 +12,7 @@
 namespace fourfold::backend {
 
 class nvml_device {
-public:
+  public:
     // Matches the CUDA device by its PCI bus id ("0000:19:00.0"); indices may differ.
     static std::unique_ptr<nvml_device> open(const std::string& pci_bus_id, std::string& why_not);
     ~nvml_device();
@@ -27,7 +27,7 @@ public:
 
     struct api; // the loaded library; opaque outside nvml.cpp
 
-private:
+  private:
     nvml_device(std::shared_ptr<api> lib, void* handle) : m_lib(std::move(lib)), m_handle(handle) {}
     std::shared_ptr<api> m_lib;
     void* m_handle;

@@ -19,26 +19,53 @@ using probe = std::function<void(const at::TensorOptions&)>;
 // Each probe is the op on the smallest input that reaches its kernel for the dtype.
 const std::map<std::string, probe, std::less<>>& probes() {
     static const std::map<std::string, probe, std::less<>> k{
-        {"matmul", [](const at::TensorOptions& o) { (void)at::matmul(at::ones({2, 8}, o), at::ones({8, 2}, o)); }},
-        {"linear", [](const at::TensorOptions& o) {
+        {"matmul",
+         [](const at::TensorOptions& o) {
+             (void)at::matmul(at::ones({2, 8}, o), at::ones({8, 2}, o));
+         }},
+        {"linear",
+         [](const at::TensorOptions& o) {
              (void)at::linear(at::ones({2, 8}, o), at::ones({4, 8}, o), at::ones({4}, o));
          }},
-        {"softmax", [](const at::TensorOptions& o) { (void)at::softmax(at::ones({2, 8}, o), -1); }},
-        {"exp", [](const at::TensorOptions& o) { (void)at::ones({2, 8}, o).exp(); }},
-        {"max", [](const at::TensorOptions& o) { (void)at::ones({2, 8}, o).max(-1, true); }},
-        {"sum", [](const at::TensorOptions& o) { (void)at::ones({2, 8}, o).sum(-1, true); }},
-        {"silu", [](const at::TensorOptions& o) { (void)at::silu(at::ones({2, 8}, o)); }},
-        {"topk", [](const at::TensorOptions& o) { (void)at::topk(at::ones({2, 8}, o), 2, -1); }},
-        {"index", [](const at::TensorOptions& o) {
+        {"softmax",
+         [](const at::TensorOptions& o) {
+             (void)at::softmax(at::ones({2, 8}, o), -1);
+         }},
+        {"exp",
+         [](const at::TensorOptions& o) {
+             (void)at::ones({2, 8}, o).exp();
+         }},
+        {"max",
+         [](const at::TensorOptions& o) {
+             (void)at::ones({2, 8}, o).max(-1, true);
+         }},
+        {"sum",
+         [](const at::TensorOptions& o) {
+             (void)at::ones({2, 8}, o).sum(-1, true);
+         }},
+        {"silu",
+         [](const at::TensorOptions& o) {
+             (void)at::silu(at::ones({2, 8}, o));
+         }},
+        {"topk",
+         [](const at::TensorOptions& o) {
+             (void)at::topk(at::ones({2, 8}, o), 2, -1);
+         }},
+        {"index",
+         [](const at::TensorOptions& o) {
              const auto x = at::ones({4, 8}, o);
              const auto i = at::zeros({2}, o.dtype(at::kLong));
              (void)x.index_select(0, i);
              (void)at::empty_like(x).index_copy_(0, at::arange(4, o.dtype(at::kLong)), x);
          }},
-        {"constant_pad", [](const at::TensorOptions& o) {
+        {"constant_pad",
+         [](const at::TensorOptions& o) {
              (void)at::constant_pad_nd(at::ones({1, 2, 2, 4, 4}, o), {1, 1, 1, 1, 2, 0}, 0);
          }},
-        {"cat", [](const at::TensorOptions& o) { (void)at::cat({at::ones({2, 2}, o), at::zeros({2, 2}, o)}, 1); }},
+        {"cat",
+         [](const at::TensorOptions& o) {
+             (void)at::cat({at::ones({2, 2}, o), at::zeros({2, 2}, o)}, 1);
+         }},
     };
     return k;
 }
@@ -47,19 +74,22 @@ const std::map<std::string, probe, std::less<>>& probes() {
 
 std::vector<std::string> known_ops() {
     std::vector<std::string> out;
-    for (const auto& [name, p] : probes()) out.push_back(name);
+    for (const auto& [name, p] : probes())
+        out.push_back(name);
     return out;
 }
 
 std::optional<std::string> op_unsupported(device& dev, std::string_view op, dtype t) {
     const auto it = probes().find(op);
     if (it == probes().end())
-        throw std::logic_error(fmt::format("no probe for op '{}'; known: {}", op, join(known_ops(), ", ")));
+        throw std::logic_error(
+            fmt::format("no probe for op '{}'; known: {}", op, join(known_ops(), ", ")));
     static std::mutex mutex;
     static std::map<std::string, std::optional<std::string>> answers;
     const auto key = fmt::format("{}|{}|{}", dev.name(), op, to_string(t));
     std::lock_guard lock(mutex);
-    if (const auto a = answers.find(key); a != answers.end()) return a->second;
+    if (const auto a = answers.find(key); a != answers.end())
+        return a->second;
     std::optional<std::string> why;
     const auto st = to_scalar_type(t);
     if (!st) {
@@ -69,9 +99,9 @@ std::optional<std::string> op_unsupported(device& dev, std::string_view op, dtyp
             it->second(at::TensorOptions().dtype(*st).device(dev.torch_device()));
             dev.synchronize();
         } catch (const c10::Error& e) {
-            why = fmt::format("libtorch {}.{} has no {} kernel for {} on {} ({})", TORCH_VERSION_MAJOR,
-                              TORCH_VERSION_MINOR, op, to_string(t), dev.name(),
-                              first_line(e.what_without_backtrace()));
+            why = fmt::format("libtorch {}.{} has no {} kernel for {} on {} ({})",
+                              TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, op, to_string(t),
+                              dev.name(), first_line(e.what_without_backtrace()));
         }
     }
     answers.emplace(key, why);

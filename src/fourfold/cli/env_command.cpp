@@ -1,8 +1,8 @@
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/memory_probe.hpp"
-#include "fourfold/core/text.hpp"
 #include "fourfold/backend/provenance.hpp"
 #include "fourfold/cli/commands.hpp"
+#include "fourfold/core/text.hpp"
 #include "fourfold/store/export.hpp"
 
 #include <iostream>
@@ -13,8 +13,10 @@ int env_command(const std::optional<std::string>& device, bool as_json) {
     json out = backend::collect_provenance(nullptr);
     out["devices"] = json::array();
     std::vector<backend::device_spec> specs;
-    if (device) specs.push_back(backend::device_spec::parse(*device));
-    else specs = backend::visible_devices();
+    if (device)
+        specs.push_back(backend::device_spec::parse(*device));
+    else
+        specs = backend::visible_devices();
     for (const auto& spec : specs) {
         auto dev = backend::open_device(spec);
         auto fp = dev->fingerprint();
@@ -34,7 +36,8 @@ int env_command(const std::optional<std::string>& device, bool as_json) {
         if (text.find('\n') != std::string::npos) {
             std::cout << key << ":\n";
             for (const auto& line : split(text, '\n'))
-                if (!line.empty()) std::cout << "    " << line << '\n';
+                if (!line.empty())
+                    std::cout << "    " << line << '\n';
         } else {
             std::cout << key << ": " << text << '\n';
         }

@@ -142,9 +142,10 @@ int main(int argc, char** argv) {
     cli::run_options ro;
     auto* run = app.add_subcommand("run", "measure a suite or a workload into the store");
     run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
-    run->add_option("--workload", ro.workload,
-                    "one workload (fourfold list); with --suite, the suite's jobs of these workloads "
-                    "(a comma list)");
+    run->add_option(
+        "--workload", ro.workload,
+        "one workload (fourfold list); with --suite, the suite's jobs of these workloads "
+        "(a comma list)");
     run->add_option("--shape", ro.shapes, "shape(s), e.g. 1x128256 or 1x4096x4096,1x14336x4096")
         ->allow_extra_args(false);
     run->add_option("--param", ro.params, "NAME=VALUE[,VALUE|A..B] (repeatable)")
@@ -166,13 +167,20 @@ int main(int argc, char** argv) {
                     "host | event | batch | graph (default: graph on CUDA, host elsewhere)");
     run->add_option("--cache", ro.cache, "hot | cold (default: cold on CUDA, hot elsewhere)");
     run->add_option("--min-time", ro.min_time_s,
-                    fmt::format("seconds of sampling at least (default {:g}; at most --timeout)", k_stop.min_time_s));
-    run->add_option("--min-samples", ro.min_samples, fmt::format("samples at least (default {})", k_stop.min_samples));
-    run->add_option("--timeout", ro.timeout_s, fmt::format("seconds per job at most (default {:g})", k_stop.timeout_s));
-    run->add_option("--max-rel-stdev", ro.max_rel_stdev,
-                    fmt::format("converged below this relative stdev (default {:g})", k_stop.max_rel_stdev));
-    run->add_option("--warmup", ro.warmup_s, fmt::format("seconds of time-based warm-up (default {:g})", k_timing.warmup_s));
-    run->add_option("--seed", ro.seed, fmt::format("base seed of the inputs, 0..2^64-1 (default {})", runner::k_default_seed));
+                    fmt::format("seconds of sampling at least (default {:g}; at most --timeout)",
+                                k_stop.min_time_s));
+    run->add_option("--min-samples", ro.min_samples,
+                    fmt::format("samples at least (default {})", k_stop.min_samples));
+    run->add_option("--timeout", ro.timeout_s,
+                    fmt::format("seconds per job at most (default {:g})", k_stop.timeout_s));
+    run->add_option(
+        "--max-rel-stdev", ro.max_rel_stdev,
+        fmt::format("converged below this relative stdev (default {:g})", k_stop.max_rel_stdev));
+    run->add_option("--warmup", ro.warmup_s,
+                    fmt::format("seconds of time-based warm-up (default {:g})", k_timing.warmup_s));
+    run->add_option(
+        "--seed", ro.seed,
+        fmt::format("base seed of the inputs, 0..2^64-1 (default {})", runner::k_default_seed));
     run->add_option("--threads", ro.threads, cli::threads_help());
     run->add_flag("--quiet", ro.quiet, "no progress line");
     run->add_option("--format", ro.format,

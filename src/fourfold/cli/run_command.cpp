@@ -145,13 +145,13 @@ std::string nothing_measured(const std::vector<record>& records, std::int64_t ru
 
 // Installs the run's SIGINT handler and puts the previous one back however the scope ends.
 class sigint_guard {
-public:
+  public:
     sigint_guard() : m_previous(std::signal(SIGINT, on_sigint)) {}
     ~sigint_guard() { std::signal(SIGINT, m_previous); }
     sigint_guard(const sigint_guard&) = delete;
     sigint_guard& operator=(const sigint_guard&) = delete;
 
-private:
+  private:
     void (*m_previous)(int);
 };
 
@@ -186,7 +186,8 @@ int run_command(const run_options& o) {
     auto specs =
         o.suite ? suites::expand_suite(*o.suite, *dev)
                 : runner::expand_request({*o.workload, o.shapes, o.params, o.dtypes, o.variants});
-    if (o.suite && o.workload) specs = suites::jobs_of_workloads(specs, *o.suite, split(*o.workload, ','));
+    if (o.suite && o.workload)
+        specs = suites::jobs_of_workloads(specs, *o.suite, split(*o.workload, ','));
     const auto plan = runner::make_plan(specs, settings, *dev);
     auto store = store::result_store::open(o.db, store::open_mode::read_write);
 

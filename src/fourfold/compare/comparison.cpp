@@ -72,8 +72,9 @@ void append_note(std::string& note, const std::string& more) {
 double noise_of(const stored_record& r) {
     if (r.rec.samples.size() >= 2)
         return relative_noise(r.rec.samples);
-    const auto st = r.rec.which == ledger::throughput ? throughput_figures::from(r.rec.figures).step_stats
-                                                      : op_time_figures::from(r.rec.figures).stats;
+    const auto st = r.rec.which == ledger::throughput
+                        ? throughput_figures::from(r.rec.figures).step_stats
+                        : op_time_figures::from(r.rec.figures).stats;
     return st && st->median > 0 ? st->iqr / k_iqr_per_sigma / st->median : 0;
 }
 
@@ -99,9 +100,11 @@ double set_noise(timed_row& row, const record_pair& p, double threshold) {
     row.noise_b = noise_of(p.b);
     const double noise = std::max(row.noise_a, row.noise_b);
     if (noise > threshold)
-        append_note(row.note, fmt::format("samples scatter {:.1f} % (IQR / 1.349 over the median, of {}): a verdict "
-                                          "needs the whole CI beyond that",
-                                          100 * noise, row.noise_a >= row.noise_b ? "A" : "B"));
+        append_note(
+            row.note,
+            fmt::format("samples scatter {:.1f} % (IQR / 1.349 over the median, of {}): a verdict "
+                        "needs the whole CI beyond that",
+                        100 * noise, row.noise_a >= row.noise_b ? "A" : "B"));
     return noise;
 }
 
@@ -138,17 +141,18 @@ void apply_round_trip(timed_row& row, const record_pair& p, double threshold, bo
     const double noise = std::max(row.noise_a, row.noise_b);
     if (moved <= std::max(threshold, noise))
         return;
-    const auto widened =
-        rate ? rate_verdict(row.ratio, threshold, moved) : time_verdict(row.ratio, threshold, moved);
-    append_note(row.note,
-                fmt::format("host round trip A {:.1f} us, B {:.1f} us (moved {:.1f} %, within a job up "
-                            "to {:.1f} %): {}, so a verdict needs the whole CI beyond {:.1f} %{}",
-                            ra->mean(), rb->mean(), 100 * between,
-                            100 * std::max(ra->drift(), rb->drift()),
-                            syncs ? "this time syncs with the host"
-                                  : "the host launches every op of these steps",
-                            100 * moved,
-                            widened == row.decision ? "" : fmt::format(" ({} without it)", to_string(row.decision))));
+    const auto widened = rate ? rate_verdict(row.ratio, threshold, moved)
+                              : time_verdict(row.ratio, threshold, moved);
+    append_note(
+        row.note,
+        fmt::format(
+            "host round trip A {:.1f} us, B {:.1f} us (moved {:.1f} %, within a job up "
+            "to {:.1f} %): {}, so a verdict needs the whole CI beyond {:.1f} %{}",
+            ra->mean(), rb->mean(), 100 * between, 100 * std::max(ra->drift(), rb->drift()),
+            syncs ? "this time syncs with the host" : "the host launches every op of these steps",
+            100 * moved,
+            widened == row.decision ? ""
+                                    : fmt::format(" ({} without it)", to_string(row.decision))));
     row.decision = widened;
 }
 
@@ -513,10 +517,12 @@ std::set<std::string> treatment::names() const {
 }
 
 std::string run_text(const store::run_row& r) {
-    auto text = r.label.empty() ? fmt::format("run {}", r.id) : fmt::format("run {} '{}'", r.id, r.label);
+    auto text =
+        r.label.empty() ? fmt::format("run {}", r.id) : fmt::format("run {} '{}'", r.id, r.label);
     if (!r.same_label_runs.empty()) {
         std::string others;
-        for (const auto id : r.same_label_runs) others += (others.empty() ? "" : ", ") + std::to_string(id);
+        for (const auto id : r.same_label_runs)
+            others += (others.empty() ? "" : ", ") + std::to_string(id);
         text += fmt::format(" (the latest of {} runs labelled so; the others: {}; give a run id to "
                             "pick one)",
                             r.same_label_runs.size() + 1, others);
@@ -601,7 +607,8 @@ json comparison::to_json() const {
     out["unpaired"] = rows(unpaired);
     out["geomeans"] = rows(geomeans);
     json env = json::array();
-    for (const auto& e : environment) env.push_back(e.to_json(options.threshold));
+    for (const auto& e : environment)
+        env.push_back(e.to_json(options.threshold));
     out["environment"] = env;
     return out;
 }
@@ -618,9 +625,12 @@ bool environment_row::moved(double threshold) const {
 }
 
 json environment_row::to_json(double threshold) const {
-    return json{{"what", what},         {"unit", unit},
-                {"how", how},           {"a", optional_json(a)},
-                {"b", optional_json(b)}, {"change", optional_json(change())},
+    return json{{"what", what},
+                {"unit", unit},
+                {"how", how},
+                {"a", optional_json(a)},
+                {"b", optional_json(b)},
+                {"change", optional_json(change())},
                 {"moved_beyond_threshold", moved(threshold)}};
 }
 
@@ -638,16 +648,23 @@ std::optional<double> median_round_trip(const std::vector<stored_record>& record
     return measure::median_of(std::move(trips));
 }
 
-std::vector<environment_row> environment_of(const store::run_row& a, const std::vector<stored_record>& ra,
-                                            const store::run_row& b, const std::vector<stored_record>& rb) {
-    environment_row copy{"copy bandwidth", "GB/s", "", number_at(a.provenance, "/bandwidth/gb_per_s"),
+std::vector<environment_row> environment_of(const store::run_row& a,
+                                            const std::vector<stored_record>& ra,
+                                            const store::run_row& b,
+                                            const std::vector<stored_record>& rb) {
+    environment_row copy{"copy bandwidth",
+                         "GB/s",
+                         "",
+                         number_at(a.provenance, "/bandwidth/gb_per_s"),
                          number_at(b.provenance, "/bandwidth/gb_per_s"),
                          "a FASTER or SLOWER of a bandwidth-bound time may be the machine's"};
     copy.how = a.provenance.value("/bandwidth/method"_json_pointer, std::string());
-    environment_row trip{"host round trip", "us",
+    environment_row trip{"host round trip",
+                         "us",
                          "one one-element op launched and read back (the median of repeated trips "
                          "before and after each job), the median over the run's timed records",
-                         median_round_trip(ra), median_round_trip(rb),
+                         median_round_trip(ra),
+                         median_round_trip(rb),
                          "a time that syncs with the host, or eager decode steps, must clear that "
                          "move before it is called"};
     std::vector<environment_row> out;

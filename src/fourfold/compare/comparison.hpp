@@ -69,8 +69,8 @@ struct timed_row {
     // where both records carry it
     std::optional<double> round_trip_a, round_trip_b;
     verdict decision = verdict::unclear;
-    std::string mode; // op_time: "graph/cold"; throughput: the decode mode
-    std::string ctx;  // throughput: the context (its value on `context_axis`)
+    std::string mode;                 // op_time: "graph/cold"; throughput: the decode mode
+    std::string ctx;                  // throughput: the context (its value on `context_axis`)
     std::string context_axis = "ctx"; // throughput: the job parameter the context is
     std::string note;
     json to_json() const;
@@ -132,7 +132,7 @@ struct geomean_row {
 struct environment_row {
     std::string what, unit, how;
     std::optional<double> a, b;
-    std::string if_moved; // what a move means for the verdicts
+    std::string if_moved;                 // what a move means for the verdicts
     std::optional<double> change() const; // b / a - 1
     bool moved(double threshold) const;
     json to_json(double threshold) const;

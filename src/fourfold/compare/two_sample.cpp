@@ -201,7 +201,8 @@ double relative_noise(std::span<const double> samples) {
     std::vector<double> sorted(samples.begin(), samples.end());
     std::sort(sorted.begin(), sorted.end());
     const double median = measure::quantile_sorted(sorted, 0.5);
-    const double iqr = measure::quantile_sorted(sorted, 0.75) - measure::quantile_sorted(sorted, 0.25);
+    const double iqr =
+        measure::quantile_sorted(sorted, 0.75) - measure::quantile_sorted(sorted, 0.25);
     return median > 0 ? iqr / k_iqr_per_sigma / median : 0;
 }
 
@@ -212,8 +213,10 @@ std::string verdict_rule(double threshold) {
         "FASTER when the whole CI is beyond {:g} % better (time ratio < {:g}, rate ratio > "
         "{:g}), SLOWER when the whole CI is beyond {:g} % worse, SAME when the whole CI lies "
         "within +-{:g} %, UNCLEAR otherwise; a pair whose samples scatter more than that (IQR / "
-        "1.349 over the median, of A or B) must clear its scatter instead, and a host-synchronising time, or "
-        "the rate of steps the host launches op by op (eager decode), must also clear how far the host round trip measured beside it moved; "
+        "1.349 over the median, of A or B) must clear its scatter instead, and a "
+        "host-synchronising time, or "
+        "the rate of steps the host launches op by op (eager decode), must also clear how far the "
+        "host round trip measured beside it moved; "
         "the Mann-Whitney p-value is shown beside it and never decides",
         pct, pct, 1 - threshold, 1 + threshold, pct, pct);
 }

@@ -15,9 +15,12 @@ struct dtype_row {
 };
 
 constexpr std::array k_rows{
-    dtype_row{dtype::fp64, "fp64", 8},        dtype_row{dtype::fp32, "fp32", 4},
-    dtype_row{dtype::bf16, "bf16", 2},        dtype_row{dtype::fp16, "fp16", 2},
-    dtype_row{dtype::fp8_e4m3fn, "fp8_e4m3fn", 1}, dtype_row{dtype::fp8_e5m2, "fp8_e5m2", 1},
+    dtype_row{dtype::fp64, "fp64", 8},
+    dtype_row{dtype::fp32, "fp32", 4},
+    dtype_row{dtype::bf16, "bf16", 2},
+    dtype_row{dtype::fp16, "fp16", 2},
+    dtype_row{dtype::fp8_e4m3fn, "fp8_e4m3fn", 1},
+    dtype_row{dtype::fp8_e5m2, "fp8_e5m2", 1},
 };
 
 constexpr std::array<std::pair<std::string_view, dtype>, 8> k_aliases{{
@@ -33,33 +36,44 @@ constexpr std::array<std::pair<std::string_view, dtype>, 8> k_aliases{{
 
 const dtype_row& row(dtype t) {
     for (const auto& r : k_rows)
-        if (r.type == t) return r;
+        if (r.type == t)
+            return r;
     return k_rows[0];
 }
 
 } // namespace
 
-std::string_view to_string(dtype t) { return row(t).name; }
-std::int64_t size_bytes(dtype t) { return row(t).bytes; }
-bool is_float8(dtype t) { return t == dtype::fp8_e4m3fn || t == dtype::fp8_e5m2; }
+std::string_view to_string(dtype t) {
+    return row(t).name;
+}
+std::int64_t size_bytes(dtype t) {
+    return row(t).bytes;
+}
+bool is_float8(dtype t) {
+    return t == dtype::fp8_e4m3fn || t == dtype::fp8_e5m2;
+}
 
 std::optional<dtype> parse_dtype(std::string_view name) {
     for (const auto& r : k_rows)
-        if (r.name == name) return r.type;
+        if (r.name == name)
+            return r.type;
     for (const auto& [alias, t] : k_aliases)
-        if (alias == name) return t;
+        if (alias == name)
+            return t;
     return std::nullopt;
 }
 
 std::vector<dtype> all_dtypes() {
     std::vector<dtype> out;
-    for (const auto& r : k_rows) out.push_back(r.type);
+    for (const auto& r : k_rows)
+        out.push_back(r.type);
     return out;
 }
 
 std::string dtype_names() {
     std::vector<std::string> names;
-    for (const auto& r : k_rows) names.emplace_back(r.name);
+    for (const auto& r : k_rows)
+        names.emplace_back(r.name);
     return join(names, ", ");
 }
 

@@ -26,7 +26,7 @@ class bad_input : public std::runtime_error {
 // error. Thrown only by fourfold's own code, which knows the cause; an exception from libtorch
 // is never turned into a skip by reading its text.
 class unsupported_here : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 

@@ -8,14 +8,17 @@ namespace {
 // The value at `key`, or `fallback` when absent or null; the wrong type is stored_value_error.
 double number(const json& j, const char* key, double fallback = 0) {
     const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
-    if (!it->is_number()) throw stored_value_error(fmt::format("'{}' is {}, not a number", key, it->dump()));
+    if (it == j.end() || it->is_null())
+        return fallback;
+    if (!it->is_number())
+        throw stored_value_error(fmt::format("'{}' is {}, not a number", key, it->dump()));
     return it->get<double>();
 }
 
 std::optional<double> optional_number(const json& j, const char* key) {
     const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return std::nullopt;
+    if (it == j.end() || it->is_null())
+        return std::nullopt;
     return number(j, key);
 }
 
@@ -26,31 +29,40 @@ std::optional<std::int64_t> optional_int(const json& j, const char* key) {
 
 std::string text(const json& j, const char* key, std::string fallback = {}) {
     const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
-    if (!it->is_string()) throw stored_value_error(fmt::format("'{}' is {}, not text", key, it->dump()));
+    if (it == j.end() || it->is_null())
+        return fallback;
+    if (!it->is_string())
+        throw stored_value_error(fmt::format("'{}' is {}, not text", key, it->dump()));
     return it->get<std::string>();
 }
 
 bool flag(const json& j, const char* key) {
     const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return false;
-    if (!it->is_boolean()) throw stored_value_error(fmt::format("'{}' is {}, not true or false", key, it->dump()));
+    if (it == j.end() || it->is_null())
+        return false;
+    if (!it->is_boolean())
+        throw stored_value_error(fmt::format("'{}' is {}, not true or false", key, it->dump()));
     return it->get<bool>();
 }
 
 json object(const json& j, const char* key) {
     const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return json::object();
-    if (!it->is_object()) throw stored_value_error(fmt::format("'{}' is {}, not an object", key, it->dump()));
+    if (it == j.end() || it->is_null())
+        return json::object();
+    if (!it->is_object())
+        throw stored_value_error(fmt::format("'{}' is {}, not an object", key, it->dump()));
     return *it;
 }
 
-json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_json(const std::optional<double>& v) {
+    return v ? json(*v) : json(nullptr);
+}
 
 } // namespace
 
 std::optional<stats_figure> stats_figure::from_json(const json& j) {
-    if (!j.is_object()) return std::nullopt;
+    if (!j.is_object())
+        return std::nullopt;
     stats_figure s;
     s.n = static_cast<std::int64_t>(number(j, "n"));
     s.min = number(j, "min");
@@ -67,15 +79,26 @@ std::optional<stats_figure> stats_figure::from_json(const json& j) {
 }
 
 json stats_figure::to_json() const {
-    return json{{"n", n},         {"min", min},   {"q1", q1},     {"median", median},
-                {"q3", q3},       {"iqr", iqr},   {"max", max},   {"mean", mean},
-                {"stdev", stdev}, {"ci95_low", ci95_low}, {"ci95_high", ci95_high}};
+    return json{{"n", n},
+                {"min", min},
+                {"q1", q1},
+                {"median", median},
+                {"q3", q3},
+                {"iqr", iqr},
+                {"max", max},
+                {"mean", mean},
+                {"stdev", stdev},
+                {"ci95_low", ci95_low},
+                {"ci95_high", ci95_high}};
 }
 
 std::optional<round_trip_figure> round_trip_figure::from_json(const json& j) {
-    if (!j.is_object()) return std::nullopt;
-    round_trip_figure r{number(j, "before"), number(j, "after"), static_cast<int>(number(j, "reps"))};
-    if (r.before_us <= 0 || r.after_us <= 0) return std::nullopt;
+    if (!j.is_object())
+        return std::nullopt;
+    round_trip_figure r{number(j, "before"), number(j, "after"),
+                        static_cast<int>(number(j, "reps"))};
+    if (r.before_us <= 0 || r.after_us <= 0)
+        return std::nullopt;
     return r;
 }
 
@@ -88,7 +111,8 @@ op_time_figures op_time_figures::from(const json& f) {
     o.mode = text(f, "mode");
     o.cache = text(f, "cache");
     o.stop = text(f, "stop");
-    if (const auto it = f.find("stats"); it != f.end()) o.stats = stats_figure::from_json(*it);
+    if (const auto it = f.find("stats"); it != f.end())
+        o.stats = stats_figure::from_json(*it);
     o.bytes_moved = number(f, "bytes_moved");
     o.flops = number(f, "flops");
     o.gb_per_s = number(f, "gb_per_s");
@@ -119,7 +143,8 @@ void op_time_figures::write(json& f) const {
     f["bandwidth_ceiling_gb_per_s"] = bandwidth_ceiling_gb_per_s;
     f["pct_of_bandwidth"] = pct_of_bandwidth;
     f["host_sync"] = host_sync;
-    if (host_round_trip) f["host_round_trip_us"] = host_round_trip->to_json();
+    if (host_round_trip)
+        f["host_round_trip_us"] = host_round_trip->to_json();
     f["cache_bytes"] = cache_bytes;
 }
 
@@ -128,12 +153,15 @@ throughput_figures throughput_figures::from(const json& f) {
     t.unit = text(f, "unit", "tokens/s");
     t.step_unit = text(f, "step_unit", "ms/token");
     t.context_axis = text(f, "context_axis", "ctx");
-    if (const auto it = f.find("context"); it != f.end()) t.context = *it;
-    else if (const auto c = f.find(t.context_axis); c != f.end()) t.context = *c;
+    if (const auto it = f.find("context"); it != f.end())
+        t.context = *it;
+    else if (const auto c = f.find(t.context_axis); c != f.end())
+        t.context = *c;
     // records before the unit was theirs held the rate as tokens_per_s
     t.rate = number(f, "rate", number(f, "tokens_per_s"));
     const char* stats_key = f.contains("step_stats") ? "step_stats" : "ms_per_token";
-    if (const auto it = f.find(stats_key); it != f.end()) t.step_stats = stats_figure::from_json(*it);
+    if (const auto it = f.find(stats_key); it != f.end())
+        t.step_stats = stats_figure::from_json(*it);
     t.mode = text(f, "mode");
     t.stop = text(f, "stop");
     t.host_sync = flag(f, "host_sync");
@@ -141,7 +169,8 @@ throughput_figures throughput_figures::from(const json& f) {
     if (const auto it = f.find("host_round_trip_us"); it != f.end())
         t.host_round_trip = round_trip_figure::from_json(*it);
     t.bandwidth_limit = optional_number(f, "bandwidth_limit");
-    if (!t.bandwidth_limit) t.bandwidth_limit = optional_number(f, "bandwidth_limit_tokens_per_s");
+    if (!t.bandwidth_limit)
+        t.bandwidth_limit = optional_number(f, "bandwidth_limit_tokens_per_s");
     t.prefill_ms = optional_number(f, "prefill_ms");
     return t;
 }
@@ -152,14 +181,17 @@ void throughput_figures::write(json& f) const {
     f["context_axis"] = context_axis;
     f["context"] = context;
     f["rate"] = rate;
-    if (step_stats) f["step_stats"] = step_stats->to_json();
+    if (step_stats)
+        f["step_stats"] = step_stats->to_json();
     f["mode"] = mode;
     f["stop"] = stop;
     f["host_sync"] = host_sync;
     f["host_paced"] = host_paced;
-    if (host_round_trip) f["host_round_trip_us"] = host_round_trip->to_json();
+    if (host_round_trip)
+        f["host_round_trip_us"] = host_round_trip->to_json();
     f["bandwidth_limit"] = optional_json(bandwidth_limit);
-    if (prefill_ms) f["prefill_ms"] = *prefill_ms;
+    if (prefill_ms)
+        f["prefill_ms"] = *prefill_ms;
 }
 
 correctness_figures correctness_figures::from(const json& f) {
@@ -167,7 +199,8 @@ correctness_figures correctness_figures::from(const json& f) {
     c.verdict = text(f, "verdict", "?");
     if (const auto it = f.find("failed_checks"); it != f.end() && it->is_array())
         for (const auto& x : *it)
-            if (x.is_string()) c.failed_checks.push_back(x.get<std::string>());
+            if (x.is_string())
+                c.failed_checks.push_back(x.get<std::string>());
     c.metrics = object(f, "metrics");
     c.tolerance = object(f, "tolerance");
     c.output_dtype = text(f, "output_dtype");
@@ -180,8 +213,10 @@ void correctness_figures::write(json& f) const {
     f["failed_checks"] = failed_checks;
     f["metrics"] = metrics;
     f["tolerance"] = tolerance;
-    if (!output_dtype.empty()) f["output_dtype"] = output_dtype;
-    if (!repro.empty()) f["repro"] = repro;
+    if (!output_dtype.empty())
+        f["output_dtype"] = output_dtype;
+    if (!repro.empty())
+        f["repro"] = repro;
 }
 
 memory_figures_view memory_figures_view::from(const json& f) {
@@ -198,6 +233,8 @@ memory_figures_view memory_figures_view::from(const json& f) {
     return m;
 }
 
-json facts_of(const json& f) { return object(f, "facts"); }
+json facts_of(const json& f) {
+    return object(f, "facts");
+}
 
 } // namespace fourfold

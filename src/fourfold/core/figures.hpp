@@ -21,7 +21,7 @@ namespace fourfold {
 
 // A stored figure that has the wrong type for its key.
 class stored_value_error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -44,7 +44,7 @@ struct round_trip_figure {
 };
 
 struct op_time_figures {
-    std::string mode, cache, stop; // how it was timed; "converged" / "timed_out"
+    std::string mode, cache, stop;     // how it was timed; "converged" / "timed_out"
     std::optional<stats_figure> stats; // µs per call
     double bytes_moved = 0, flops = 0;
     double gb_per_s = 0, tflop_per_s = 0;
@@ -56,7 +56,9 @@ struct op_time_figures {
     static op_time_figures from(const json& figures);
     // Sets the keys this struct owns in `figures`, leaving every other key as it is.
     void write(json& figures) const;
-    std::string timing_text() const { return (mode.empty() ? "?" : mode) + "/" + (cache.empty() ? "?" : cache); }
+    std::string timing_text() const {
+        return (mode.empty() ? "?" : mode) + "/" + (cache.empty() ? "?" : cache);
+    }
 };
 
 // The throughput ledger of a whole-model workload: a rate in the workload's own unit (tokens/s
@@ -111,7 +113,8 @@ struct correctness_metric_field {
     const char* unit; // "" for a ratio
 };
 inline constexpr correctness_metric_field k_correctness_metrics[] = {
-    {"rel_l2", ""}, {"max_abs", ""}, {"max_ulp", "ULP"}, {"p99_ulp", "ULP"}, {"psnr_db", "dB"}, {"cosine", ""}};
+    {"rel_l2", ""},     {"max_abs", ""},   {"max_ulp", "ULP"},
+    {"p99_ulp", "ULP"}, {"psnr_db", "dB"}, {"cosine", ""}};
 
 // The facts a variant's records carry (storage bytes, the path, a kernel's configuration).
 json facts_of(const json& figures);

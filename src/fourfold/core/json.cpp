@@ -4,7 +4,9 @@
 
 namespace fourfold {
 
-std::string canonical(const json& value) { return value.dump(-1, ' ', false); }
+std::string canonical(const json& value) {
+    return value.dump(-1, ' ', false);
+}
 
 std::uint64_t fnv1a64(const std::string& text) {
     std::uint64_t hash = 0xcbf29ce484222325ull;
@@ -20,9 +22,11 @@ std::string canonical_hash(const json& value) {
 }
 
 std::optional<double> number_at(const json& value, const char* pointer) {
-    if (!value.is_object()) return std::nullopt;
+    if (!value.is_object())
+        return std::nullopt;
     const json::json_pointer p{pointer};
-    if (!value.contains(p) || !value.at(p).is_number()) return std::nullopt;
+    if (!value.contains(p) || !value.at(p).is_number())
+        return std::nullopt;
     return value.at(p).get<double>();
 }
 

@@ -5,11 +5,16 @@
 namespace fourfold {
 
 json job_id::to_json() const {
-    return json{{"workload", workload}, {"variant", variant}, {"device", device},
-                {"dtype", dtype},       {"params", params}};
+    return json{{"workload", workload},
+                {"variant", variant},
+                {"device", device},
+                {"dtype", dtype},
+                {"params", params}};
 }
 
-std::string job_id::key() const { return canonical_hash(to_json()); }
+std::string job_id::key() const {
+    return canonical_hash(to_json());
+}
 
 std::string job_id::case_key() const {
     return canonical_hash(json{{"workload", workload}, {"params", params}});
@@ -18,7 +23,8 @@ std::string job_id::case_key() const {
 std::string job_id::params_text() const {
     std::string out;
     for (auto it = params.begin(); it != params.end(); ++it) {
-        if (!out.empty()) out += ' ';
+        if (!out.empty())
+            out += ' ';
         const auto& v = it.value();
         out += fmt::format("{}={}", it.key(), v.is_string() ? v.get<std::string>() : v.dump());
     }

@@ -20,9 +20,10 @@ constexpr double unit_interval(std::uint64_t bits) {
 
 // xoshiro256** seeded through splitmix64.
 class xoshiro256 {
-public:
+  public:
     explicit constexpr xoshiro256(std::uint64_t seed) {
-        for (auto& s : m_state) s = seed = splitmix64(seed);
+        for (auto& s : m_state)
+            s = seed = splitmix64(seed);
     }
     constexpr std::uint64_t next() {
         const std::uint64_t result = rotl(m_state[1] * 5, 7) * 9;
@@ -46,8 +47,10 @@ public:
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
     }
 
-private:
-    static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  private:
+    static constexpr std::uint64_t rotl(std::uint64_t x, int k) {
+        return (x << k) | (x >> (64 - k));
+    }
     std::uint64_t m_state[4]{};
 };
 

@@ -3,12 +3,15 @@
 
 namespace fourfold::kernels {
 
-bool compiled() { return true; }
+bool compiled() {
+    return true;
+}
 
 device_limits query_device(int index) {
     device_limits d;
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) return d;
+    if (cudaGetDeviceProperties(&prop, index) != cudaSuccess)
+        return d;
     d.sm_count = prop.multiProcessorCount;
     d.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
     d.max_smem_per_block = static_cast<int>(prop.sharedMemPerBlockOptin);

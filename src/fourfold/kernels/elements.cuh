@@ -36,16 +36,20 @@ template <typename T, int VEC> struct packet {
     __device__ static void unpack(const raw& r, float (&f)[VEC]) {
         const T* e = reinterpret_cast<const T*>(&r);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) f[j] = element<T>::to_float(e[j]);
+        for (int j = 0; j < VEC; ++j)
+            f[j] = element<T>::to_float(e[j]);
     }
     __device__ static raw pack(const float (&f)[VEC]) {
         raw r;
         T* e = reinterpret_cast<T*>(&r);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) e[j] = element<T>::from_float(f[j]);
+        for (int j = 0; j < VEC; ++j)
+            e[j] = element<T>::from_float(f[j]);
         return r;
     }
-    __device__ static raw load(const raw* p) { return __ldg(p); }
+    __device__ static raw load(const raw* p) {
+        return __ldg(p);
+    }
 };
 template <typename T> struct packet<T, 1> {
     using raw = T;
@@ -65,7 +69,8 @@ namespace fourfold::kernels {
 
 // The launch's outcome from the runtime's last error (a launch never synchronises).
 inline launch_status status_of(cudaError_t e) {
-    if (e == cudaSuccess) return {};
+    if (e == cudaSuccess)
+        return {};
     return {static_cast<int>(e), cudaGetErrorString(e)};
 }
 
@@ -77,9 +82,12 @@ inline launch_status invalid(std::string why) {
 // switch from the kernels' element tag to their templates.
 template <class Launch> launch_status by_element(elem e, Launch&& launch) {
     switch (e) {
-    case elem::f32: return launch(float{});
-    case elem::f16: return launch(__half{});
-    case elem::bf16: return launch(__nv_bfloat16{});
+    case elem::f32:
+        return launch(float{});
+    case elem::f16:
+        return launch(__half{});
+    case elem::bf16:
+        return launch(__nv_bfloat16{});
     }
     return invalid("unknown element type");
 }

@@ -25,7 +25,8 @@ __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
     return v;
 }
 
@@ -38,13 +39,15 @@ __device__ __forceinline__ void finish_rows(float (&acc)[R][TOK], float (*part)[
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int t = 0; t < TOK; ++t) acc[r][t] = warp_sum(acc[r][t]);
+        for (int t = 0; t < TOK; ++t)
+            acc[r][t] = warp_sum(acc[r][t]);
     if (ks > 1) {
         if (lane == 0) {
 #pragma unroll
             for (int r = 0; r < R; ++r)
 #pragma unroll
-                for (int t = 0; t < TOK; ++t) part[warp][r * TOK + t] = acc[r][t];
+                for (int t = 0; t < TOK; ++t)
+                    part[warp][r * TOK + t] = acc[r][t];
         }
         __syncthreads();
         if (ks_index == 0) {
@@ -53,7 +56,8 @@ __device__ __forceinline__ void finish_rows(float (&acc)[R][TOK], float (*part)[
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float s = 0.f;
-                    for (int i = 0; i < ks; ++i) s += part[warp + i][r * TOK + t];
+                    for (int i = 0; i < ks; ++i)
+                        s += part[warp + i][r * TOK + t];
                     acc[r][t] = s;
                 }
         }
@@ -67,12 +71,14 @@ __device__ __forceinline__ void finish_rows(float (&acc)[R][TOK], float (*part)[
                 const std::int64_t row = row0 + r;
                 if (lane == r * TOK + t && row < n && t < tokens) {
                     float v = acc[r][t];
-                    if (bias) v += element<T>::to_float(bias[row]);
+                    if (bias)
+                        v += element<T>::to_float(bias[row]);
                     y[t * ld_y + row] = element<T>::from_float(v);
                 }
             }
     }
-    if (ks > 1) __syncthreads(); // part is reused by the next row block
+    if (ks > 1)
+        __syncthreads(); // part is reused by the next row block
 }
 
 template <typename T, int TOK, int R>
@@ -92,7 +98,8 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     const std::int64_t kend = kbeg + kchunk < nkv ? kbeg + kchunk : nkv;
     const uint4* xv[TOK];
 #pragma unroll
-    for (int t = 0; t < TOK; ++t) xv[t] = reinterpret_cast<const uint4*>(x + t * ld_x);
+    for (int t = 0; t < TOK; ++t)
+        xv[t] = reinterpret_cast<const uint4*>(x + t * ld_x);
 
     for (std::int64_t rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
         const std::int64_t row0 = rb * rows_per_block + static_cast<std::int64_t>(group) * R;
@@ -107,18 +114,20 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
         for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int t = 0; t < TOK; ++t) acc[r][t] = 0.f;
+            for (int t = 0; t < TOK; ++t)
+                acc[r][t] = 0.f;
 
         // double-buffered: the next U vectors of every row are in flight while the current ones
         // are multiplied, so a lane never waits on an empty pipe between batches
         uint4 cur[U][R], nxt[U][R];
-        auto fetch = [&](uint4 (&dst)[U][R], std::int64_t v) {
+        auto fetch = [&](uint4(&dst)[U][R], std::int64_t v) {
 #pragma unroll
             for (int u = 0; u < U; ++u)
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
                     const std::int64_t vv = v + u * 32;
-                    dst[u][r] = vv < kend && row_ok[r] ? load_streaming(wr[r] + vv) : make_uint4(0, 0, 0, 0);
+                    dst[u][r] = vv < kend && row_ok[r] ? load_streaming(wr[r] + vv)
+                                                       : make_uint4(0, 0, 0, 0);
                 }
         };
         fetch(cur, kbeg + lane);
@@ -127,10 +136,12 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const std::int64_t vv = v + u * 32;
-                if (vv >= kend) continue; // (the loads were predicated alike)
+                if (vv >= kend)
+                    continue; // (the loads were predicated alike)
                 float wf[R][VEC];
 #pragma unroll
-                for (int r = 0; r < R; ++r) P::unpack(cur[u][r], wf[r]);
+                for (int r = 0; r < R; ++r)
+                    P::unpack(cur[u][r], wf[r]);
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float xf[VEC];
@@ -138,13 +149,15 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
                     for (int r = 0; r < R; ++r)
 #pragma unroll
-                        for (int j = 0; j < VEC; ++j) acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
+                        for (int j = 0; j < VEC; ++j)
+                            acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
                 }
             }
 #pragma unroll
             for (int u = 0; u < U; ++u)
 #pragma unroll
-                for (int r = 0; r < R; ++r) cur[u][r] = nxt[u][r];
+                for (int r = 0; r < R; ++r)
+                    cur[u][r] = nxt[u][r];
         }
         finish_rows<T, TOK, R>(acc, part, warp, lane, ks, ks_index, row0, n, TOK, bias, y, ld_y);
     }
@@ -155,8 +168,8 @@ template <typename T>
 __global__ void __launch_bounds__(256, 1)
     gemv_scalar(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                 T* __restrict__ y, int tokens, std::int64_t n, std::int64_t k, std::int64_t ld_x,
-                std::int64_t ld_w, std::int64_t ld_y, std::int64_t inc_x, std::int64_t inc_w, int ks,
-                std::int64_t kchunk, std::int64_t row_blocks) {
+                std::int64_t ld_w, std::int64_t ld_y, std::int64_t inc_x, std::int64_t inc_w,
+                int ks, std::int64_t kchunk, std::int64_t row_blocks) {
     constexpr int TOK = k_gemv_max_tokens;
     __shared__ float part[8][TOK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -167,14 +180,17 @@ __global__ void __launch_bounds__(256, 1)
         const std::int64_t row0 = rb * groups + group;
         float acc[1][TOK];
 #pragma unroll
-        for (int t = 0; t < TOK; ++t) acc[0][t] = 0.f;
+        for (int t = 0; t < TOK; ++t)
+            acc[0][t] = 0.f;
         if (row0 < n) {
             const T* wr = w + row0 * ld_w;
             for (std::int64_t i = kbeg + lane; i < kend; i += 32) {
                 const float wf = element<T>::to_float(wr[i * inc_w]);
 #pragma unroll
                 for (int t = 0; t < TOK; ++t)
-                    if (t < tokens) acc[0][t] = fmaf(wf, element<T>::to_float(x[t * ld_x + i * inc_x]), acc[0][t]);
+                    if (t < tokens)
+                        acc[0][t] =
+                            fmaf(wf, element<T>::to_float(x[t * ld_x + i * inc_x]), acc[0][t]);
             }
         }
         finish_rows<T, TOK, 1>(acc, part, warp, lane, ks, ks_index, row0, n, tokens, bias, y, ld_y);
@@ -247,23 +263,27 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     }
     if (ks > 1) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) part[warp][lane][i] = acc[i];
+        for (int i = 0; i < 4; ++i)
+            part[warp][lane][i] = acc[i];
         __syncthreads();
         if (ks_index == 0) {
             for (int j = 1; j < ks; ++j)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) acc[i] += part[warp + j][lane][i];
+                for (int i = 0; i < 4; ++i)
+                    acc[i] += part[warp + j][lane][i];
         }
     }
-    if (ks_index != 0) return;
-    // acc: (row g, token 2c), (row g, token 2c + 1), (row g + 8, token 2c), (row g + 8, 2c + 1)
+    if (ks_index != 0)
+        return;
+        // acc: (row g, token 2c), (row g, token 2c + 1), (row g + 8, token 2c), (row g + 8, 2c + 1)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const std::int64_t row = row0 + g + (i >= 2 ? 8 : 0);
         const int t = 2 * c + (i & 1);
         if (row < n && t < tokens) {
             float v = acc[i];
-            if (bias) v += element<T>::to_float(bias[row]);
+            if (bias)
+                v += element<T>::to_float(bias[row]);
             y[t * ld_y + row] = element<T>::from_float(v);
         }
     }
@@ -293,7 +313,7 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
     auto* y = static_cast<T*>(a.y);
     const auto grid = static_cast<unsigned>(p.blocks);
     gemv_vec<T, TOK, 1><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
-                                                         a.ld_y, p.k_split, kchunk, row_blocks);
+                                                        a.ld_y, p.k_split, kchunk, row_blocks);
     return status_of(cudaGetLastError());
 }
 
@@ -310,23 +330,33 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
         return status_of(cudaGetLastError());
     }
     if constexpr (sizeof(T) == 2)
-        if (p.tensor_cores) return launch_mma<T>(p, a, stream);
+        if (p.tensor_cores)
+            return launch_mma<T>(p, a, stream);
     switch (a.tokens) {
-    case 1: return launch_vec<T, 1>(p, a, stream);
-    case 2: return launch_vec<T, 2>(p, a, stream);
-    case 3: return launch_vec<T, 3>(p, a, stream);
-    case 4: return launch_vec<T, 4>(p, a, stream);
-    case 5: return launch_vec<T, 5>(p, a, stream);
-    case 6: return launch_vec<T, 6>(p, a, stream);
-    case 7: return launch_vec<T, 7>(p, a, stream);
-    default: return launch_vec<T, 8>(p, a, stream);
+    case 1:
+        return launch_vec<T, 1>(p, a, stream);
+    case 2:
+        return launch_vec<T, 2>(p, a, stream);
+    case 3:
+        return launch_vec<T, 3>(p, a, stream);
+    case 4:
+        return launch_vec<T, 4>(p, a, stream);
+    case 5:
+        return launch_vec<T, 5>(p, a, stream);
+    case 6:
+        return launch_vec<T, 6>(p, a, stream);
+    case 7:
+        return launch_vec<T, 7>(p, a, stream);
+    default:
+        return launch_vec<T, 8>(p, a, stream);
     }
 }
 
 } // namespace
 
 launch_status launch_gemv(const gemv_plan& p, const gemv_args& a, stream_t stream) {
-    if (!p.valid.empty()) return invalid(p.valid);
+    if (!p.valid.empty())
+        return invalid(p.valid);
     return by_element(a.type, [&](auto t) { return launch_typed<decltype(t)>(p, a, stream); });
 }
 

@@ -16,7 +16,9 @@ inline constexpr int k_gemv_max_tokens = 8;
 // Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
 // split so the grid fills whole waves of them.
 // (FMA path: 4 for one token, whose kernels fit 64 registers, 2 beyond)
-constexpr int gemv_fma_blocks_per_sm(int tokens) { return tokens <= 1 ? 4 : 2; }
+constexpr int gemv_fma_blocks_per_sm(int tokens) {
+    return tokens <= 1 ? 4 : 2;
+}
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
 
 struct gemv_args {
@@ -26,7 +28,7 @@ struct gemv_args {
     void* y = nullptr;          // T x N
     std::int64_t tokens = 1, n = 0, k = 0;
     std::int64_t ld_x = 0, ld_w = 0, ld_y = 0; // row strides in elements
-    std::int64_t inc_x = 1, inc_w = 1;         // element strides along K (the scalar path takes any)
+    std::int64_t inc_x = 1, inc_w = 1; // element strides along K (the scalar path takes any)
     elem type = elem::bf16;
 };
 

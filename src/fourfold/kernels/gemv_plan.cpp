@@ -12,7 +12,8 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
-    if (!why_scalar.empty()) s += " (scalar: " + why_scalar + ")";
+    if (!why_scalar.empty())
+        s += " (scalar: " + why_scalar + ")";
     return s;
 }
 
@@ -44,8 +45,8 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     p.tensor_cores = p.vectorised && a.type != elem::f32 && a.tokens >= 2 && a.k % 32 == 0;
     // Split K over the warps of a block (KS = 2, 4 or 8) only where the unsplit grid is less
     // than half a wave of the resident blocks the kernel is compiled for, then as far as it
-    // takes to fill half a wave. Measured on the H200 (build 21efb6d): wherever the unsplit grid was a
-    // wave or more, a split cost more than it gained (262144x1152: 0.31x of stock with KS 4,
+    // takes to fill half a wave. Measured on the H200 (build 21efb6d): wherever the unsplit grid
+    // was a wave or more, a split cost more than it gained (262144x1152: 0.31x of stock with KS 4,
     // against 0.89-0.92x for the unsplit shapes of that size): each split row group pays a
     // shared-memory reduction and a block barrier, and its warps have fewer loads in flight.
     std::int64_t groups = a.n, units = 0;
@@ -64,7 +65,8 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     const double capacity = static_cast<double>(d.sm_count) * per_sm;
     p.k_split = 1;
     p.blocks = (groups + 7) / 8;
-    while (p.k_split < 8 && static_cast<double>(p.blocks) < capacity / 2 && units >= 2 * p.k_split) {
+    while (p.k_split < 8 && static_cast<double>(p.blocks) < capacity / 2 &&
+           units >= 2 * p.k_split) {
         p.k_split *= 2;
         const std::int64_t per_block = 8 / p.k_split;
         p.blocks = (groups + per_block - 1) / per_block;

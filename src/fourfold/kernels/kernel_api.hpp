@@ -46,7 +46,8 @@ device_limits query_device(int index);
 inline int alignment_of(const void* p) {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     for (int b = 16; b > 1; b /= 2)
-        if (a % static_cast<std::uintptr_t>(b) == 0) return b;
+        if (a % static_cast<std::uintptr_t>(b) == 0)
+            return b;
     return 1;
 }
 

@@ -18,7 +18,8 @@ struct divider {
     divider() = default;
     explicit divider(std::uint32_t divisor) : d(divisor) {
         s = 0;
-        while ((std::uint64_t{1} << s) < d) ++s;
+        while ((std::uint64_t{1} << s) < d)
+            ++s;
         const std::uint64_t one = 1;
         m = static_cast<std::uint32_t>(((one << 32) * ((one << s) - d)) / d + 1);
     }
@@ -38,8 +39,12 @@ struct pad_params {
 
 template <typename T, int VE> struct store_of;
 template <typename T> struct store_of<T, 1> { using type = T; };
-template <typename T> struct store_of<T, 2> { using type = std::conditional_t<sizeof(T) == 2, unsigned, uint2>; };
-template <typename T> struct store_of<T, 4> { using type = std::conditional_t<sizeof(T) == 2, uint2, uint4>; };
+template <typename T> struct store_of<T, 2> {
+    using type = std::conditional_t<sizeof(T) == 2, unsigned, uint2>;
+};
+template <typename T> struct store_of<T, 4> {
+    using type = std::conditional_t<sizeof(T) == 2, uint2, uint4>;
+};
 template <typename T> struct store_of<T, 8> { using type = uint4; }; // 2-byte elements only
 
 // Where output row `row` (an index over the first four output dims) comes from: false for a
@@ -72,16 +77,16 @@ __device__ __forceinline__ bool locate(const pad_params& p, const T* x, std::uin
 constexpr int k_rows_per_warp = 4;
 
 template <typename T, int VE>
-__global__ void __launch_bounds__(256)
-    pad_rows(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t rows) {
+__global__ void __launch_bounds__(256) pad_rows(const T* __restrict__ x, T* __restrict__ y,
+                                                pad_params p, T value, std::uint32_t rows) {
     using store_t = typename store_of<T, VE>::type;
     constexpr int RW = k_rows_per_warp;
     const int lane = threadIdx.x % 32;
     const int width = static_cast<int>(p.od[4]), in_width = p.id[4], before = p.pb[4];
     const std::int64_t in_step = p.is[4];
     const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
-    for (std::uint32_t first = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * RW; first < rows;
-         first += warps * RW) {
+    for (std::uint32_t first = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * RW;
+         first < rows; first += warps * RW) {
         const T* src[RW];
         bool mapped[RW];
 #pragma unroll
@@ -96,27 +101,34 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
                 for (int j = 0; j < VE; ++j) {
                     const int ci = c + j - before;
-                    v[r][j] = mapped[r] && static_cast<unsigned>(ci) < static_cast<unsigned>(in_width)
-                                  ? src[r][ci * in_step]
-                                  : value;
+                    v[r][j] =
+                        mapped[r] && static_cast<unsigned>(ci) < static_cast<unsigned>(in_width)
+                            ? src[r][ci * in_step]
+                            : value;
                 }
 #pragma unroll
             for (int r = 0; r < RW; ++r) {
-                if (first + r >= rows) break;
+                if (first + r >= rows)
+                    break;
                 store_t out;
                 T* e = reinterpret_cast<T*>(&out);
 #pragma unroll
-                for (int j = 0; j < VE; ++j) e[j] = v[r][j];
-                *reinterpret_cast<store_t*>(y + static_cast<std::size_t>(first + r) * width + c) = out;
+                for (int j = 0; j < VE; ++j)
+                    e[j] = v[r][j];
+                *reinterpret_cast<store_t*>(y + static_cast<std::size_t>(first + r) * width + c) =
+                    out;
             }
         }
     }
 }
 
 template <typename T> T constant_of(double v) {
-    if constexpr (sizeof(T) == 4) return static_cast<float>(v);
-    else if constexpr (element<T>::tag == elem::f16) return __float2half_rn(static_cast<float>(v));
-    else return __float2bfloat16_rn(static_cast<float>(v));
+    if constexpr (sizeof(T) == 4)
+        return static_cast<float>(v);
+    else if constexpr (element<T>::tag == elem::f16)
+        return __float2half_rn(static_cast<float>(v));
+    else
+        return __float2bfloat16_rn(static_cast<float>(v));
 }
 
 template <typename T>
@@ -151,9 +163,15 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
             break;
         }
         [[fallthrough]];
-    case 4: pad_rows<T, 4><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows); break;
-    case 2: pad_rows<T, 2><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows); break;
-    default: pad_rows<T, 1><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows); break;
+    case 4:
+        pad_rows<T, 4><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows);
+        break;
+    case 2:
+        pad_rows<T, 2><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows);
+        break;
+    default:
+        pad_rows<T, 1><<<grid, plan.threads, 0, stream>>>(x, y, p, value, rows);
+        break;
     }
     return status_of(cudaGetLastError());
 }
@@ -161,7 +179,8 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
 } // namespace
 
 launch_status launch_pad(const pad_plan& p, const pad_args& a, stream_t stream) {
-    if (!p.valid.empty()) return invalid(p.valid);
+    if (!p.valid.empty())
+        return invalid(p.valid);
     return by_element(a.type, [&](auto t) { return launch_typed<decltype(t)>(p, a, stream); });
 }
 

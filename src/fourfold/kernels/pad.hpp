@@ -25,7 +25,7 @@ struct pad_args {
 };
 
 struct pad_plan {
-    int vec = 1;       // output elements per store (the widest the row length allows, <= 16 B)
+    int vec = 1; // output elements per store (the widest the row length allows, <= 16 B)
     int threads = 256;
     std::int64_t blocks = 0;
     std::int64_t out_elements = 0;

@@ -8,8 +8,10 @@ namespace fourfold::kernels {
 std::string pad_plan::describe() const {
     std::string s = "warp per 4 output rows, " + std::to_string(vec) + " element(s) per store";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
-    if (!contiguous_rows) s += ", strided input rows";
-    if (!why_scalar.empty()) s += " (scalar: " + why_scalar + ")";
+    if (!contiguous_rows)
+        s += ", strided input rows";
+    if (!why_scalar.empty())
+        s += " (scalar: " + why_scalar + ")";
     return s;
 }
 
@@ -46,15 +48,18 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
             p.vec = ve;
             break;
         }
-    if (p.vec == 1) p.why_scalar = "the output row (" + std::to_string(width) + " elements) allows no wider store";
+    if (p.vec == 1)
+        p.why_scalar =
+            "the output row (" + std::to_string(width) + " elements) allows no wider store";
     if (alignment_of(a.x) < static_cast<int>(es)) {
         p.valid = "the input is not aligned to its element size";
         return p;
     }
     const std::int64_t rows = total / width;
     const std::int64_t rows_per_block = p.threads / 32 * 4; // 4 rows a warp (pad.cu)
-    p.blocks = std::max<std::int64_t>(1, std::min<std::int64_t>((rows + rows_per_block - 1) / rows_per_block,
-                                                                 std::int64_t{1} << 30));
+    p.blocks = std::max<std::int64_t>(
+        1, std::min<std::int64_t>((rows + rows_per_block - 1) / rows_per_block,
+                                  std::int64_t{1} << 30));
     (void)d;
     return p;
 }

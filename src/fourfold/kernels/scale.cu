@@ -7,7 +7,8 @@ namespace {
 using namespace device;
 
 template <typename T>
-__global__ void scale_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t n, float alpha) {
+__global__ void scale_kernel(const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
+                             float alpha) {
     for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
          i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
         y[i] = element<T>::from_float(alpha * element<T>::to_float(x[i]));
@@ -25,7 +26,8 @@ launch_status launch_typed(const void* x, void* y, std::int64_t n, float alpha, 
 
 launch_status launch_scale(const void* x, void* y, std::int64_t n, float alpha, elem type,
                            stream_t stream) {
-    return by_element(type, [&](auto t) { return launch_typed<decltype(t)>(x, y, n, alpha, stream); });
+    return by_element(type,
+                      [&](auto t) { return launch_typed<decltype(t)>(x, y, n, alpha, stream); });
 }
 
 } // namespace fourfold::kernels

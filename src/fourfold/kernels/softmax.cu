@@ -45,11 +45,13 @@ template <int VEC> __device__ __forceinline__ void fold(running& r, const float 
     if (big != -CUDART_INF_F) {
         float acc = 0.f;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) acc += fast_exp(f[j] - big);
+        for (int j = 0; j < VEC; ++j)
+            acc += fast_exp(f[j] - big);
         r.s = rescaled(r.s, r.m, big) + acc;
         r.m = big;
     }
-    if (nan) r.s = CUDART_NAN_F;
+    if (nan)
+        r.s = CUDART_NAN_F;
 }
 
 __device__ __forceinline__ running warp_merge(running r) {
@@ -89,7 +91,8 @@ __device__ __forceinline__ running pass_one(const typename packet<T, VEC>::raw* 
 #pragma unroll
     for (int c = 0; c < CACHE; ++c) {
         const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
-        if (v < end) raw[c] = P::load(row + v);
+        if (v < end)
+            raw[c] = P::load(row + v);
     }
     float m = -CUDART_INF_F;
     bool nan = false;
@@ -137,7 +140,7 @@ __device__ __forceinline__ void pass_two(const typename packet<T, VEC>::raw* row
                                          const thread_part<VEC, CACHE>& part) {
     using P = packet<T, VEC>;
     const float inv = 1.f / total.s;
-    const float scale = total.m == -CUDART_INF_F ? CUDART_NAN_F
+    const float scale = total.m == -CUDART_INF_F  ? CUDART_NAN_F
                         : part.m == -CUDART_INF_F ? 0.f
                                                   : fast_exp(part.m - total.m) * inv;
 #pragma unroll
@@ -146,7 +149,8 @@ __device__ __forceinline__ void pass_two(const typename packet<T, VEC>::raw* row
         if (v < end) {
             float f[VEC];
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) f[j] = part.e[c][j] * scale;
+            for (int j = 0; j < VEC; ++j)
+                f[j] = part.e[c][j] * scale;
             out[v] = P::pack(f);
         }
     }
@@ -154,7 +158,8 @@ __device__ __forceinline__ void pass_two(const typename packet<T, VEC>::raw* row
         float f[VEC];
         P::unpack(P::load(row + v), f);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) f[j] = fast_exp(f[j] - total.m) * inv;
+        for (int j = 0; j < VEC; ++j)
+            f[j] = fast_exp(f[j] - total.m) * inv;
         out[v] = P::pack(f);
     }
 }
@@ -165,8 +170,10 @@ __global__ void __launch_bounds__(256, 1)
     softmax_warp_rows(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows,
                       std::int64_t nvec, std::int64_t ld_x, std::int64_t ld_y) {
     using P = packet<T, VEC>;
-    const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= rows) return; // the whole warp leaves together
+    const std::int64_t row =
+        static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows)
+        return; // the whole warp leaves together
     const int lane = threadIdx.x % 32;
     const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
@@ -197,17 +204,20 @@ __global__ void __launch_bounds__(512)
     thread_part<VEC, CACHE> part;
     running r = warp_merge(
         pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), part));
-    if (lane == 0) warp_part[warp] = r;
+    if (lane == 0)
+        warp_part[warp] = r;
     __syncthreads();
     if (warp == 0) {
         r = lane < warps ? warp_part[lane] : running{-CUDART_INF_F, 0.f};
         r = warp_merge(r);
-        if (lane == 0) block_part = r;
+        if (lane == 0)
+            block_part = r;
     }
     cluster.sync(); // every block's pair is written
     // each warp merges the cluster's pairs itself: no further barrier inside the block
     running total{-CUDART_INF_F, 0.f};
-    if (lane < size) total = *cluster.map_shared_rank(&block_part, lane);
+    if (lane < size)
+        total = *cluster.map_shared_rank(&block_part, lane);
     // this thread is done with the other blocks' shared memory: say so now, wait only at the
     // end (no block may leave while another still reads its pair), so the writes overlap it
     auto done_reading = cluster.barrier_arrive();
@@ -247,17 +257,22 @@ launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_
 template <typename T, int VEC>
 launch_status by_cache(const softmax_plan& p, const softmax_args& a, stream_t stream) {
     switch (p.cache) {
-    case 1: return launch_typed<T, VEC, 1>(p, a, stream);
-    case 2: return launch_typed<T, VEC, 2>(p, a, stream);
-    case 4: return launch_typed<T, VEC, 4>(p, a, stream);
-    default: return launch_typed<T, VEC, 8>(p, a, stream);
+    case 1:
+        return launch_typed<T, VEC, 1>(p, a, stream);
+    case 2:
+        return launch_typed<T, VEC, 2>(p, a, stream);
+    case 4:
+        return launch_typed<T, VEC, 4>(p, a, stream);
+    default:
+        return launch_typed<T, VEC, 8>(p, a, stream);
     }
 }
 
 template <typename T>
 launch_status by_vec(const softmax_plan& p, const softmax_args& a, stream_t stream) {
     constexpr int vw = 16 / sizeof(T);
-    if (p.vec == vw) return by_cache<T, vw>(p, a, stream);
+    if (p.vec == vw)
+        return by_cache<T, vw>(p, a, stream);
     // the scalar path: alignment or a ragged width, never the fast case
     return launch_typed<T, 1, 8>(p, a, stream);
 }
@@ -265,14 +280,14 @@ launch_status by_vec(const softmax_plan& p, const softmax_args& a, stream_t stre
 // Every cluster kernel, for the one-time opt-in to clusters of more than 8 blocks.
 template <typename T> void allow_large_clusters(bool& ok) {
     constexpr int vw = 16 / sizeof(T);
-    const void* kernels[] = {
-        reinterpret_cast<const void*>(softmax_cluster_rows<T, 1, 8>),
-        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 1>),
-        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 2>),
-        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 4>),
-        reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 8>)};
+    const void* kernels[] = {reinterpret_cast<const void*>(softmax_cluster_rows<T, 1, 8>),
+                             reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 1>),
+                             reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 2>),
+                             reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 4>),
+                             reinterpret_cast<const void*>(softmax_cluster_rows<T, vw, 8>)};
     for (const void* k : kernels)
-        ok &= cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+        ok &= cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) ==
+              cudaSuccess;
 }
 
 } // namespace
@@ -299,8 +314,8 @@ int softmax_cluster_limit() {
     config.attrs = attr;
     config.numAttrs = 1;
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_cluster_rows<__nv_bfloat16, 8, 8>, &config) !=
-            cudaSuccess ||
+    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_cluster_rows<__nv_bfloat16, 8, 8>,
+                                       &config) != cudaSuccess ||
         clusters < 1) {
         (void)cudaGetLastError();
         return 8;
@@ -309,7 +324,8 @@ int softmax_cluster_limit() {
 }
 
 launch_status launch_softmax(const softmax_plan& p, const softmax_args& a, stream_t stream) {
-    if (!p.valid.empty()) return invalid(p.valid);
+    if (!p.valid.empty())
+        return invalid(p.valid);
     return by_element(a.type, [&](auto t) { return by_vec<decltype(t)>(p, a, stream); });
 }
 

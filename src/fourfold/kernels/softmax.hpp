@@ -25,9 +25,9 @@ struct softmax_plan {
     int cluster = 1;   // blocks per row (cluster_per_row)
     int cache = 1;     // vectors per thread kept in registers between the two passes
     std::int64_t chunk_vectors = 0; // vectors of a row per block
-    bool rereads = false; // part of a row is read again in the second pass (row too long)
-    std::string why_scalar; // why vec is 1, when it is
-    std::string valid;      // empty when the plan can run; else what is wrong with the arguments
+    bool rereads = false;           // part of a row is read again in the second pass (row too long)
+    std::string why_scalar;         // why vec is 1, when it is
+    std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
 };
 

@@ -8,10 +8,13 @@
 namespace fourfold::kernels {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b;
+}
 int pow2_at_least(std::int64_t v) {
     int p = 1;
-    while (p < v) p *= 2;
+    while (p < v)
+        p *= 2;
     return p;
 }
 
@@ -21,10 +24,13 @@ std::string softmax_plan::describe() const {
     std::string s = kind == path::warp_per_row ? "warp per row" : "cluster of blocks per row";
     s += ", " + std::to_string(vec * 1) + "-element loads";
     s += ", " + std::to_string(threads) + " threads/block";
-    if (kind == path::cluster_per_row) s += ", " + std::to_string(cluster) + " block(s)/row";
+    if (kind == path::cluster_per_row)
+        s += ", " + std::to_string(cluster) + " block(s)/row";
     s += ", " + std::to_string(cache) + " vector(s)/thread cached";
-    if (rereads) s += ", rest of the row read again";
-    if (!why_scalar.empty()) s += " (scalar: " + why_scalar + ")";
+    if (rereads)
+        s += ", rest of the row read again";
+    if (!why_scalar.empty())
+        s += " (scalar: " + why_scalar + ")";
     return s;
 }
 
@@ -67,10 +73,12 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     // and as many as it takes for every vector to stay in registers between the passes
     // (512 threads x 8 vectors a block), so no part of a row is read twice when avoidable
     constexpr std::int64_t k_block_vectors = 512 * k_max_cache;
-    std::int64_t c = std::max<std::int64_t>(2 * d.sm_count / a.rows, ceil_div(nvec, k_block_vectors));
+    std::int64_t c =
+        std::max<std::int64_t>(2 * d.sm_count / a.rows, ceil_div(nvec, k_block_vectors));
     c = std::clamp<std::int64_t>(c, 1, d.max_cluster_blocks);
     c = std::min<std::int64_t>(c, std::max<std::int64_t>(1, nvec / 128));
-    if (!d.clusters()) c = 1;
+    if (!d.clusters())
+        c = 1;
     p.cluster = static_cast<int>(c);
     p.chunk_vectors = ceil_div(nvec, c);
     p.threads = std::clamp(pow2_at_least(ceil_div(p.chunk_vectors, 8)), 128, 512);

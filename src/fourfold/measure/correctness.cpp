@@ -10,14 +10,20 @@
 namespace fourfold::measure {
 namespace {
 
-json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json finite_or_null(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 at::ScalarType int_type_of_width(std::int64_t bytes) {
     switch (bytes) {
-    case 1: return at::kChar;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
+    case 1:
+        return at::kChar;
+    case 2:
+        return at::kShort;
+    case 4:
+        return at::kInt;
+    default:
+        return at::kLong;
     }
 }
 
@@ -25,14 +31,14 @@ at::ScalarType int_type_of_width(std::int64_t bytes) {
 at::Tensor ordered_bits(const at::Tensor& t) {
     const auto width = static_cast<std::int64_t>(t.element_size());
     const auto bits = t.contiguous().view(int_type_of_width(width)).to(at::kLong);
-    const std::int64_t mask =
-        width == 8 ? INT64_MAX : (std::int64_t{1} << (8 * width - 1)) - 1;
+    const std::int64_t mask = width == 8 ? INT64_MAX : (std::int64_t{1} << (8 * width - 1)) - 1;
     const auto magnitude = at::bitwise_and(bits, mask);
     return at::where(bits.lt(0), magnitude.neg(), magnitude);
 }
 
 int ulp_bin(double u) {
-    if (u < 1024) return static_cast<int>(u);
+    if (u < 1024)
+        return static_cast<int>(u);
     const int b = 1024 + static_cast<int>(std::floor(std::log2(u))) - 10;
     return std::min(b, 1024 + 63);
 }
@@ -50,12 +56,18 @@ json tolerance::to_json() const {
 tolerance default_tolerance(dtype out) {
     const auto name = fmt::format("default for {} outputs", to_string(out));
     switch (out) {
-    case dtype::fp64: return {1e-10, 1e-9, 1e-9, name};
-    case dtype::fp32: return {1e-4, 1e-4, 1e-4, name};
-    case dtype::bf16: return {1e-2, 1.6e-2, 1.6e-2, name};
-    case dtype::fp16: return {2e-3, 2e-3, 2e-3, name};
-    case dtype::fp8_e4m3fn: return {0.1, 0.125, 0.125, name};
-    case dtype::fp8_e5m2: return {0.2, 0.25, 0.25, name};
+    case dtype::fp64:
+        return {1e-10, 1e-9, 1e-9, name};
+    case dtype::fp32:
+        return {1e-4, 1e-4, 1e-4, name};
+    case dtype::bf16:
+        return {1e-2, 1.6e-2, 1.6e-2, name};
+    case dtype::fp16:
+        return {2e-3, 2e-3, 2e-3, name};
+    case dtype::fp8_e4m3fn:
+        return {0.1, 0.125, 0.125, name};
+    case dtype::fp8_e5m2:
+        return {0.2, 0.25, 0.25, name};
     }
     return {1e-4, 1e-4, 1e-4, name};
 }
@@ -79,7 +91,8 @@ double rms_of_finite(const at::Tensor& t) {
     const auto d = t.to(at::kDouble);
     const auto finite = at::isfinite(d);
     const auto n = finite.sum().item<std::int64_t>();
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     const auto sq = at::where(finite, d * d, at::zeros_like(d)).sum().item<double>();
     return std::sqrt(sq / static_cast<double>(n));
 }
@@ -139,8 +152,8 @@ void error_accumulator::add(const at::Tensor& out_slice, const at::Tensor& ref_s
     const double atol = m_tol.atol_scale * m_scale;
     auto excess = abs_err / (abs_ref * m_tol.rtol + atol).clamp_min(1e-300);
     // a NaN or Inf the reference does not have is the worst mismatch there is
-    excess = at::where(at::logical_and(o_bad, r_bad.logical_not()),
-                       at::full_like(excess, INFINITY), excess);
+    excess = at::where(at::logical_and(o_bad, r_bad.logical_not()), at::full_like(excess, INFINITY),
+                       excess);
     m_violations += excess.gt(1.0).sum().item<std::int64_t>();
     note_worst(excess, o, r, dim, start);
     add_ulps(out, r, both);
@@ -148,15 +161,18 @@ void error_accumulator::add(const at::Tensor& out_slice, const at::Tensor& ref_s
 
 void error_accumulator::add_ulps(const at::Tensor& out, const at::Tensor& ref,
                                  const at::Tensor& both_finite) {
-    if (out.numel() == 0 || !out.is_floating_point()) return;
+    if (out.numel() == 0 || !out.is_floating_point())
+        return;
     const auto ulps = ulp_distance(out, ref).masked_select(both_finite.view(out.sizes()));
-    if (ulps.numel() == 0) return;
+    if (ulps.numel() == 0)
+        return;
     m_max_ulp = std::max(m_max_ulp, ulps.max().item<double>());
     const auto small = ulps.masked_select(ulps.lt(1024)).to(at::kLong);
     if (small.numel() > 0) {
         const auto counts = at::bincount(small, {}, 1024);
         const auto* c = counts.data_ptr<std::int64_t>();
-        for (int i = 0; i < 1024; ++i) m_ulp_hist[static_cast<std::size_t>(i)] += c[i];
+        for (int i = 0; i < 1024; ++i)
+            m_ulp_hist[static_cast<std::size_t>(i)] += c[i];
     }
     const auto large = ulps.masked_select(ulps.ge(1024));
     if (large.numel() > 0) {
@@ -169,7 +185,8 @@ void error_accumulator::add_ulps(const at::Tensor& out, const at::Tensor& ref,
 void error_accumulator::note_worst(const at::Tensor& excess, const at::Tensor& out,
                                    const at::Tensor& ref, std::int64_t dim, std::int64_t start) {
     const auto flat = excess.reshape({-1});
-    if (flat.numel() == 0) return;
+    if (flat.numel() == 0)
+        return;
     const auto k = std::min<std::int64_t>(m_keep, flat.numel());
     const auto top = flat.topk(k);
     const auto values = std::get<0>(top);
@@ -191,19 +208,21 @@ void error_accumulator::note_worst(const at::Tensor& excess, const at::Tensor& o
             m.index[d] = rest % sizes[d];
             rest /= sizes[d];
         }
-        if (!m.index.empty()) m.index[static_cast<std::size_t>(dim)] += start;
+        if (!m.index.empty())
+            m.index[static_cast<std::size_t>(dim)] += start;
         m_worst.push_back(std::move(m));
     }
     std::sort(m_worst.begin(), m_worst.end(), [](const mismatch& a, const mismatch& b) {
         return a.excess > b.excess || (std::isnan(b.excess) && !std::isnan(a.excess));
     });
-    if (m_worst.size() > static_cast<std::size_t>(m_keep)) m_worst.resize(static_cast<std::size_t>(m_keep));
+    if (m_worst.size() > static_cast<std::size_t>(m_keep))
+        m_worst.resize(static_cast<std::size_t>(m_keep));
 }
 
 correctness_result error_accumulator::finish() const {
     correctness_result res;
     const double finite = static_cast<double>(m_count - m_nan - m_inf);
-    const double rel_l2 = m_sum_sq_ref > 0 ? std::sqrt(m_sum_sq_err / m_sum_sq_ref)
+    const double rel_l2 = m_sum_sq_ref > 0    ? std::sqrt(m_sum_sq_err / m_sum_sq_ref)
                           : m_sum_sq_err == 0 ? 0.0
                                               : INFINITY;
     const double nmse = rel_l2 * rel_l2;
@@ -222,7 +241,8 @@ correctness_result error_accumulator::finish() const {
     const double cosine = denom > 0 ? m_dot / denom : (m_sum_sq_out == m_sum_sq_ref ? 1.0 : 0.0);
     // p99 of the ULP histogram
     std::int64_t total = 0;
-    for (const auto c : m_ulp_hist) total += c;
+    for (const auto c : m_ulp_hist)
+        total += c;
     double p99 = 0;
     if (total > 0) {
         const auto target = static_cast<std::int64_t>(std::ceil(0.99 * static_cast<double>(total)));
@@ -259,15 +279,15 @@ correctness_result error_accumulator::finish() const {
                        {"elementwise_violations", m_violations},
                        {"scale_rms", m_scale}};
     if (m_new_nonfinite > 0)
-        res.failed_checks.push_back(fmt::format(
-            "{} NaN/Inf values where the reference is finite", m_new_nonfinite));
+        res.failed_checks.push_back(
+            fmt::format("{} NaN/Inf values where the reference is finite", m_new_nonfinite));
     if (!(rel_l2 <= m_tol.rel_l2))
         res.failed_checks.push_back(
             fmt::format("relative L2 error {:.3g} > {:.3g}", rel_l2, m_tol.rel_l2));
     if (m_violations > 0)
-        res.failed_checks.push_back(fmt::format(
-            "{} of {} elements outside |out - ref| <= {:.3g} + {:.3g} |ref|", m_violations,
-            m_count, m_tol.atol_scale * m_scale, m_tol.rtol));
+        res.failed_checks.push_back(
+            fmt::format("{} of {} elements outside |out - ref| <= {:.3g} + {:.3g} |ref|",
+                        m_violations, m_count, m_tol.atol_scale * m_scale, m_tol.rtol));
     res.pass = res.failed_checks.empty();
     res.worst = m_worst;
     return res;

@@ -54,7 +54,7 @@ struct correctness_result {
 inline constexpr double k_rel_floor_of_scale = 1e-3;
 
 class error_accumulator {
-public:
+  public:
     // `output_shape`: the whole output; `scale`: RMS of its finite values (see rms_of_finite).
     error_accumulator(dtype out_dtype, std::vector<std::int64_t> output_shape, tolerance tol,
                       double scale, int keep_worst = 5);
@@ -65,7 +65,7 @@ public:
 
     correctness_result finish() const;
 
-private:
+  private:
     void note_worst(const at::Tensor& excess, const at::Tensor& out, const at::Tensor& ref,
                     std::int64_t dim, std::int64_t start);
     void add_ulps(const at::Tensor& out, const at::Tensor& ref, const at::Tensor& both_finite);

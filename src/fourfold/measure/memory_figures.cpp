@@ -6,13 +6,16 @@
 namespace fourfold::measure {
 namespace {
 
-json optional_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json optional_json(const std::optional<std::int64_t>& v) {
+    return v ? json(*v) : json(nullptr);
+}
 
 } // namespace
 
 json memory_figures(const memory_reading& r) {
     json unavailable = json::object();
-    for (const auto& [level, why] : r.unavailable) unavailable[level] = why;
+    for (const auto& [level, why] : r.unavailable)
+        unavailable[level] = why;
     json sources = json::object();
     // A level's peak: the system's own counter where it keeps one, else the sampled maximum,
     // and never below the last reading.
@@ -31,8 +34,10 @@ json memory_figures(const memory_reading& r) {
                 best = v;
                 source = name;
             }
-        if (best) sources[level] = source;
-        else if (!unavailable.contains(level)) unavailable[level] = "no reading on this device";
+        if (best)
+            sources[level] = source;
+        else if (!unavailable.contains(level))
+            unavailable[level] = "no reading on this device";
         return best;
     };
     const auto driver = peak_of("driver", r.counters.driver, r.sampler.max.driver, r.last.driver);
@@ -52,7 +57,8 @@ json memory_figures(const memory_reading& r) {
     f["baseline"] = json{{"driver_bytes", optional_json(r.baseline.driver)},
                          {"reserved_bytes", optional_json(r.baseline.reserved)},
                          {"allocated_bytes", optional_json(r.baseline.allocated)}};
-    auto delta = [](const std::optional<std::int64_t>& peak, const std::optional<std::int64_t>& base) {
+    auto delta = [](const std::optional<std::int64_t>& peak,
+                    const std::optional<std::int64_t>& base) {
         return peak && base ? json(*peak - *base) : json(nullptr);
     };
     f["delta_peak_bytes"] = json{{"driver", delta(driver, r.baseline.driver)},
@@ -68,7 +74,8 @@ json memory_figures(const memory_reading& r) {
                         {"poll_cost_us", r.sampler.poll_cost_us},
                         {"duration_s", r.sampler.duration_s}};
     json timeline = json::array();
-    for (const auto& p : r.sampler.timeline) timeline.push_back(json::array({p.t_ms, p.driver_bytes}));
+    for (const auto& p : r.sampler.timeline)
+        timeline.push_back(json::array({p.t_ms, p.driver_bytes}));
     f["timeline"] = timeline;
     return f;
 }

@@ -9,24 +9,29 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 void keep_max(std::optional<std::int64_t>& into, const std::optional<std::int64_t>& v) {
-    if (v && (!into || *v > *into)) into = v;
+    if (v && (!into || *v > *into))
+        into = v;
 }
 
 } // namespace
 
 std::vector<timeline_point> downsample_max(const std::vector<timeline_point>& points,
                                            std::size_t max_points) {
-    if (points.size() <= max_points || max_points == 0) return points;
+    if (points.size() <= max_points || max_points == 0)
+        return points;
     std::vector<timeline_point> out;
     out.reserve(max_points);
     const double per = static_cast<double>(points.size()) / static_cast<double>(max_points);
     for (std::size_t b = 0; b < max_points; ++b) {
         const auto lo = static_cast<std::size_t>(static_cast<double>(b) * per);
-        const auto hi = std::min(points.size(), static_cast<std::size_t>(static_cast<double>(b + 1) * per));
-        if (lo >= hi) continue;
+        const auto hi =
+            std::min(points.size(), static_cast<std::size_t>(static_cast<double>(b + 1) * per));
+        if (lo >= hi)
+            continue;
         auto best = points[lo];
         for (std::size_t i = lo; i < hi; ++i)
-            if (points[i].driver_bytes > best.driver_bytes) best = points[i];
+            if (points[i].driver_bytes > best.driver_bytes)
+                best = points[i];
         out.push_back(best);
     }
     return out;
@@ -37,7 +42,8 @@ memory_sampler::memory_sampler(backend::memory_probe& probe, double target_hz,
     : m_probe(probe), m_target_hz(target_hz), m_points(timeline_points) {}
 
 memory_sampler::~memory_sampler() {
-    if (m_running) stop();
+    if (m_running)
+        stop();
 }
 
 void memory_sampler::start() {
@@ -69,7 +75,8 @@ void memory_sampler::loop() {
         }
         m_polls.fetch_add(1, std::memory_order_relaxed);
         next += std::chrono::duration_cast<clock_type::duration>(period);
-        if (next < after) next = after; // fell behind: poll again at once, never in a burst
+        if (next < after)
+            next = after; // fell behind: poll again at once, never in a burst
         std::this_thread::sleep_until(next);
     }
     m_duration_s = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -77,7 +84,8 @@ void memory_sampler::loop() {
 
 sampler_report memory_sampler::stop() {
     m_running = false;
-    if (m_thread.joinable()) m_thread.join();
+    if (m_thread.joinable())
+        m_thread.join();
     sampler_report r;
     r.target_hz = m_target_hz;
     r.polls = m_polls.load();

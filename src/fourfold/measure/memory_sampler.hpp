@@ -29,8 +29,9 @@ struct sampler_report {
 };
 
 class memory_sampler {
-public:
-    memory_sampler(backend::memory_probe& probe, double target_hz, std::size_t timeline_points = 256);
+  public:
+    memory_sampler(backend::memory_probe& probe, double target_hz,
+                   std::size_t timeline_points = 256);
     ~memory_sampler();
     memory_sampler(const memory_sampler&) = delete;
     memory_sampler& operator=(const memory_sampler&) = delete;
@@ -39,7 +40,7 @@ public:
     sampler_report stop();
     std::int64_t polls() const { return m_polls.load(); }
 
-private:
+  private:
     void loop();
 
     backend::memory_probe& m_probe;

@@ -20,8 +20,8 @@ struct sample_stats {
     std::int64_t n = 0;
     double min = 0, q1 = 0, median = 0, q3 = 0, iqr = 0, max = 0;
     double mean = 0, stdev = 0;
-    interval ci95;         // of the median
-    int ci_resamples = 0;  // bootstrap resamples behind ci95
+    interval ci95;        // of the median
+    int ci_resamples = 0; // bootstrap resamples behind ci95
     json to_json() const;
 };
 

@@ -1,26 +1,31 @@
 #include "fourfold/measure/stopping_rule.hpp"
 
+#include "fourfold/measure/statistics.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
-#include "fourfold/measure/statistics.hpp"
-
 namespace fourfold::measure {
 
 json stopping_settings::to_json() const {
-    return json{{"min_samples", min_samples}, {"min_time_s", min_time_s},
+    return json{{"min_samples", min_samples},     {"min_time_s", min_time_s},
                 {"max_rel_stdev", max_rel_stdev}, {"timeout_s", timeout_s},
-                {"max_samples", max_samples}, {"plateau_spread", plateau_spread}};
+                {"max_samples", max_samples},     {"plateau_spread", plateau_spread}};
 }
 
 std::string_view to_string(stop_state s) {
     switch (s) {
-    case stop_state::running: return "running";
-    case stop_state::converged_noise: return "converged_noise";
-    case stop_state::converged_plateau: return "converged_plateau";
-    case stop_state::timed_out: return "timed_out";
-    case stop_state::sample_cap: return "sample_cap";
+    case stop_state::running:
+        return "running";
+    case stop_state::converged_noise:
+        return "converged_noise";
+    case stop_state::converged_plateau:
+        return "converged_plateau";
+    case stop_state::timed_out:
+        return "timed_out";
+    case stop_state::sample_cap:
+        return "sample_cap";
     }
     return "?";
 }
@@ -28,8 +33,10 @@ std::string_view to_string(stop_state s) {
 std::string_view stop_class(stop_state s) {
     switch (s) {
     case stop_state::converged_noise:
-    case stop_state::converged_plateau: return "converged";
-    default: return to_string(s);
+    case stop_state::converged_plateau:
+        return "converged";
+    default:
+        return to_string(s);
     }
 }
 
@@ -42,7 +49,8 @@ void stopping_rule::add(double sample) {
 }
 
 double stopping_rule::rel_stdev() const {
-    if (m_n < 2 || m_mean == 0) return 0;
+    if (m_n < 2 || m_mean == 0)
+        return 0;
     return std::sqrt(m_m2 / static_cast<double>(m_n - 1)) / std::fabs(m_mean);
 }
 
@@ -56,29 +64,39 @@ void stopping_rule::checkpoint() {
 
 bool stopping_rule::plateaued() const {
     constexpr std::size_t k_window = 4;
-    if (m_robust.size() < k_window) return false;
+    if (m_robust.size() < k_window)
+        return false;
     const auto first = m_robust.end() - static_cast<std::ptrdiff_t>(k_window);
     const auto [lo, hi] = std::minmax_element(first, m_robust.end());
     double mean = 0;
-    for (auto it = first; it != m_robust.end(); ++it) mean += *it;
+    for (auto it = first; it != m_robust.end(); ++it)
+        mean += *it;
     mean /= static_cast<double>(k_window);
-    if (mean <= 0) return true; // no spread at all: every further sample is the same
+    if (mean <= 0)
+        return true; // no spread at all: every further sample is the same
     // Stable relative to itself, or moving by less than the noise we would call converged
     // (timers with coarse ticks make a small IQR jump between whole ticks).
-    return (*hi - *lo) / mean <= m_settings.plateau_spread || (*hi - *lo) <= m_settings.max_rel_stdev;
+    return (*hi - *lo) / mean <= m_settings.plateau_spread ||
+           (*hi - *lo) <= m_settings.max_rel_stdev;
 }
 
 stop_state stopping_rule::check(double elapsed_s) {
     m_elapsed_s = elapsed_s;
-    if (m_state != stop_state::running) return m_state;
-    if (m_n >= m_settings.max_samples) return m_state = stop_state::sample_cap;
-    if (elapsed_s >= m_settings.timeout_s) return m_state = stop_state::timed_out;
-    if (m_n < m_settings.min_samples || elapsed_s < m_settings.min_time_s) return m_state;
-    if (rel_stdev() < m_settings.max_rel_stdev) return m_state = stop_state::converged_noise;
+    if (m_state != stop_state::running)
+        return m_state;
+    if (m_n >= m_settings.max_samples)
+        return m_state = stop_state::sample_cap;
+    if (elapsed_s >= m_settings.timeout_s)
+        return m_state = stop_state::timed_out;
+    if (m_n < m_settings.min_samples || elapsed_s < m_settings.min_time_s)
+        return m_state;
+    if (rel_stdev() < m_settings.max_rel_stdev)
+        return m_state = stop_state::converged_noise;
     if (m_n >= m_next_checkpoint) {
         m_next_checkpoint = m_n + std::max<std::int64_t>(1, m_n / 4);
         checkpoint();
-        if (plateaued()) return m_state = stop_state::converged_plateau;
+        if (plateaued())
+            return m_state = stop_state::converged_plateau;
     }
     return m_state;
 }
@@ -99,7 +117,8 @@ std::string stopping_rule::detail() const {
                            m_elapsed_s, pct, m_n);
     case stop_state::sample_cap:
         return fmt::format("stopped at the {}-sample cap with rel stdev {:.2f}%", m_n, pct);
-    case stop_state::running: break;
+    case stop_state::running:
+        break;
     }
     return fmt::format("running: {} samples, rel stdev {:.2f}%", m_n, pct);
 }

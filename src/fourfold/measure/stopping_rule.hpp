@@ -38,7 +38,7 @@ std::string_view to_string(stop_state s);
 std::string_view stop_class(stop_state s);
 
 class stopping_rule {
-public:
+  public:
     explicit stopping_rule(stopping_settings settings) : m_settings(settings) {}
 
     void add(double sample);
@@ -53,7 +53,7 @@ public:
     // One line saying why it stopped (or where it stands).
     std::string detail() const;
 
-private:
+  private:
     bool plateaued() const;
     void checkpoint();
 

@@ -3,7 +3,6 @@
 #include "fourfold/core/error.hpp"
 
 #include <ATen/ATen.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,9 +25,9 @@ struct lane {
     stopping_rule rule;
     std::unique_ptr<backend::captured_graph> graph;
     std::unique_ptr<backend::device_event> start, stop;
-    int sets = 1;        // input sets cycled through (1 = hot)
+    int sets = 1; // input sets cycled through (1 = hot)
     int next_set = 0;
-    double spent_s = 0;  // wall time spent sampling this lane
+    double spent_s = 0; // wall time spent sampling this lane
     bool done = false;
 };
 
@@ -48,7 +47,8 @@ double host_call_us(backend::device& dev, timing_candidate& c, int set) {
 
 // Warm-up: one untimed call per input set, then calls for `warmup_s` to estimate the cost.
 double warm_up(backend::device& dev, timing_candidate& c, int sets, double warmup_s) {
-    for (int s = 0; s < sets; ++s) c.call(s);
+    for (int s = 0; s < sets; ++s)
+        c.call(s);
     dev.synchronize();
     std::vector<double> costs;
     const auto t0 = clock_type::now();
@@ -73,15 +73,18 @@ double take_sample_us(backend::device& dev, lane& l, const timing_settings& s) {
     const auto n = l.result.calls_per_sample;
     switch (l.result.mode) {
     case timing_mode::host: {
-        if (l.result.cache == cache_mode::cold) dev.flush_cache();
+        if (l.result.cache == cache_mode::cold)
+            dev.flush_cache();
         dev.synchronize();
         const auto t0 = clock_type::now();
-        for (std::int64_t i = 0; i < n; ++i) c.call(next_set(l));
+        for (std::int64_t i = 0; i < n; ++i)
+            c.call(next_set(l));
         dev.synchronize();
         return seconds_since(t0) * 1e6 / static_cast<double>(n);
     }
     case timing_mode::event: {
-        if (l.result.cache == cache_mode::cold) dev.flush_cache();
+        if (l.result.cache == cache_mode::cold)
+            dev.flush_cache();
         l.start->record();
         c.call(next_set(l));
         l.stop->record();
@@ -90,7 +93,8 @@ double take_sample_us(backend::device& dev, lane& l, const timing_settings& s) {
     }
     case timing_mode::batch: {
         l.start->record();
-        for (std::int64_t i = 0; i < n; ++i) c.call(next_set(l));
+        for (std::int64_t i = 0; i < n; ++i)
+            c.call(next_set(l));
         l.stop->record();
         dev.synchronize();
         return l.stop->elapsed_ms_since(*l.start) * 1e3 / static_cast<double>(n);
@@ -132,9 +136,13 @@ void prepare_lane(backend::device& dev, lane& l, const timing_settings& s) {
     case timing_mode::host:
         r.calls_per_sample = r.cache == cache_mode::cold ? 1 : calls_for(s, r.warmup_call_us, 1);
         break;
-    case timing_mode::event: r.calls_per_sample = 1; break;
+    case timing_mode::event:
+        r.calls_per_sample = 1;
+        break;
     case timing_mode::batch:
-    case timing_mode::graph: r.calls_per_sample = calls_for(s, r.warmup_call_us, l.sets); break;
+    case timing_mode::graph:
+        r.calls_per_sample = calls_for(s, r.warmup_call_us, l.sets);
+        break;
     }
     if (r.mode != timing_mode::host) {
         l.start = dev.make_event();
@@ -144,7 +152,8 @@ void prepare_lane(backend::device& dev, lane& l, const timing_settings& s) {
         const auto n = r.calls_per_sample;
         const int sets = l.sets;
         l.graph = dev.capture([&c, n, sets] {
-            for (std::int64_t i = 0; i < n; ++i) c.call(static_cast<int>(i % sets));
+            for (std::int64_t i = 0; i < n; ++i)
+                c.call(static_cast<int>(i % sets));
         });
         l.graph->replay(); // the first replay uploads the graph; keep it out of the samples
         dev.synchronize();
@@ -155,25 +164,35 @@ void prepare_lane(backend::device& dev, lane& l, const timing_settings& s) {
 
 std::string_view to_string(timing_mode m) {
     switch (m) {
-    case timing_mode::host: return "host";
-    case timing_mode::event: return "event";
-    case timing_mode::batch: return "batch";
-    case timing_mode::graph: return "graph";
+    case timing_mode::host:
+        return "host";
+    case timing_mode::event:
+        return "event";
+    case timing_mode::batch:
+        return "batch";
+    case timing_mode::graph:
+        return "graph";
     }
     return "?";
 }
 
-std::string_view to_string(cache_mode c) { return c == cache_mode::hot ? "hot" : "cold"; }
+std::string_view to_string(cache_mode c) {
+    return c == cache_mode::hot ? "hot" : "cold";
+}
 
 std::optional<timing_mode> parse_timing_mode(std::string_view text) {
-    for (const auto m : {timing_mode::host, timing_mode::event, timing_mode::batch, timing_mode::graph})
-        if (to_string(m) == text) return m;
+    for (const auto m :
+         {timing_mode::host, timing_mode::event, timing_mode::batch, timing_mode::graph})
+        if (to_string(m) == text)
+            return m;
     return std::nullopt;
 }
 
 std::optional<cache_mode> parse_cache_mode(std::string_view text) {
-    if (text == "hot") return cache_mode::hot;
-    if (text == "cold") return cache_mode::cold;
+    if (text == "hot")
+        return cache_mode::hot;
+    if (text == "cold")
+        return cache_mode::cold;
     return std::nullopt;
 }
 
@@ -222,7 +241,8 @@ json timing_result::to_json() const {
              {"stop_detail", stop_detail},
              {"elapsed_s", elapsed_s},
              {"warmup_call_us", warmup_call_us}};
-    if (!note.empty()) out["note"] = note;
+    if (!note.empty())
+        out["note"] = note;
     return out;
 }
 
@@ -240,7 +260,8 @@ std::vector<timing_result> measure_interleaved(backend::device& dev,
     std::size_t running = lanes.size();
     while (running > 0) {
         for (auto& l : lanes) {
-            if (l.done) continue;
+            if (l.done)
+                continue;
             const auto t0 = clock_type::now();
             const double us = take_sample_us(dev, l, settings);
             l.spent_s += seconds_since(t0);
@@ -273,7 +294,9 @@ double host_round_trip_us(backend::device& dev, int reps) {
     for (int i = 0; i < reps; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         (void)x.add_(1.0).item<float>();
-        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
     }
     return median_of(std::move(us));
 }

@@ -31,7 +31,7 @@ struct timing_settings {
     timing_mode mode = timing_mode::host;
     cache_mode cache = cache_mode::hot;
     stopping_settings stop;
-    double warmup_s = 0.1;        // time-based warm-up after the first untimed call
+    double warmup_s = 0.1;         // time-based warm-up after the first untimed call
     double target_sample_s = 5e-4; // batch/graph/host-hot: calls per sample so one lasts this long
     std::int64_t max_calls_per_sample = 2000;
     json to_json() const;
@@ -43,8 +43,8 @@ struct timing_candidate {
     std::string name;
     // Enqueues one call on the device's current stream, reading input set `set`.
     std::function<void(int set)> call;
-    int input_sets = 1;       // distinct input sets (rotation for the cold cache)
-    bool capturable = true;   // false when the call synchronises with the host
+    int input_sets = 1;     // distinct input sets (rotation for the cold cache)
+    bool capturable = true; // false when the call synchronises with the host
     std::string not_capturable_reason;
 };
 

@@ -1,7 +1,6 @@
 #include "fourfold/report/compare_tables.hpp"
 
 #include "fourfold/core/figures.hpp"
-
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/text_table.hpp"
@@ -119,7 +118,8 @@ std::string percent_change(double ratio) {
 // The unit a workload's throughput records declare (tokens/s where none is stored).
 std::string rate_unit_of(const comparison& c, const std::string& workload) {
     for (const auto& r : c.throughput)
-        if (r.id.a.workload == workload) return r.unit;
+        if (r.id.a.workload == workload)
+            return r.unit;
     return "tokens/s";
 }
 
@@ -492,7 +492,8 @@ void print_comparison(const comparison& c, std::ostream& out, table_format forma
     line(out, format, verdict_rule(c.options.threshold));
     line(out, format,
          fmt::format("every speed-up is of B over the one baseline {}, > 1 when B is faster "
-                     "(A/B of time, B/A of a throughput's rate; the CSV and JSON keep the ratio B/A); ratios "
+                     "(A/B of time, B/A of a throughput's rate; the CSV and JSON keep the ratio "
+                     "B/A); ratios "
                      "from different baselines are never multiplied or chained",
                      c.baseline_text()));
     line(out, format,
@@ -528,16 +529,15 @@ void write_comparison_csv(const comparison& c, std::ostream& out) {
     auto g = [](double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : std::string(); };
     for (const auto* rows : {&c.throughput, &c.op_time})
         for (const auto& r : *rows)
-            write(with(
-                base(r.id),
-                {r.ctx, "",
-                 r.id.which == ledger::op_time ? "median_us_per_call"
-                 : r.unit == "tokens/s"        ? "tokens_per_s"
-                                               : "rate",
-                 r.unit == "µs" ? "us" : r.unit, g(r.a_value), g(r.b_value), "", g(r.ratio.ratio),
-                 r.ratio.has_ci ? g(r.ratio.ci95.low) : "",
-                 r.ratio.has_ci ? g(r.ratio.ci95.high) : "", r.u ? g(r.u->p_two_sided) : "",
-                 r.u ? r.u->method : "", std::string(to_string(r.decision)), baseline, r.note}));
+            write(with(base(r.id), {r.ctx, "",
+                                    r.id.which == ledger::op_time ? "median_us_per_call"
+                                    : r.unit == "tokens/s"        ? "tokens_per_s"
+                                                                  : "rate",
+                                    r.unit == "µs" ? "us" : r.unit, g(r.a_value), g(r.b_value), "",
+                                    g(r.ratio.ratio), r.ratio.has_ci ? g(r.ratio.ci95.low) : "",
+                                    r.ratio.has_ci ? g(r.ratio.ci95.high) : "",
+                                    r.u ? g(r.u->p_two_sided) : "", r.u ? r.u->method : "",
+                                    std::string(to_string(r.decision)), baseline, r.note}));
     for (const auto& r : c.correctness) {
         write(with(base(r.id), {"", "", "verdict", "", r.verdict_a, r.verdict_b, "", "", "", "", "",
                                 "", r.transition, baseline, ""}));

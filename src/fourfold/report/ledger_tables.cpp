@@ -269,12 +269,14 @@ void print_ok_tables(const std::vector<const record*>& records, const std::strin
             const auto t = throughput_figures::from(r->figures);
             const auto& st = t.step_stats;
             thr_tables.back()->add(
-                *r, {t.context.is_null() ? "-" : cell_value(t.context), t.mode.empty() ? "-" : t.mode,
-                     fmt_num(t.rate, 4), st ? fmt_num(st->median, 3) : "-",
-                     st ? fmt::format("{} - {}", fmt_num(st->ci95_low, 3), fmt_num(st->ci95_high, 3)) : "-",
-                     st ? std::to_string(st->n) : "-",
-                     t.prefill_ms ? fmt_num(*t.prefill_ms, 3) : "-",
-                     t.bandwidth_limit ? fmt_num(*t.bandwidth_limit, 4) : "-", t.stop.empty() ? "-" : t.stop});
+                *r,
+                {t.context.is_null() ? "-" : cell_value(t.context), t.mode.empty() ? "-" : t.mode,
+                 fmt_num(t.rate, 4), st ? fmt_num(st->median, 3) : "-",
+                 st ? fmt::format("{} - {}", fmt_num(st->ci95_low, 3), fmt_num(st->ci95_high, 3))
+                    : "-",
+                 st ? std::to_string(st->n) : "-", t.prefill_ms ? fmt_num(*t.prefill_ms, 3) : "-",
+                 t.bandwidth_limit ? fmt_num(*t.bandwidth_limit, 4) : "-",
+                 t.stop.empty() ? "-" : t.stop});
         }
     }
 
@@ -302,12 +304,14 @@ void print_ok_tables(const std::vector<const record*>& records, const std::strin
         if (layer)
             row.push_back(text_at(r->figures, "/facts/layer"));
         const auto& st = o.stats;
-        row.insert(row.end(),
-                   {o.mode.empty() ? "-" : o.mode, o.cache.empty() ? "-" : o.cache,
-                    st ? fmt_num(st->median, 3) : "-",
-                    st ? fmt::format("{} - {}", fmt_num(st->ci95_low, 3), fmt_num(st->ci95_high, 3)) : "-",
-                    st ? fmt_num(st->iqr, 3) : "-", st ? std::to_string(st->n) : "-",
-                    fmt_num(o.gb_per_s, 3), fmt_num(o.pct_of_bandwidth, 3), o.stop.empty() ? "-" : o.stop});
+        row.insert(
+            row.end(),
+            {o.mode.empty() ? "-" : o.mode, o.cache.empty() ? "-" : o.cache,
+             st ? fmt_num(st->median, 3) : "-",
+             st ? fmt::format("{} - {}", fmt_num(st->ci95_low, 3), fmt_num(st->ci95_high, 3)) : "-",
+             st ? fmt_num(st->iqr, 3) : "-", st ? std::to_string(st->n) : "-",
+             fmt_num(o.gb_per_s, 3), fmt_num(o.pct_of_bandwidth, 3),
+             o.stop.empty() ? "-" : o.stop});
         if (host_sync)
             row.push_back(o.host_sync ? "yes" : "no");
         op.add(*r, row);

@@ -1,13 +1,11 @@
-#include "fourfold/report/report_parts.hpp"
-
-#include "fourfold/core/figures.hpp"
-
-#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/build_info.hpp"
+#include "fourfold/core/figures.hpp"
+#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/compare_tables.hpp"
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/ledger_tables.hpp"
+#include "fourfold/report/report_parts.hpp"
 #include "fourfold/report/svg_chart.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "fourfold/store/export.hpp"
@@ -76,8 +74,8 @@ void runs_table(const report_data& d, std::ostream& out, table_format format) {
         const auto& p = r.provenance;
         states.push_back(store::state_of(r));
         t.add_row(
-            {std::to_string(r.id), r.label, states.back().word, r.device, device_name(r), r.started_at,
-             p.value("/fourfold/git_sha"_json_pointer, std::string("?")),
+            {std::to_string(r.id), r.label, states.back().word, r.device, device_name(r),
+             r.started_at, p.value("/fourfold/git_sha"_json_pointer, std::string("?")),
              p.value("/libtorch/version"_json_pointer, std::string("?")),
              fmt::format("{}/{}", p.value("/settings/timing/mode"_json_pointer, std::string("?")),
                          p.value("/settings/timing/cache"_json_pointer, std::string("?")))});
@@ -100,7 +98,6 @@ void runs_table(const report_data& d, std::ostream& out, table_format format) {
             out << text << "\n\n";
     }
 }
-
 
 } // namespace detail
 
@@ -174,6 +171,5 @@ void write_report(const report_data& data, report_format format, std::ostream& o
         break;
     }
 }
-
 
 } // namespace fourfold::report

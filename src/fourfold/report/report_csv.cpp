@@ -1,13 +1,11 @@
-#include "fourfold/report/report_parts.hpp"
-
-#include "fourfold/core/figures.hpp"
-
-#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/build_info.hpp"
+#include "fourfold/core/figures.hpp"
+#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/compare_tables.hpp"
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/ledger_tables.hpp"
+#include "fourfold/report/report_parts.hpp"
 #include "fourfold/report/svg_chart.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "fourfold/store/export.hpp"
@@ -102,8 +100,8 @@ void write_csv(const report_data& d, std::ostream& out) {
         for (const auto* rows : {&c.op_time, &c.throughput})
             for (const auto& r : *rows) {
                 const auto quantity = r.id.which == ledger::op_time ? "time_ratio_b_over_a"
-                                      : r.unit == "tokens/s"         ? "tokens_per_s_ratio_b_over_a"
-                                                                     : "rate_ratio_b_over_a";
+                                      : r.unit == "tokens/s"        ? "tokens_per_s_ratio_b_over_a"
+                                                                    : "rate_ratio_b_over_a";
                 auto put = [&](const std::string& q, const std::string& unit,
                                const std::string& v) {
                     row("compare", c.b, r.id.which, r.id.a.workload, r.id.variant_text(),
@@ -131,6 +129,5 @@ void write_csv(const report_data& d, std::ostream& out) {
         if (c)
             compared(*c);
 }
-
 
 } // namespace fourfold::report::detail

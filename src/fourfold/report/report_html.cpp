@@ -1,13 +1,11 @@
-#include "fourfold/report/report_parts.hpp"
-
-#include "fourfold/core/figures.hpp"
-
-#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/build_info.hpp"
+#include "fourfold/core/figures.hpp"
+#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/compare_tables.hpp"
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/ledger_tables.hpp"
+#include "fourfold/report/report_parts.hpp"
 #include "fourfold/report/svg_chart.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "fourfold/store/export.hpp"
@@ -142,10 +140,10 @@ void throughput_charts(const report_data& d, std::string& out) {
         spec.y_label = set.unit;
         spec.categorical_x = true;
         const auto unit = set.unit + " (higher is better)";
-        out += svg::figure({"throughput",
-                            fmt::format("throughput: {} per {}, {}", set.unit, set.axis, workload),
-                            unit, baseline, "dashed: the memory-bandwidth limit of the run's device"},
-                           svg::line_chart(spec));
+        out += svg::figure(
+            {"throughput", fmt::format("throughput: {} per {}, {}", set.unit, set.axis, workload),
+             unit, baseline, "dashed: the memory-bandwidth limit of the run's device"},
+            svg::line_chart(spec));
     }
 }
 
@@ -312,7 +310,6 @@ void memory_timelines(const store::run_row& run, const std::vector<stored_record
 
 // ---------------------------------------------------------------- pages
 
-
 const char* k_style = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px 48px;color:#1b1b1b;background:#fff}
 h1{font-size:24px;margin:20px 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #ddd}h3{font-size:16px}h4{font-size:14px;margin:16px 0 6px}
@@ -329,7 +326,6 @@ svg path.line{fill:none;stroke-width:1.8}svg path.dashed{stroke-dasharray:5 4}
 .c0{stroke:#4477aa;fill:#4477aa}.c1{stroke:#ee6677;fill:#ee6677}.c2{stroke:#228833;fill:#228833}.c3{stroke:#ccbb44;fill:#ccbb44}.c4{stroke:#66ccee;fill:#66ccee}.c5{stroke:#aa3377;fill:#aa3377}.c6{stroke:#888;fill:#888}
 svg path.line.c0,svg path.line.c1,svg path.line.c2,svg path.line.c3,svg path.line.c4,svg path.line.c5,svg path.line.c6{fill:none}
 )";
-
 
 } // namespace
 
@@ -429,6 +425,5 @@ void write_html(const report_data& d, std::ostream& out) {
     }
     out << "</section>\n</body>\n</html>\n";
 }
-
 
 } // namespace fourfold::report::detail

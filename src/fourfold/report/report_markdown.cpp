@@ -1,13 +1,11 @@
-#include "fourfold/report/report_parts.hpp"
-
-#include "fourfold/core/figures.hpp"
-
-#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/build_info.hpp"
+#include "fourfold/core/figures.hpp"
+#include "fourfold/core/memory_levels.hpp"
 #include "fourfold/core/text.hpp"
 #include "fourfold/report/compare_tables.hpp"
 #include "fourfold/report/html.hpp"
 #include "fourfold/report/ledger_tables.hpp"
+#include "fourfold/report/report_parts.hpp"
 #include "fourfold/report/svg_chart.hpp"
 #include "fourfold/report/text_table.hpp"
 #include "fourfold/store/export.hpp"

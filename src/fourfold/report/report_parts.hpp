@@ -1,8 +1,8 @@
 #pragma once
 // What the report's three formats share (report.cpp loads and compares; report_html.cpp,
 // report_markdown.cpp and report_csv.cpp each write one format). Private to report/.
-#include "fourfold/report/report.hpp"
 #include "fourfold/report/ledger_tables.hpp"
+#include "fourfold/report/report.hpp"
 
 #include <ostream>
 #include <string>

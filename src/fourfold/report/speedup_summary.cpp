@@ -87,7 +87,9 @@ std::vector<speedup_summary> summarize_speedups(const std::vector<record>& recor
         if (s.split_bytes > 0) {
             std::vector<pair_of> small, large;
             for (const auto& p : pairs)
-                (op_time_figures::from(p.variant->figures).bytes_moved < s.split_bytes ? small : large).push_back(p);
+                (op_time_figures::from(p.variant->figures).bytes_moved < s.split_bytes ? small
+                                                                                       : large)
+                    .push_back(p);
             const auto cache = human_bytes(s.split_bytes);
             s.small =
                 stat_of(fmt::format("small (bytes moved < {} last-level cache)", cache), small);

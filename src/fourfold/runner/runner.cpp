@@ -39,7 +39,8 @@ struct call_failure {
 };
 
 call_failure classify(const std::exception& e) {
-    if (dynamic_cast<const unsupported_here*>(&e)) return {true, first_line(e.what())};
+    if (dynamic_cast<const unsupported_here*>(&e))
+        return {true, first_line(e.what())};
     if (const auto* ce = dynamic_cast<const c10::Error*>(&e))
         return {false, first_line(ce->what_without_backtrace())};
     return {false, first_line(e.what())};
@@ -51,9 +52,12 @@ call_failure classify(const std::exception& e) {
 // experts its tokens reach), and only what it touches can stay cached between replays.
 int rotation_sets(const measure::timing_settings& t, const backend::capabilities& caps,
                   std::int64_t set_bytes, std::int64_t touched_bytes) {
-    if (t.cache != measure::cache_mode::cold) return 1;
-    if (t.mode != measure::timing_mode::batch && t.mode != measure::timing_mode::graph) return 1;
-    if (set_bytes <= 0) return 1;
+    if (t.cache != measure::cache_mode::cold)
+        return 1;
+    if (t.mode != measure::timing_mode::batch && t.mode != measure::timing_mode::graph)
+        return 1;
+    if (set_bytes <= 0)
+        return 1;
     touched_bytes = std::clamp<std::int64_t>(touched_bytes, 1, set_bytes);
     const auto want = (3 * caps.cache_bytes + touched_bytes - 1) / touched_bytes;
     const auto room = std::max<std::int64_t>(1, caps.memory_bytes / 4 / set_bytes);
@@ -63,7 +67,7 @@ int rotation_sets(const measure::timing_settings& t, const backend::capabilities
 }
 
 class group_runner {
-public:
+  public:
     group_runner(const plan& p, run_context& ctx, const job_group& g, run_summary& summary)
         : m_plan(p), m_ctx(ctx), m_g(g), m_summary(summary), m_ledgers(p.settings.ledgers) {}
 
@@ -78,7 +82,8 @@ public:
             }
             runnable.push_back(v);
         }
-        if (runnable.empty()) return;
+        if (runnable.empty())
+            return;
         workloads::input_set cpu_inputs, dev_inputs;
         if (!guarded(runnable, std::nullopt, "inputs", [&] {
                 cpu_inputs = m_g.c->make_inputs(m_g.seed);
@@ -88,49 +93,64 @@ public:
             return;
         // Correctness first: it also proves each variant runs at all.
         runnable = correctness_pass(runnable, cpu_inputs, dev_inputs);
-        if (interrupted() || runnable.empty()) return;
+        if (interrupted() || runnable.empty())
+            return;
         if (m_ledgers.has(ledger::op_time)) {
             progress("op_time");
             timing_pass(runnable, dev_inputs);
         }
-        if (interrupted()) return;
+        if (interrupted())
+            return;
         if (m_ledgers.has(ledger::throughput)) {
             progress("throughput");
             for (const auto& v : runnable) {
                 throughput_pass(v, dev_inputs);
-                if (interrupted()) return;
+                if (interrupted())
+                    return;
             }
         }
-        if (interrupted()) return;
+        if (interrupted())
+            return;
         if (m_ledgers.has(ledger::memory)) {
             progress("memory");
             for (const auto& v : runnable) {
                 memory_pass(v, dev_inputs);
-                if (interrupted()) return;
+                if (interrupted())
+                    return;
             }
         }
     }
 
-private:
+  private:
     bool interrupted() const { return m_ctx.interrupted && m_ctx.interrupted->load(); }
     void progress(std::string_view pass) {
-        if (m_ctx.progress) m_ctx.progress->pass_started(pass);
+        if (m_ctx.progress)
+            m_ctx.progress->pass_started(pass);
     }
 
     void emit(record r) {
-        if (!m_g.note.empty()) r.figures["job_note"] = m_g.note; // e.g. "reduced for the CPU"
+        if (!m_g.note.empty())
+            r.figures["job_note"] = m_g.note; // e.g. "reduced for the CPU"
         if (r.status == record_status::ok) {
             auto facts = m_g.c->variant_facts(r.job.variant);
             // what the variant's call said of itself (a kernel's configuration)
             if (const auto it = m_call_facts.find(r.job.variant); it != m_call_facts.end())
-                for (auto f = it->second.begin(); f != it->second.end(); ++f) facts[f.key()] = f.value();
-            if (!facts.empty()) r.figures["facts"] = std::move(facts);
+                for (auto f = it->second.begin(); f != it->second.end(); ++f)
+                    facts[f.key()] = f.value();
+            if (!facts.empty())
+                r.figures["facts"] = std::move(facts);
         }
         m_ctx.sink.write(r);
         switch (r.status) {
-        case record_status::ok: ++m_summary.ok; break;
-        case record_status::skipped: ++m_summary.skipped; break;
-        case record_status::failed: ++m_summary.failed; break;
+        case record_status::ok:
+            ++m_summary.ok;
+            break;
+        case record_status::skipped:
+            ++m_summary.skipped;
+            break;
+        case record_status::failed:
+            ++m_summary.failed;
+            break;
         }
         if (r.which == ledger::correctness && r.status == record_status::ok &&
             r.figures.value("verdict", "") == "FAIL")
@@ -155,19 +175,23 @@ private:
             const auto f = classify(e);
             const auto reason = what.empty() ? f.reason : what + ": " + f.reason;
             for (const auto& v : variants) {
-                if (!only) f.unsupported ? skip_all(v, reason) : fail_all(v, reason);
-                else emit(f.unsupported ? record::skipped(*only, id(v), reason)
-                                        : record::failed(*only, id(v), reason));
+                if (!only)
+                    f.unsupported ? skip_all(v, reason) : fail_all(v, reason);
+                else
+                    emit(f.unsupported ? record::skipped(*only, id(v), reason)
+                                       : record::failed(*only, id(v), reason));
             }
             return false;
         }
     }
 
     void skip_all(const std::string& variant, const std::string& reason) {
-        for (const auto l : m_ledgers.list()) emit(record::skipped(l, id(variant), reason));
+        for (const auto l : m_ledgers.list())
+            emit(record::skipped(l, id(variant), reason));
     }
     void fail_all(const std::string& variant, const std::string& reason) {
-        for (const auto l : m_ledgers.list()) emit(record::failed(l, id(variant), reason));
+        for (const auto l : m_ledgers.list())
+            emit(record::failed(l, id(variant), reason));
     }
 
     // Runs each variant once; returns those that ran. Fills the correctness ledger if asked.
@@ -175,7 +199,8 @@ private:
                                               const workloads::input_set& cpu_inputs,
                                               const workloads::input_set& dev_inputs) {
         const bool check = m_ledgers.has(ledger::correctness);
-        if (check) progress("correctness");
+        if (check)
+            progress("correctness");
         std::vector<std::string> ran;
         std::map<std::string, at::Tensor> outputs;
         for (const auto& v : variants) {
@@ -185,11 +210,14 @@ private:
                 auto out = m_g.w->run(v, *m_g.c, call, dev_inputs);
                 m_call_facts[v] = std::move(said);
                 m_ctx.dev.synchronize();
-                if (check) outputs[v] = out.to(at::kCPU);
+                if (check)
+                    outputs[v] = out.to(at::kCPU);
             });
-            if (ok) ran.push_back(v);
+            if (ok)
+                ran.push_back(v);
         }
-        if (!check || ran.empty()) return ran;
+        if (!check || ran.empty())
+            return ran;
         compare_to_reference(outputs, cpu_inputs);
         return ran;
     }
@@ -203,23 +231,25 @@ private:
             tol.emplace(v, m_g.c->variant_tolerance(v));
             acc.emplace(v, measure::error_accumulator(m_g.c->output_dtype(), out.sizes().vec(),
                                                       tol.at(v), measure::rms_of_finite(out)));
-            if (auto e = m_g.c->make_extra_metrics()) extra.emplace(v, std::move(e));
+            if (auto e = m_g.c->make_extra_metrics())
+                extra.emplace(v, std::move(e));
         }
         workloads::reference_plan ref;
         std::vector<std::string> compared;
-        for (const auto& [v, out] : outputs) compared.push_back(v);
+        for (const auto& [v, out] : outputs)
+            compared.push_back(v);
         if (!guarded(compared, ledger::correctness, "reference", [&] {
-            ref = m_g.c->reference(cpu_inputs);
-            for (std::int64_t i = 0; i < ref.chunks; ++i) {
-                const auto chunk = ref.chunk(i);
-                const auto length = chunk.values.size(chunk.dim);
-                for (auto& [v, a] : acc)
-                    a.add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
-                          chunk.dim, chunk.start);
-                for (auto& [v, e] : extra)
-                    e->add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
-                           chunk.dim, chunk.start);
-            }
+                ref = m_g.c->reference(cpu_inputs);
+                for (std::int64_t i = 0; i < ref.chunks; ++i) {
+                    const auto chunk = ref.chunk(i);
+                    const auto length = chunk.values.size(chunk.dim);
+                    for (auto& [v, a] : acc)
+                        a.add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
+                              chunk.dim, chunk.start);
+                    for (auto& [v, e] : extra)
+                        e->add(outputs.at(v).narrow(chunk.dim, chunk.start, length), chunk.values,
+                               chunk.dim, chunk.start);
+                }
             }))
             return;
         for (const auto& [v, a] : acc) {
@@ -228,8 +258,10 @@ private:
                 auto more = it->second->finish();
                 for (auto m = more.metrics.begin(); m != more.metrics.end(); ++m)
                     result.metrics[m.key()] = m.value();
-                for (auto& check : more.failed_checks) result.failed_checks.push_back(std::move(check));
-                if (!more.failed_checks.empty()) result.pass = false;
+                for (auto& check : more.failed_checks)
+                    result.failed_checks.push_back(std::move(check));
+                if (!more.failed_checks.empty())
+                    result.pass = false;
             }
             auto r = record::make(ledger::correctness, id(v));
             r.figures = result.to_json();
@@ -240,13 +272,14 @@ private:
                                           {"chunks", ref.chunks},
                                           {"chunk_bytes_bound", ref.chunk_bytes_bound}};
             r.figures["output_dtype"] = std::string(to_string(m_g.c->output_dtype()));
-            r.figures["repro"] = repro_command(m_g, v, m_ctx.dev.name(), m_plan.settings.seed,
-                                               m_ctx.repro_prefix);
+            r.figures["repro"] =
+                repro_command(m_g, v, m_ctx.dev.name(), m_plan.settings.seed, m_ctx.repro_prefix);
             emit(r);
         }
     }
 
-    void timing_pass(const std::vector<std::string>& variants, const workloads::input_set& dev_inputs) {
+    void timing_pass(const std::vector<std::string>& variants,
+                     const workloads::input_set& dev_inputs) {
         const auto& t = m_plan.settings.timing;
         // what one call reads of its inputs: the declared traffic (of the variant that reads
         // least, so that every variant's reads rotate out of the cache), at most the inputs
@@ -258,14 +291,16 @@ private:
         std::vector<workloads::input_set> rotation{dev_inputs};
         std::vector<measure::timing_candidate> candidates;
         guarded(variants, ledger::op_time, "", [&] {
-            for (int s = 1; s < sets; ++s) rotation.push_back(dev_inputs.clone());
+            for (int s = 1; s < sets; ++s)
+                rotation.push_back(dev_inputs.clone());
             for (const auto& v : variants) {
                 const auto* spec = m_g.w->find_variant(v);
                 measure::timing_candidate c;
                 c.name = v;
                 c.input_sets = sets;
                 c.capturable = !spec->host_sync;
-                if (spec->host_sync) c.not_capturable_reason = "the variant synchronises with the host";
+                if (spec->host_sync)
+                    c.not_capturable_reason = "the variant synchronises with the host";
                 c.call = [this, v, &rotation](int set) {
                     const workloads::call_context call(m_ctx.dev);
                     (void)m_g.w->run(v, *m_g.c, call, rotation[static_cast<std::size_t>(set)]);
@@ -274,7 +309,8 @@ private:
             }
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             const auto results = measure::measure_interleaved(m_ctx.dev, candidates, t);
-            const auto round_trip = round_trip_of(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
+            const auto round_trip =
+                round_trip_of(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
             for (const auto& res : results) {
                 const auto cost = m_g.c->variant_cost(res.name);
                 auto r = record::make(ledger::op_time, id(res.name));
@@ -294,15 +330,19 @@ private:
                 o.cache_bytes = static_cast<double>(m_ctx.dev.caps().cache_bytes);
                 o.write(r.figures);
                 r.figures["cost_note"] = cost.note;
-                const auto rotated = static_cast<double>(res.input_sets_used) * static_cast<double>(touched);
+                const auto rotated =
+                    static_cast<double>(res.input_sets_used) * static_cast<double>(touched);
                 r.figures["rotation_bytes"] = rotated; // bytes the rotation's calls touch together
-                if (res.input_sets_used > 1 && rotated < 3.0 * static_cast<double>(m_ctx.dev.caps().cache_bytes))
-                    r.figures["note"] = fmt::format(
-                        "{}{}cold cache only in part: {} input sets touching {} each rotate through {}, "
-                        "less than 3x the {} cache",
-                        r.figures.value("note", ""), r.figures.contains("note") ? "; " : "",
-                        res.input_sets_used, human_bytes(static_cast<double>(touched)),
-                        human_bytes(rotated), human_bytes(static_cast<double>(m_ctx.dev.caps().cache_bytes)));
+                if (res.input_sets_used > 1 &&
+                    rotated < 3.0 * static_cast<double>(m_ctx.dev.caps().cache_bytes))
+                    r.figures["note"] =
+                        fmt::format("{}{}cold cache only in part: {} input sets touching {} each "
+                                    "rotate through {}, "
+                                    "less than 3x the {} cache",
+                                    r.figures.value("note", ""),
+                                    r.figures.contains("note") ? "; " : "", res.input_sets_used,
+                                    human_bytes(static_cast<double>(touched)), human_bytes(rotated),
+                                    human_bytes(static_cast<double>(m_ctx.dev.caps().cache_bytes)));
                 r.samples = res.samples_us;
                 emit(r);
             }
@@ -311,10 +351,12 @@ private:
 
     void throughput_pass(const std::string& variant, const workloads::input_set& dev_inputs) {
         guarded({variant}, ledger::throughput, "", [&] {
-            workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s, m_plan.settings.timing};
+            workloads::throughput_context tc{m_ctx.dev, m_ctx.bandwidth.bytes_per_s,
+                                             m_plan.settings.timing};
             const double round_trip_before = measure::host_round_trip_us(m_ctx.dev);
             auto res = m_g.c->measure_throughput(variant, dev_inputs, tc);
-            const auto round_trip = round_trip_of(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
+            const auto round_trip =
+                round_trip_of(round_trip_before, measure::host_round_trip_us(m_ctx.dev));
             auto r = record::make(ledger::throughput, id(variant));
             r.figures = std::move(res.figures);
             auto t = throughput_figures::from(r.figures); // rate, step stats, mode, stop, ...
@@ -370,9 +412,15 @@ private:
             const auto report = sampler.stop();
             const auto counters = probe.counter_peaks();
 
-            measure::memory_reading reading{probe.driver_level(), probe.device_wide(),
-                                            probe.unavailable(), baseline, last, counters,
-                                            report, calls, dev_inputs.bytes()};
+            measure::memory_reading reading{probe.driver_level(),
+                                            probe.device_wide(),
+                                            probe.unavailable(),
+                                            baseline,
+                                            last,
+                                            counters,
+                                            report,
+                                            calls,
+                                            dev_inputs.bytes()};
             auto r = record::make(ledger::memory, id(variant));
             r.figures = measure::memory_figures(reading);
             emit(r);
@@ -390,9 +438,12 @@ private:
 } // namespace
 
 int run_summary::exit_code() const {
-    if (interrupted) return 130;
-    if (failed > 0) return static_cast<int>(exit_code::internal);
-    if (correctness_fail > 0) return static_cast<int>(exit_code::check_failed);
+    if (interrupted)
+        return 130;
+    if (failed > 0)
+        return static_cast<int>(exit_code::internal);
+    if (correctness_fail > 0)
+        return static_cast<int>(exit_code::check_failed);
     return 0;
 }
 
@@ -401,7 +452,8 @@ std::string repro_command(const job_group& g, const std::string& variant, const 
     std::string cmd = fmt::format("{} --workload {}", prefix, g.w->name);
     for (auto it = g.args.params.begin(); it != g.args.params.end(); ++it) {
         const auto& v = it.value();
-        cmd += fmt::format(" --param {}={}", it.key(), v.is_string() ? v.get<std::string>() : v.dump());
+        cmd += fmt::format(" --param {}={}", it.key(),
+                           v.is_string() ? v.get<std::string>() : v.dump());
     }
     cmd += fmt::format(" --dtype {} --device {} --variants {} --ledgers correctness --seed {}",
                        to_string(g.args.type), device, variant, base_seed);
@@ -416,12 +468,15 @@ run_summary execute(const plan& p, run_context& ctx) {
             break;
         }
         const auto& g = p.groups[i];
-        if (ctx.progress) ctx.progress->group_started(i, p.groups.size(), g);
+        if (ctx.progress)
+            ctx.progress->group_started(i, p.groups.size(), g);
         group_runner(p, ctx, g, summary).run();
         ++summary.groups_done;
     }
-    if (ctx.interrupted && ctx.interrupted->load()) summary.interrupted = true;
-    if (ctx.progress) ctx.progress->finished();
+    if (ctx.interrupted && ctx.interrupted->load())
+        summary.interrupted = true;
+    if (ctx.progress)
+        ctx.progress->finished();
     return summary;
 }
 

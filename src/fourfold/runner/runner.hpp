@@ -15,20 +15,20 @@
 namespace fourfold::runner {
 
 class record_sink {
-public:
+  public:
     virtual ~record_sink() = default;
     virtual void write(const record& rec) = 0;
 };
 
 // Collects records in memory (tests, and the tables printed after a run).
 class memory_sink final : public record_sink {
-public:
+  public:
     void write(const record& rec) override { records.push_back(rec); }
     std::vector<record> records;
 };
 
 class progress_listener {
-public:
+  public:
     virtual ~progress_listener() = default;
     virtual void group_started(std::size_t index, std::size_t total, const job_group& group) {}
     virtual void pass_started(std::string_view pass) {}
@@ -41,7 +41,7 @@ struct run_context {
     record_sink& sink;
     progress_listener* progress = nullptr;
     const std::atomic<bool>* interrupted = nullptr; // set by a signal handler
-    std::string repro_prefix = "fourfold run"; // how the printed repro commands begin
+    std::string repro_prefix = "fourfold run";      // how the printed repro commands begin
 };
 
 struct run_summary {

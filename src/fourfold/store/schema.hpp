@@ -12,9 +12,9 @@ namespace fourfold::store {
 inline constexpr int k_schema_version = 1;
 
 struct headline_column {
-    std::string_view name;    // column name
+    std::string_view name;     // column name
     std::string_view sql_type; // REAL, INTEGER, TEXT
-    std::string_view pointer; // JSON pointer into the record's figures
+    std::string_view pointer;  // JSON pointer into the record's figures
 };
 
 std::string_view table_of(ledger l);

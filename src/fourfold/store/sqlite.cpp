@@ -17,7 +17,9 @@ database::database(const std::string& path, int flags) {
     sqlite3_busy_timeout(m_db, 10000);
 }
 
-database::~database() { sqlite3_close(m_db); }
+database::~database() {
+    sqlite3_close(m_db);
+}
 
 database& database::operator=(database&& other) noexcept {
     if (this != &other) {
@@ -28,8 +30,8 @@ database& database::operator=(database&& other) noexcept {
 }
 
 void database::fail(int code, std::string_view context) const {
-    throw sqlite_error(code, fmt::format("{}: {}", context, m_db ? sqlite3_errmsg(m_db)
-                                                                   : sqlite3_errstr(code)));
+    throw sqlite_error(
+        code, fmt::format("{}: {}", context, m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(code)));
 }
 
 void database::exec(std::string_view sql) {
@@ -46,7 +48,8 @@ statement database::prepare(std::string_view sql) const {
     sqlite3_stmt* stmt = nullptr;
     const int rc =
         sqlite3_prepare_v2(m_db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
-    if (rc != SQLITE_OK) fail(rc, "prepare");
+    if (rc != SQLITE_OK)
+        fail(rc, "prepare");
     return statement(m_db, stmt);
 }
 
@@ -83,8 +86,10 @@ statement& statement::bind_blob(int index, std::span<const std::byte> bytes) {
 
 bool statement::step() {
     const int rc = sqlite3_step(m_stmt);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
+    if (rc == SQLITE_ROW)
+        return true;
+    if (rc == SQLITE_DONE)
+        return false;
     throw sqlite_error(rc, fmt::format("step: {}", sqlite3_errmsg(m_db)));
 }
 
@@ -95,7 +100,8 @@ void statement::reset() {
 
 std::string statement::text(int col) const {
     const auto* p = sqlite3_column_text(m_stmt, col);
-    if (!p) return {};
+    if (!p)
+        return {};
     return std::string(reinterpret_cast<const char*>(p),
                        static_cast<std::size_t>(sqlite3_column_bytes(m_stmt, col)));
 }
@@ -106,10 +112,13 @@ std::vector<std::byte> statement::blob(int col) const {
     return p ? std::vector<std::byte>(p, p + n) : std::vector<std::byte>{};
 }
 
-transaction::transaction(database& db) : m_db(db) { m_db.exec("BEGIN IMMEDIATE"); }
+transaction::transaction(database& db) : m_db(db) {
+    m_db.exec("BEGIN IMMEDIATE");
+}
 
 transaction::~transaction() {
-    if (!m_done) sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    if (!m_done)
+        sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
 void transaction::commit() {

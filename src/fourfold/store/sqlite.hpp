@@ -1,10 +1,9 @@
 #pragma once
 // Thin RAII over the SQLite C API: one owner per handle, copy deleted, errors as exceptions.
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <sqlite3.h>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -14,18 +13,18 @@
 namespace fourfold::store {
 
 class sqlite_error : public std::runtime_error {
-public:
+  public:
     sqlite_error(int code, const std::string& what) : std::runtime_error(what), m_code(code) {}
     int code() const { return m_code; }
 
-private:
+  private:
     int m_code;
 };
 
 class statement;
 
 class database {
-public:
+  public:
     database(const std::string& path, int flags);
     ~database();
     database(const database&) = delete;
@@ -39,12 +38,12 @@ public:
     sqlite3* get() const { return m_db; }
     [[noreturn]] void fail(int code, std::string_view context) const;
 
-private:
+  private:
     sqlite3* m_db = nullptr;
 };
 
 class statement {
-public:
+  public:
     statement(sqlite3* db, sqlite3_stmt* stmt) : m_db(db), m_stmt(stmt) {}
     ~statement() { sqlite3_finalize(m_stmt); }
     statement(const statement&) = delete;
@@ -70,21 +69,21 @@ public:
     std::string text(int col) const;
     std::vector<std::byte> blob(int col) const;
 
-private:
+  private:
     sqlite3* m_db;
     sqlite3_stmt* m_stmt;
 };
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back when left by an exception.
 class transaction {
-public:
+  public:
     explicit transaction(database& db);
     ~transaction();
     transaction(const transaction&) = delete;
     transaction& operator=(const transaction&) = delete;
     void commit();
 
-private:
+  private:
     database& m_db;
     bool m_done = false;
 };

@@ -14,8 +14,9 @@ suite_registry& suite_registry::instance() {
     return r;
 }
 
-suite& suite_registry::add(std::string name, std::string description,
-                           std::function<std::vector<runner::job_spec>(const backend::device&)> jobs) {
+suite&
+suite_registry::add(std::string name, std::string description,
+                    std::function<std::vector<runner::job_spec>(const backend::device&)> jobs) {
     auto s = std::make_unique<suite>(suite{name, std::move(description), std::move(jobs)});
     auto& ref = *s;
     m_suites[std::move(name)] = std::move(s);
@@ -29,13 +30,15 @@ const suite* suite_registry::find(const std::string& name) const {
 
 std::vector<const suite*> suite_registry::all() const {
     std::vector<const suite*> out;
-    for (const auto& [n, s] : m_suites) out.push_back(s.get());
+    for (const auto& [n, s] : m_suites)
+        out.push_back(s.get());
     return out;
 }
 
 std::string suite_registry::names() const {
     std::vector<std::string> out;
-    for (const auto& [n, s] : m_suites) out.push_back(n);
+    for (const auto& [n, s] : m_suites)
+        out.push_back(n);
     return join(out, ", ");
 }
 
@@ -51,15 +54,17 @@ std::vector<runner::job_spec> jobs_of_workloads(const std::vector<runner::job_sp
                                                 const std::string& suite_name,
                                                 const std::vector<std::string>& workloads) {
     std::set<std::string> present;
-    for (const auto& j : jobs) present.insert(j.workload);
+    for (const auto& j : jobs)
+        present.insert(j.workload);
     for (const auto& w : workloads)
         if (w.empty() || !present.count(w))
-            throw bad_input(fmt::format("suite {} has no job of workload '{}'; its workloads: {}",
-                                        suite_name, w,
-                                        join(std::vector<std::string>(present.begin(), present.end()), ", ")));
+            throw bad_input(fmt::format(
+                "suite {} has no job of workload '{}'; its workloads: {}", suite_name, w,
+                join(std::vector<std::string>(present.begin(), present.end()), ", ")));
     std::vector<runner::job_spec> out;
     for (const auto& j : jobs)
-        if (std::find(workloads.begin(), workloads.end(), j.workload) != workloads.end()) out.push_back(j);
+        if (std::find(workloads.begin(), workloads.end(), j.workload) != workloads.end())
+            out.push_back(j);
     return out;
 }
 

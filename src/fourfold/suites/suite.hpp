@@ -21,12 +21,12 @@ struct suite {
     double cpu_timeout_s = 0;
     double timeout_for(const backend::device& dev) const {
         return dev.spec().kind == backend::device_kind::cpu && cpu_timeout_s > 0 ? cpu_timeout_s
-                                                                                  : timeout_s;
+                                                                                 : timeout_s;
     }
 };
 
 class suite_registry {
-public:
+  public:
     static suite_registry& instance();
     suite& add(std::string name, std::string description,
                std::function<std::vector<runner::job_spec>(const backend::device&)> jobs);
@@ -34,7 +34,7 @@ public:
     std::vector<const suite*> all() const;
     std::string names() const;
 
-private:
+  private:
     std::map<std::string, std::unique_ptr<suite>> m_suites;
 };
 

@@ -1,7 +1,8 @@
 // article: every experiment of REFERENCE_EXPERIMENTS.md that fourfold has a workload for (E1
 // linear over 96 layer shapes, E2 MoE grouped matmul and the whole MoE model's decode tokens/s,
-// E3 FP8 storage, E4 softmax, E5/E6 video-VAE padding), sized for the device. On a GPU the sizes are the report's and the baseline table's; on the CPU, where CI runs
-// the suite in minutes, they are reduced and every reduced job says so in its job_note.
+// E3 FP8 storage, E4 softmax, E5/E6 video-VAE padding), sized for the device. On a GPU the sizes
+// are the report's and the baseline table's; on the CPU, where CI runs the suite in minutes, they
+// are reduced and every reduced job says so in its job_note.
 #include "fourfold/suites/suite.hpp"
 #include "fourfold/workloads/linear_shapes.hpp"
 
@@ -18,13 +19,15 @@ bool on_cpu(const backend::device& dev) {
 }
 
 // Up to `count` shapes spread evenly by weight size over `shapes` (all of them when fewer).
-std::vector<const workloads::linear_shape*> spread(std::vector<const workloads::linear_shape*> shapes,
-                                                   std::size_t count) {
+std::vector<const workloads::linear_shape*>
+spread(std::vector<const workloads::linear_shape*> shapes, std::size_t count) {
     std::stable_sort(shapes.begin(), shapes.end(),
                      [](const auto* a, const auto* b) { return a->n * a->k < b->n * b->k; });
-    if (shapes.size() <= count) return shapes;
+    if (shapes.size() <= count)
+        return shapes;
     std::vector<const workloads::linear_shape*> out;
-    for (std::size_t i = 0; i < count; ++i) out.push_back(shapes[i * (shapes.size() - 1) / (count - 1)]);
+    for (std::size_t i = 0; i < count; ++i)
+        out.push_back(shapes[i * (shapes.size() - 1) / (count - 1)]);
     return out;
 }
 
@@ -36,14 +39,16 @@ void linear_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
     std::vector<const workloads::linear_shape*> all, biasable;
     for (const auto& s : workloads::linear_shape_table()) {
         all.push_back(&s);
-        if (s.projection != "lm_head") biasable.push_back(&s);
+        if (s.projection != "lm_head")
+            biasable.push_back(&s);
     }
     std::vector<const workloads::linear_shape*> plain = all, biased = spread(biasable, 16);
     std::string note;
     if (on_cpu(dev)) {
         std::vector<const workloads::linear_shape*> small;
         for (const auto* s : biasable)
-            if (s->n * s->k * 2 <= (16ll << 20)) small.push_back(s);
+            if (s->n * s->k * 2 <= (16ll << 20))
+                small.push_back(s);
         plain = biased = spread(small, 8);
         note = fmt::format("reduced for the CPU: {} of the {} layer shapes (those of at most "
                            "16 MiB of weights, evenly spread by size)",
@@ -61,9 +66,8 @@ void linear_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
 // E4: one to 64 rows of logits over the vocabularies of Llama 2/Mistral, Llama 3, Qwen3 and
 // Gemma 3; fp32 as in the report, bf16 for one row.
 void softmax_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
-    const std::vector<std::int64_t> rows = on_cpu(dev)
-                                               ? std::vector<std::int64_t>{1, 8}
-                                               : std::vector<std::int64_t>{1, 8, 64};
+    const std::vector<std::int64_t> rows =
+        on_cpu(dev) ? std::vector<std::int64_t>{1, 8} : std::vector<std::int64_t>{1, 8, 64};
     const std::string note =
         on_cpu(dev) ? "reduced for the CPU: rows 1 and 8 of the 1, 8, 64 sweep" : "";
     for (const std::int64_t vocab : {32000, 128256, 151936, 262144}) {
@@ -172,11 +176,12 @@ void decode_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
     }
     for (const std::int64_t ctx : {512, 2048})
         for (const char* mode : {"eager", "graph"})
-            jobs.push_back({"decode",
-                            json{{"model", "qwen3-30b-a3b"}, {"ctx", ctx}, {"tokens", 32}, {"mode", mode}},
-                            dtype::bf16,
-                            {},
-                            "Qwen3-30B-A3B shape, random weights"});
+            jobs.push_back(
+                {"decode",
+                 json{{"model", "qwen3-30b-a3b"}, {"ctx", ctx}, {"tokens", 32}, {"mode", mode}},
+                 dtype::bf16,
+                 {},
+                 "Qwen3-30B-A3B shape, random weights"});
 }
 
 std::vector<job_spec> article_jobs(const backend::device& dev) {

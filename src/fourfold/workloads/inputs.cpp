@@ -14,7 +14,8 @@ at::Tensor fill(const std::vector<std::int64_t>& shape, c10::ScalarType type, F 
     auto t = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
     float* p = t.data_ptr<float>();
     at::parallel_for(0, t.numel(), 1 << 16, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) p[i] = static_cast<float>(value_at(static_cast<std::uint64_t>(i)));
+        for (std::int64_t i = begin; i < end; ++i)
+            p[i] = static_cast<float>(value_at(static_cast<std::uint64_t>(i)));
     });
     return type == at::kFloat ? t : t.to(type);
 }

@@ -41,10 +41,10 @@ struct param_spec {
 // a variant runs: a need not met is a skip with its reason, decided here for every workload
 // alike (a case adds its own shape-dependent reasons through workload_case::unsupported).
 struct variant_needs {
-    bool native_kernels = false;             // fourfold's CUDA kernels (kernels/), on a CUDA device
+    bool native_kernels = false; // fourfold's CUDA kernels (kernels/), on a CUDA device
     std::vector<backend::device_kind> devices; // the device kinds it runs on; empty: every kind
-    std::vector<std::string> features;       // capabilities::features names (grouped_mm, ...)
-    int torch_major = 0, torch_minor = 0;    // the oldest libtorch it runs on
+    std::vector<std::string> features;         // capabilities::features names (grouped_mm, ...)
+    int torch_major = 0, torch_minor = 0;      // the oldest libtorch it runs on
     // libtorch ops it calls in the job's dtype (backend/op_support.hpp names): each is tried once
     // per device and dtype, and one without a kernel there makes the variant a skip
     std::vector<std::string> ops;
@@ -76,7 +76,7 @@ struct cost {
 
 // A job's inputs as named slots ("x", "weight", "offsets", ...), in the order they were added.
 class input_set {
-public:
+  public:
     input_set& add(std::string name, at::Tensor tensor);
     // The slot `name`; throws std::logic_error naming the slots there are.
     const at::Tensor& operator[](std::string_view name) const;
@@ -87,7 +87,7 @@ public:
     input_set to(const c10::Device& device) const;
     input_set clone() const;
 
-private:
+  private:
     std::vector<std::string> m_names;
     std::vector<at::Tensor> m_tensors;
 };
@@ -96,18 +96,20 @@ private:
 // kernels launch on, and a place to say which configuration a call chose (a kernel's block size,
 // split count, path), which the runner copies into the records' facts.
 class call_context {
-public:
-    explicit call_context(backend::device& dev, json* facts = nullptr) : m_dev(&dev), m_facts(facts) {}
+  public:
+    explicit call_context(backend::device& dev, json* facts = nullptr)
+        : m_dev(&dev), m_facts(facts) {}
     backend::device& device() const { return *m_dev; }
     // The device's current stream when the call runs (the capture stream during a capture).
     void* stream() const { return m_dev->native_stream(); }
     // Only the correctness pass's call listens; timed calls pass no sink and pay nothing.
     bool wants_facts() const { return m_facts != nullptr; }
     void fact(const std::string& key, json value) const {
-        if (m_facts) (*m_facts)[key] = std::move(value);
+        if (m_facts)
+            (*m_facts)[key] = std::move(value);
     }
 
-private:
+  private:
     backend::device* m_dev;
     json* m_facts;
 };
@@ -137,7 +139,7 @@ reference_plan chunked_reference(std::int64_t dim, std::int64_t total, std::int6
 // KL divergence of logits). Fed the same output slices and reference chunks as the shared error
 // accumulator; a check it fails fails the verdict.
 class extra_metrics {
-public:
+  public:
     struct result {
         json metrics = json::object();
         std::vector<std::string> failed_checks;
@@ -162,7 +164,7 @@ struct case_args {
 // What a whole-model workload's throughput pass produced for one job.
 struct throughput_result {
     json figures = json::object(); // tokens_per_s, ms_per_token (stats), prefill_ms, ctx, mode, ...
-    std::vector<double> samples_ms; // ms per step (a token; a VAE's tile), raw
+    std::vector<double> samples_ms;     // ms per step (a token; a VAE's tile), raw
     std::string unit = "tokens/s";      // the rate's unit: the workload's own (frames/s for a VAE)
     std::string step_unit = "ms/token"; // the unit of samples_ms (ms per step of `unit`)
     std::string context_axis = "ctx";   // the job parameter that is its context (empty: none)
@@ -176,7 +178,7 @@ struct throughput_context {
 
 // A workload bound to parameter values and a dtype.
 class workload_case {
-public:
+  public:
     explicit workload_case(const case_args& args) : m_args(args) {}
     virtual ~workload_case() = default;
 
@@ -219,7 +221,7 @@ public:
     // The output dtype (for the tolerance and ULPs); the job dtype unless a workload says other.
     virtual dtype output_dtype() const { return m_args.type; }
 
-private:
+  private:
     case_args m_args;
 };
 
@@ -252,7 +254,7 @@ struct workload {
 };
 
 class registry {
-public:
+  public:
     static registry& instance();
     workload& add(std::string name);
     const workload* find(std::string_view name) const;
@@ -261,13 +263,13 @@ public:
     // For test binaries: a variant composed from the workload's own (see tests/).
     void add_test_variant(const std::string& workload_name, variant_spec spec, variant_fn fn);
 
-private:
+  private:
     std::map<std::string, std::unique_ptr<workload>, std::less<>> m_workloads;
 };
 
 // Fluent registration (google/benchmark style): see ops/softmax.cpp.
 template <class Case> class workload_builder {
-public:
+  public:
     explicit workload_builder(std::string name) : m_w(&registry::instance().add(std::move(name))) {
         if constexpr (!std::is_abstract_v<Case>)
             m_w->make_case = [](const case_args& a) { return std::make_unique<Case>(a); };
@@ -292,17 +294,27 @@ public:
     workload_builder& param_int(std::string name, std::int64_t def, std::string help,
                                 std::int64_t min = 1,
                                 std::int64_t max = std::numeric_limits<std::int32_t>::max()) {
-        m_w->params.push_back({std::move(name), param_kind::integer, std::to_string(def),
-                               std::move(help), min, max, {}});
+        m_w->params.push_back({std::move(name),
+                               param_kind::integer,
+                               std::to_string(def),
+                               std::move(help),
+                               min,
+                               max,
+                               {}});
         return *this;
     }
     workload_builder& param_bool(std::string name, bool def, std::string help) {
-        m_w->params.push_back({std::move(name), param_kind::boolean, def ? "true" : "false",
-                               std::move(help), 0, 1, {}});
+        m_w->params.push_back({std::move(name),
+                               param_kind::boolean,
+                               def ? "true" : "false",
+                               std::move(help),
+                               0,
+                               1,
+                               {}});
         return *this;
     }
-    workload_builder& param_text(std::string name, std::string def, std::vector<std::string> choices,
-                                 std::string help) {
+    workload_builder& param_text(std::string name, std::string def,
+                                 std::vector<std::string> choices, std::string help) {
         m_w->params.push_back({std::move(name), param_kind::text, std::move(def), std::move(help),
                                0, 0, std::move(choices)});
         return *this;
@@ -334,7 +346,7 @@ public:
         return variant(std::move(name), fn, std::move(help), false, std::move(needs));
     }
 
-private:
+  private:
     workload* m_w;
 };
 

@@ -379,7 +379,8 @@ checkpoint::checkpoint(const fs::path& dir) : m_dir(dir) {
         }
     } else {
         for (const auto& name : list_directory(dir.string()))
-            if (fs::path(name).extension() == ".safetensors") file_names.push_back(name);
+            if (fs::path(name).extension() == ".safetensors")
+                file_names.push_back(name);
         std::sort(file_names.begin(), file_names.end());
         if (file_names.empty())
             throw bad_input(fmt::format("{}: no *.safetensors files and no "

@@ -40,7 +40,7 @@ constexpr const char* k_wq_row = "weight_fp8_row";
 constexpr const char* k_scale_row = "scale_row";
 
 class fp8_linear_case final : public workload_case {
-public:
+  public:
     explicit fp8_linear_case(const case_args& a)
         : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")),
           m_k(a.get_int("k")) {}
@@ -76,7 +76,8 @@ public:
         in.add(k_wq_tensor, quantise(w / scale_tensor))
             .add(k_scale_tensor, scale_tensor)
             .add(k_wq_row, quantise(w / scale_row))
-            .add(k_scale_row, scale_row.reshape({1, m_n}).contiguous()); // (1, N): _scaled_mm's form
+            .add(k_scale_row,
+                 scale_row.reshape({1, m_n}).contiguous()); // (1, N): _scaled_mm's form
 #endif
         return in;
     }
@@ -152,7 +153,7 @@ public:
         return scaled_linear(in[k_x], in[k_wq_row], in[k_scale_row], true);
     }
 
-private:
+  private:
     std::int64_t scale_bytes(const std::string& variant) const {
         if (variant == "bf16")
             return 0;
@@ -192,8 +193,8 @@ FOURFOLD_WORKLOAD(fp8_linear_case, "fp8_linear")
     .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
     .dtypes({dtype::bf16})
-    .variant("bf16", &fp8_linear_case::bf16, "at::linear on bf16 weights (the reference point)", false,
-             {.ops = {"linear"}})
+    .variant("bf16", &fp8_linear_case::bf16, "at::linear on bf16 weights (the reference point)",
+             false, {.ops = {"linear"}})
     .variant("dequant_tensor", &fp8_linear_case::dequant_tensor,
              "fp8 weights, per-tensor scale: dequantise to bf16, then at::linear")
     .variant("dequant_row", &fp8_linear_case::dequant_row,

@@ -18,7 +18,7 @@ namespace fourfold::workloads {
 namespace {
 
 class pad_case final : public workload_case {
-public:
+  public:
     explicit pad_case(const case_args& a)
         : workload_case(a), m_batch(a.get_int("batch")), m_channels(a.get_int("channels")),
           m_frames(a.get_int("frames")), m_height(a.get_int("height")), m_width(a.get_int("width")),
@@ -39,9 +39,10 @@ public:
     }
 
     input_set make_inputs(std::uint64_t seed) const override {
-        return input_set().add("x", seeded_normal({m_batch, m_channels, m_frames, m_height, m_width},
-                                                  sub_seed(seed, 0), 0.0, 1.0,
-                                                  backend::scalar_type_or_throw(args().type)));
+        return input_set().add("x",
+                               seeded_normal({m_batch, m_channels, m_frames, m_height, m_width},
+                                             sub_seed(seed, 0), 0.0, 1.0,
+                                             backend::scalar_type_or_throw(args().type)));
     }
 
     reference_plan reference(const input_set& in) const override {
@@ -103,7 +104,8 @@ public:
             ctx.fact("kernel", json{{"path", plan.describe()},
                                     {"vector_elements", plan.vec},
                                     {"blocks", plan.blocks},
-                                    {"threads_per_block", plan.threads}});
+                                    { "threads_per_block",
+                                      plan.threads }});
         native::check(kernels::launch_pad(plan, a, native::stream(ctx)), "pad");
         return y;
 #else
@@ -132,7 +134,7 @@ public:
         return y;
     }
 
-private:
+  private:
     // constant_pad_nd order: last dimension first, (before, after) each
     std::vector<std::int64_t> pads() const {
         return {m_pad_space, m_pad_space, m_pad_space, m_pad_space, m_pad_time, 0};
