@@ -101,12 +101,29 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     ASSERT_TRUE(small.valid.empty()) << small.valid;
     EXPECT_TRUE(small.vectorised);
     EXPECT_GT(small.k_split, 1) << small.describe();
+    EXPECT_FALSE(small.streamed);
     const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
     EXPECT_EQ(big.k_split, 1) << big.describe();
     EXPECT_EQ(big.rows_per_warp, 1);
-    // every row is in some block
-    const auto rows_per_block = (big.threads / 32 / big.k_split) * big.rows_per_warp;
-    EXPECT_GE(big.blocks * rows_per_block, 128256);
+    // unsplit: the persistent streaming kernel, one wave of 4 x 132 resident blocks at most
+    EXPECT_TRUE(big.streamed) << big.describe();
+    EXPECT_EQ(big.blocks, 4 * 132);
+}
+
+TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
+    // K = 640 bf16: 80 vectors a row, 4 rows a step keep 8 vectors a lane in flight
+    const auto short_rows = plan_gemv(gemv_of(1, 262144, 640), h200());
+    EXPECT_TRUE(short_rows.streamed) << short_rows.describe();
+    EXPECT_EQ(short_rows.rows_per_warp, 4);
+    EXPECT_EQ(short_rows.unroll, 2);
+    EXPECT_EQ(plan_gemv(gemv_of(1, 65536, 1024), h200()).rows_per_warp, 2); // 128 vectors
+    EXPECT_EQ(plan_gemv(gemv_of(1, 65536, 2048), h200()).rows_per_warp, 1); // 256 vectors
+    // a grid smaller than a wave: one block per 8 row groups
+    const auto one_wave = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    EXPECT_TRUE(one_wave.streamed);
+    EXPECT_EQ(one_wave.blocks, 512);
+    // the tensor-core path (several tokens, bf16) is not streamed
+    EXPECT_FALSE(plan_gemv(gemv_of(8, 4096, 4096), h200()).streamed);
 }
 
 TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {

@@ -163,6 +163,112 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     }
 }
 
+// Unsplit K (ks = 1) on a persistent grid: warp w of the grid takes row groups w, w + W, ...
+// (W warps in the grid, R rows a group) and streams them back to back: the loads of a group's
+// next step, or of the next group's first step, are issued before the current step is
+// multiplied, so a warp's pipe never drains between rows (gemv_vec refills it once per row, a
+// bubble of one DRAM latency per row for rows of a few KB). Short rows take R = 2 or 4 rows a
+// group so that a step still has 8 vectors in flight per lane.
+template <typename T, int TOK, int R>
+__global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
+    gemv_stream(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
+                std::int64_t ld_w, std::int64_t ld_y) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int U = 4 / R; // vectors of each row per lane per step
+    using P = packet<T, VEC>;
+    const int lane = threadIdx.x % 32;
+    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+    const std::int64_t groups = (n + R - 1) / R;
+    const std::int64_t steps = (nkv + 32 * U - 1) / (32 * U); // steps a row group takes
+    std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+    if (g >= groups)
+        return;
+    const uint4* xv[TOK];
+#pragma unroll
+    for (int t = 0; t < TOK; ++t)
+        xv[t] = reinterpret_cast<const uint4*>(x + t * ld_x);
+
+    // the U x R vectors of step `s` of row group `grp` (zero past the row's end or past n)
+    auto fetch = [&](uint4(&dst)[U][R], std::int64_t grp, std::int64_t s) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const std::int64_t row = grp * R + r;
+            const uint4* wr = reinterpret_cast<const uint4*>(w + (row < n ? row : 0) * ld_w);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const std::int64_t v = s * 32 * U + u * 32 + lane;
+                dst[u][r] = v < nkv && row < n ? load_streaming(wr + v) : make_uint4(0, 0, 0, 0);
+            }
+        }
+    };
+    float acc[R][TOK];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < TOK; ++t)
+            acc[r][t] = 0.f;
+    uint4 cur[U][R], nxt[U][R];
+    std::int64_t s = 0;
+    fetch(cur, g, s);
+    while (true) {
+        std::int64_t g2 = g, s2 = s + 1;
+        if (s2 == steps) {
+            s2 = 0;
+            g2 = g + warps;
+        }
+        const bool more = g2 < groups;
+        if (more)
+            fetch(nxt, g2, s2);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const std::int64_t v = s * 32 * U + u * 32 + lane;
+            if (v >= nkv)
+                continue; // (the loads were zero alike)
+            float wf[R][VEC];
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                P::unpack(cur[u][r], wf[r]);
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) {
+                float xf[VEC];
+                P::unpack(__ldg(xv[t] + v), xf);
+#pragma unroll
+                for (int r = 0; r < R; ++r)
+#pragma unroll
+                    for (int j = 0; j < VEC; ++j)
+                        acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
+            }
+        }
+        if (s == steps - 1) {
+            // the group's last step: reduce over the lanes, lane r * TOK + t writes (t, row r)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int t = 0; t < TOK; ++t) {
+                    const float sum = warp_sum(acc[r][t]);
+                    const std::int64_t row = g * R + r;
+                    if (lane == r * TOK + t && row < n) {
+                        float v = sum;
+                        if (bias)
+                            v += element<T>::to_float(bias[row]);
+                        y[t * ld_y + row] = element<T>::from_float(v);
+                    }
+                    acc[r][t] = 0.f;
+                }
+        }
+        if (!more)
+            break;
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                cur[u][r] = nxt[u][r];
+        g = g2;
+        s = s2;
+    }
+}
+
 // Any alignment and any strides: one element per lane per step, tokens up to 8 at run time.
 template <typename T>
 __global__ void __launch_bounds__(256, 1)
@@ -312,6 +418,22 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
     const auto* b = static_cast<const T*>(a.bias);
     auto* y = static_cast<T*>(a.y);
     const auto grid = static_cast<unsigned>(p.blocks);
+    if (p.streamed) {
+        switch (p.rows_per_warp) {
+        case 4:
+            gemv_stream<T, TOK, 4>
+                <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
+            break;
+        case 2:
+            gemv_stream<T, TOK, 2>
+                <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
+            break;
+        default:
+            gemv_stream<T, TOK, 1>
+                <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
+        }
+        return status_of(cudaGetLastError());
+    }
     gemv_vec<T, TOK, 1><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
                                                         a.ld_y, p.k_split, kchunk, row_blocks);
     return status_of(cudaGetLastError());

@@ -35,8 +35,12 @@ struct gemv_args {
 struct gemv_plan {
     bool vectorised = true;
     bool tensor_cores = false; // 2..8 tokens, bf16/fp16: m16n8k16 MMAs, 16-row tiles
+    // unsplit K on the FMA path: a persistent grid (at most one wave of resident blocks), each
+    // warp streaming its row groups back to back with the next group's loads in flight
+    bool streamed = false;
     int threads = 256;
-    int rows_per_warp = 1; // R (16 on the tensor-core path: one tile)
+    int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
+                           // on the tensor-core path (one tile)
     int k_split = 1;       // warps of a block sharing one row group's K
     int unroll = 8;        // 16-byte loads a lane has in flight per row
     std::int64_t blocks = 0;

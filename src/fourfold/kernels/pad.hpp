@@ -11,6 +11,8 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_pad_max_dims = 5;
+// Output rows (of one plane: the first three of the five dimensions) a warp takes.
+inline constexpr int k_pad_rows_per_warp = 8;
 
 struct pad_args {
     const void* x = nullptr;
@@ -29,7 +31,9 @@ struct pad_plan {
     int threads = 256;
     std::int64_t blocks = 0;
     std::int64_t out_elements = 0;
-    bool contiguous_rows = true; // the input's last dimension has stride 1
+    std::int64_t chunks = 0;           // warp tasks: k_pad_rows_per_warp rows of one plane
+    std::int64_t chunks_per_plane = 0; // per plane of (last-but-one x last) output elements
+    bool contiguous_rows = true;       // the input's last dimension has stride 1
     std::string why_scalar;
     std::string valid;
     std::string describe() const;

@@ -6,7 +6,9 @@
 namespace fourfold::kernels {
 
 std::string pad_plan::describe() const {
-    std::string s = "warp per 4 output rows, " + std::to_string(vec) + " element(s) per store";
+    std::string s = "warp per " + std::to_string(k_pad_rows_per_warp) +
+                    " output rows of a plane, lanes over their flat units, " + std::to_string(vec) +
+                    " element(s) per store";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (!contiguous_rows)
         s += ", strided input rows";
@@ -55,10 +57,15 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         p.valid = "the input is not aligned to its element size";
         return p;
     }
-    const std::int64_t rows = total / width;
-    const std::int64_t rows_per_block = p.threads / 32 * 4; // 4 rows a warp (pad.cu)
+    // warp tasks: k_pad_rows_per_warp rows of one plane (the output's last two dimensions)
+    const std::int64_t height =
+        a.dims >= 2 ? a.in_shape[a.dims - 2] + a.before[a.dims - 2] + a.after[a.dims - 2] : 1;
+    const std::int64_t planes = total / (width * height);
+    p.chunks_per_plane = (height + k_pad_rows_per_warp - 1) / k_pad_rows_per_warp;
+    p.chunks = planes * p.chunks_per_plane;
+    const std::int64_t warps_per_block = p.threads / 32;
     p.blocks = std::max<std::int64_t>(
-        1, std::min<std::int64_t>((rows + rows_per_block - 1) / rows_per_block,
+        1, std::min<std::int64_t>((p.chunks + warps_per_block - 1) / warps_per_block,
                                   std::int64_t{1} << 30));
     (void)d;
     return p;
