@@ -4,15 +4,28 @@
 
 # The article suite on the GPU: every operator experiment, default timing (CUDA graph over
 # rotated inputs, cold cache). Budget: under 10 minutes (about 4 expected).
+# ARTICLE_MIN_TIME (seconds) shortens every job's minimum time to fit one device call;
+# ARTICLE_LIMIT_S interrupts the run (SIGINT: its records are kept, the run reads unfinished).
 stage_article() {
     local t0=$SECONDS rc
-    $BIN run --suite article --device cuda --label article-h200 --db "$DB" --quiet \
-        >"$OUT/article.txt" 2>&1
+    local min_time=()
+    [ -n "${ARTICLE_MIN_TIME:-}" ] && min_time=(--min-time "$ARTICLE_MIN_TIME")
+    timeout -s INT "${ARTICLE_LIMIT_S:-590}" $BIN run --suite article --device cuda \
+        --label article-h200 --db "$DB" --quiet "${min_time[@]}" >"$OUT/article.txt" 2>&1
     rc=$?
     echo "article suite: exit $rc after $((SECONDS - t0)) s"
     grep -E "^records:|^device" "$OUT/article.txt"
     sed -n '/^speed-up of/,/^$/p' "$OUT/article.txt"
     return $rc
+}
+
+# The native kernels' rows of the article run beside stock (bench/gpu/native_table.py) and the
+# run's compare against its stock variant.
+stage_article_native() {
+    $BIN export --format json --run article-h200 --db "$DB" >/tmp/article-h200.json
+    python3 bench/gpu/native_table.py /tmp/article-h200.json | tee "$OUT/native_table.md" | tail -16
+    $BIN compare article-h200 --baseline-variant stock --db "$DB" >"$OUT/compare.txt" 2>&1
+    echo "compare article-h200 --baseline-variant stock: exit $?"
 }
 
 # The same key figures in the other timing modes of the baseline's kernel-time table: graph
