@@ -12,7 +12,8 @@ packages=(build-essential cmake ninja-build git pkg-config
           libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
           googletest libgtest-dev)
 # the report's browser test (ctest label `browser`) loads the HTML report in headless Chromium
-if [ "$mode" = test ]; then packages+=(chromium); fi
+# the format check (scripts/check_format.sh) runs Debian's clang-format
+if [ "$mode" = test ]; then packages+=(chromium clang-format); fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,6 +25,9 @@ if ((${#missing[@]})); then
     "${sudo_cmd[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# formatting first: it takes a second and says at once what a 10-minute build would not
+if [ "$mode" = test ]; then bash scripts/check_format.sh; fi
 
 jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
