@@ -107,6 +107,7 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     EXPECT_EQ(big.rows_per_warp, 1);
     // unsplit: the persistent streaming kernel, one wave of 4 x 132 resident blocks at most
     EXPECT_TRUE(big.streamed) << big.describe();
+    EXPECT_TRUE(big.persistent);
     EXPECT_EQ(big.blocks, 4 * 132);
 }
 
@@ -122,6 +123,8 @@ TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
     const auto one_wave = plan_gemv(gemv_of(1, 4096, 4096), h200());
     EXPECT_TRUE(one_wave.streamed);
     EXPECT_EQ(one_wave.blocks, 512);
+    EXPECT_FALSE(one_wave.persistent);
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 128256, 4096), h200()).persistent);
     // the tensor-core path (several tokens, bf16) is not streamed
     EXPECT_FALSE(plan_gemv(gemv_of(8, 4096, 4096), h200()).streamed);
 }
@@ -136,6 +139,18 @@ TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
     // 14336 and 262144 rows fill waves unsplit
     EXPECT_EQ(plan_gemv(gemv_of(1, 14336, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 262144, 1152), h200()).k_split, 1);
+}
+
+TEST(kernel_plans, gemv_splits_k_where_the_last_round_of_rows_would_cost_most) {
+    // 5120 rows on 4224 resident warps: unsplit, two row times; 4 splits, 5 quarter rows
+    const auto p = plan_gemv(gemv_of(1, 5120, 25600), h200());
+    EXPECT_EQ(p.k_split, 4) << p.describe();
+    EXPECT_FALSE(p.streamed);
+    EXPECT_EQ(plan_gemv(gemv_of(1, 5120, 5120), h200()).k_split, 2); // 5 KB halves
+    // 8192 rows are 1.94 row times unsplit: nothing to win
+    EXPECT_EQ(plan_gemv(gemv_of(1, 8192, 28672), h200()).k_split, 1);
+    // units under 4 KB are latency, not bytes: 9728 x 2560 stays unsplit
+    EXPECT_EQ(plan_gemv(gemv_of(1, 9728, 2560), h200()).k_split, 1);
 }
 
 TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles) {
@@ -199,7 +214,10 @@ TEST(kernel_plans, pad_stores_as_wide_as_the_row_allows_and_counts_the_output) {
     const auto p = plan_pad(pad_of(), h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_EQ(p.vec, 4); // rows of 132 bf16 (264 bytes) take 8-byte stores
-    EXPECT_EQ(p.blocks, (96ll * 7 * 132 + 31) / 32); // a warp per 4 output rows
+    // a warp per 8 rows of one 132 x 132 plane: 17 a plane, 8 warps a block
+    EXPECT_EQ(p.chunks_per_plane, 17);
+    EXPECT_EQ(p.chunks, 96ll * 7 * 17);
+    EXPECT_EQ(p.blocks, (96ll * 7 * 17 + 7) / 8);
     EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
     EXPECT_TRUE(p.contiguous_rows);
 }

@@ -10,6 +10,8 @@ stage_article() {
     local t0=$SECONDS rc
     local min_time=()
     [ -n "${ARTICLE_MIN_TIME:-}" ] && min_time=(--min-time "$ARTICLE_MIN_TIME")
+    # ARTICLE_WORKLOADS narrows the suite to some of its workloads (a run cut short, resumed)
+    [ -n "${ARTICLE_WORKLOADS:-}" ] && min_time+=(--workload "$ARTICLE_WORKLOADS")
     timeout -s INT "${ARTICLE_LIMIT_S:-590}" $BIN run --suite article --device cuda \
         --label article-h200 --db "$DB" --quiet "${min_time[@]}" >"$OUT/article.txt" 2>&1
     rc=$?

@@ -35,9 +35,10 @@ struct gemv_args {
 struct gemv_plan {
     bool vectorised = true;
     bool tensor_cores = false; // 2..8 tokens, bf16/fp16: m16n8k16 MMAs, 16-row tiles
-    // unsplit K on the FMA path: a persistent grid (at most one wave of resident blocks), each
-    // warp streaming its row groups back to back with the next group's loads in flight
+    // unsplit K on the FMA path: each warp streams its row groups back to back with the next
+    // group's loads in flight (gemv_stream)
     bool streamed = false;
+    bool persistent = false; // streamed over one wave of blocks (8 or more row groups a warp)
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

@@ -2,12 +2,15 @@
 #include "fourfold/kernels/gemv.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fourfold::kernels {
 
 std::string gemv_plan::describe() const {
     std::string s = tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
-                    : streamed   ? "16-byte loads, persistent, rows streamed back to back"
+                    : streamed
+                        ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
+                                      : "16-byte loads, streamed, a block per 8 row groups")
                     : vectorised ? "16-byte loads"
                                  : "scalar loads";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
@@ -72,9 +75,37 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         const std::int64_t per_block = 8 / p.k_split;
         p.blocks = (groups + per_block - 1) / per_block;
     }
-    // Unsplit on the FMA path: the persistent streaming kernel, at most one wave of blocks. Rows
-    // shorter than 256 vectors (8 a lane) go 2 or 4 to a warp's step, so that a step still has
-    // 8 vectors a lane in flight. Measured before it (build 21efb6d): a warp per row refilled
+    // Between half a wave and 8 rows a warp, rows are the unit of work and the grid's last
+    // round of rows is what costs: 5120 rows on the 4224 resident warps take two row times
+    // where 1.21 would do (measured, build e62084f: 5120x25600 at 0.83x of cuBLAS). Splitting
+    // K in ks makes the unit smaller: ceil(N ks / W) units of 1/ks of a row each, plus a
+    // reduction. Taken where it shortens that estimate by 10 % or more, with units of at least 4 KB
+    // (below, a unit is a DRAM latency, not its bytes: 9728x2560 at 8 splits ran at 0.40x).
+    const double resident_warps = capacity * 8;
+    const double rows = static_cast<double>(a.n);
+    const std::int64_t row_bytes = a.k * es;
+    const bool few_rows_a_warp = rows < 8 * resident_warps;
+    if (p.vectorised && !p.tensor_cores && p.k_split == 1 && few_rows_a_warp &&
+        rows > resident_warps) {
+        auto cost = [&](int ks) {
+            return std::ceil(rows * ks / resident_warps) * (1.0 / ks + (ks > 1 ? 0.05 : 0.0));
+        };
+        int best = 1;
+        for (int ks = 2; ks <= 4; ks *= 2)
+            if (row_bytes / ks >= 4096 && units >= ks && cost(ks) < cost(best) &&
+                cost(ks) < 0.9 * cost(1)) // a gain the model can tell from its own error
+                best = ks;
+        if (best > 1) {
+            p.k_split = best;
+            p.blocks = (groups + 8 / best - 1) / (8 / best);
+        }
+    }
+    // Unsplit on the FMA path: the streaming kernel. Rows shorter than 256 vectors (8 a lane)
+    // go 2 or 4 to a warp's step, so that a step still has 8 vectors a lane in flight. With 8
+    // or more row groups a warp the grid is persistent (one wave; each warp streams its groups
+    // back to back, the next group's loads in flight); with fewer, one block per 8 groups and
+    // the block scheduler balances (a static round-robin over 1-2 rows a warp left a quarter of
+    // the warps a whole row behind). Measured before it (build 21efb6d): a warp per row refilled
     // its pipe once per row, and rows of 1.3-4 KB ran at 0.68-0.9x of cuBLAS.
     if (p.vectorised && !p.tensor_cores && p.k_split == 1) {
         const std::int64_t nkv = a.k / vw;
@@ -82,8 +113,9 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.rows_per_warp = nkv >= 256 ? 1 : nkv >= 128 ? 2 : 4;
         p.unroll = 8 / p.rows_per_warp;
         const std::int64_t row_groups = (a.n + p.rows_per_warp - 1) / p.rows_per_warp;
-        p.blocks =
-            std::min<std::int64_t>((row_groups + 7) / 8, static_cast<std::int64_t>(capacity));
+        const std::int64_t one_per_warp = (row_groups + 7) / 8;
+        p.persistent = static_cast<double>(row_groups) >= 8 * resident_warps;
+        p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
     return p;
 }
