@@ -124,6 +124,9 @@ TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
     EXPECT_TRUE(one_wave.streamed);
     EXPECT_EQ(one_wave.blocks, 512);
     EXPECT_FALSE(one_wave.persistent);
+    // 2 or more rows a resident warp (4224 on the H200): persistent
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 8192, 4096), h200()).persistent);
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 9728, 2560), h200()).persistent);
     EXPECT_TRUE(plan_gemv(gemv_of(1, 128256, 4096), h200()).persistent);
     // the tensor-core path (several tokens, bf16) is not streamed
     EXPECT_FALSE(plan_gemv(gemv_of(8, 4096, 4096), h200()).streamed);
@@ -149,7 +152,8 @@ TEST(kernel_plans, gemv_splits_k_where_the_last_round_of_rows_would_cost_most) {
     EXPECT_EQ(plan_gemv(gemv_of(1, 5120, 5120), h200()).k_split, 2); // 5 KB halves
     // 8192 rows are 1.94 row times unsplit: nothing to win
     EXPECT_EQ(plan_gemv(gemv_of(1, 8192, 28672), h200()).k_split, 1);
-    // units under 4 KB are latency, not bytes: 9728 x 2560 stays unsplit
+    // units under 5 KB are latency, not bytes: 9728 x 2560 and 5376 x 4096 stay unsplit
+    EXPECT_EQ(plan_gemv(gemv_of(1, 5376, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 9728, 2560), h200()).k_split, 1);
 }
 

@@ -79,8 +79,9 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // round of rows is what costs: 5120 rows on the 4224 resident warps take two row times
     // where 1.21 would do (measured, build e62084f: 5120x25600 at 0.83x of cuBLAS). Splitting
     // K in ks makes the unit smaller: ceil(N ks / W) units of 1/ks of a row each, plus a
-    // reduction. Taken where it shortens that estimate by 10 % or more, with units of at least 4 KB
-    // (below, a unit is a DRAM latency, not its bytes: 9728x2560 at 8 splits ran at 0.40x).
+    // reduction. Taken where it shortens that estimate by 10 % or more, with units of at least
+    // 5 KB (below, a unit is a DRAM latency, not its bytes: 9728x2560 at 8 splits ran at 0.40x;
+    // 5376x4096 in 4 KB halves lost 3 %, 5120x5120 in 5 KB halves won 4 %, build 834ac6a).
     const double resident_warps = capacity * 8;
     const double rows = static_cast<double>(a.n);
     const std::int64_t row_bytes = a.k * es;
@@ -92,7 +93,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         };
         int best = 1;
         for (int ks = 2; ks <= 4; ks *= 2)
-            if (row_bytes / ks >= 4096 && units >= ks && cost(ks) < cost(best) &&
+            if (row_bytes / ks >= 5120 && units >= ks && cost(ks) < cost(best) &&
                 cost(ks) < 0.9 * cost(1)) // a gain the model can tell from its own error
                 best = ks;
         if (best > 1) {
@@ -101,11 +102,12 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         }
     }
     // Unsplit on the FMA path: the streaming kernel. Rows shorter than 256 vectors (8 a lane)
-    // go 2 or 4 to a warp's step, so that a step still has 8 vectors a lane in flight. With 8
+    // go 2 or 4 to a warp's step, so that a step still has 8 vectors a lane in flight. With 2
     // or more row groups a warp the grid is persistent (one wave; each warp streams its groups
     // back to back, the next group's loads in flight); with fewer, one block per 8 groups and
     // the block scheduler balances (a static round-robin over 1-2 rows a warp left a quarter of
-    // the warps a whole row behind). Measured before it (build 21efb6d): a warp per row refilled
+    // the warps a whole row behind; from 2 to 3.4 rows a warp the persistent grid was 3-7 %
+    // faster, build 834ac6a). Measured before it (build 21efb6d): a warp per row refilled
     // its pipe once per row, and rows of 1.3-4 KB ran at 0.68-0.9x of cuBLAS.
     if (p.vectorised && !p.tensor_cores && p.k_split == 1) {
         const std::int64_t nkv = a.k / vw;
@@ -114,7 +116,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.unroll = 8 / p.rows_per_warp;
         const std::int64_t row_groups = (a.n + p.rows_per_warp - 1) / p.rows_per_warp;
         const std::int64_t one_per_warp = (row_groups + 7) / 8;
-        p.persistent = static_cast<double>(row_groups) >= 8 * resident_warps;
+        p.persistent = static_cast<double>(row_groups) >= 2 * resident_warps;
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
     return p;
