@@ -64,6 +64,12 @@ TEST(article_suite, runs_on_the_cpu_with_no_failures_and_reasons_for_every_skip)
         EXPECT_EQ(ledgers_of[w], (std::set<std::string>{"correctness", "memory", "op_time"})) << w;
     // the default --ledgers (all) gives the whole-model decode its own ledger: tokens/s
     EXPECT_EQ(ledgers_of["decode"], (std::set<std::string>{"correctness", "memory", "throughput"}));
+    // E5 and E6: the tiled VAE decode in frames/s, the round trip timed per call
+    EXPECT_EQ(ledgers_of["vae_decode"],
+              (std::set<std::string>{"correctness", "memory", "throughput"}));
+    EXPECT_EQ(ledgers_of["vae_roundtrip"],
+              (std::set<std::string>{"correctness", "memory", "op_time"}));
+    EXPECT_NE(r.out.find("vae_decode - throughput: frames/s"), std::string::npos) << r.out;
     EXPECT_GT(ok, 100u);
     EXPECT_GT(skipped, 0u); // at least moe stock on a CPU without _grouped_mm, or _scaled_mm
     EXPECT_GT(reduced, 0u);

@@ -7,6 +7,7 @@
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
 #include "fourfold/workloads/model_ops/moe.hpp"
+#include "fourfold/workloads/model_ops/pad.hpp"
 #include "fourfold/workloads/model_ops/softmax.hpp"
 #include "fourfold/workloads/model_ops/swiglu.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
@@ -193,4 +194,37 @@ TEST(model_ops, a_native_path_without_its_kernel_or_context_is_a_clear_error) {
     decoder_paths native;
     native.linear = op_path::native;
     EXPECT_THROW(decoder_session(w, 64, native), std::invalid_argument);
+}
+
+TEST(model_ops, the_pad_paths_compute_one_function_and_always_return_a_new_tensor) {
+    using model_ops::op_path;
+    const auto x = at::randn({1, 3, 2, 5, 4}, at::TensorOptions().dtype(at::kFloat));
+    // the causal pad (time in front only), a one-sided 2-D pad, an all-zero pad, a value
+    for (const auto& pads : std::vector<std::vector<std::int64_t>>{
+             {1, 1, 1, 1, 2, 0}, {0, 1, 0, 1}, {0, 0, 0, 0, 0, 0}, {2, 0}}) {
+        const auto stock = model_ops::pad(x, pads, 0.5, op_path::stock);
+        const auto composite = model_ops::pad(x, pads, 0.5, op_path::composite);
+        EXPECT_TRUE(at::equal(stock, composite)) << pads.size();
+        EXPECT_NE(composite.data_ptr(), x.data_ptr());
+        EXPECT_TRUE(at::equal(stock, at::constant_pad_nd(x, pads, 0.5)));
+    }
+    // (0, 1, 0, 1): the last column and the last row are the constant, the first are not
+    const auto y = model_ops::pad(at::ones({1, 1, 2, 2}), {0, 1, 0, 1}, 0, op_path::composite);
+    EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{1, 1, 3, 3}));
+    EXPECT_EQ(y[0][0][0][0].item<float>(), 1.0f);
+    EXPECT_EQ(y[0][0][2][2].item<float>(), 0.0f);
+    EXPECT_THROW(model_ops::pad(x, {1, 1, 1}, 0, op_path::stock), std::invalid_argument);
+    EXPECT_THROW(model_ops::pad(x, {-1, 1}, 0, op_path::stock), std::invalid_argument);
+    EXPECT_THROW(model_ops::pad(x, {1, 1}, 0, op_path::native), std::logic_error);
+}
+
+TEST(model_ops, the_composite_pads_intermediates_are_its_blocks_and_all_but_the_last_cat) {
+    // the pad workload's count (written out there before model_ops): width blocks and the
+    // width-padded tensor, height blocks and the height-padded tensor, the time block
+    const std::int64_t n = 1, c = 4, t = 3, h = 6, w = 5, s = 1, pt = 2;
+    const auto nct = n * c * t, w2 = w + 2 * s, h2 = h + 2 * s;
+    const auto expect =
+        nct * h * s + nct * h * w2 + nct * s * w2 + nct * h2 * w2 + n * c * pt * h2 * w2;
+    EXPECT_EQ(model_ops::pad_composite_intermediate_elements({n, c, t, h, w}, {s, s, s, s, pt, 0}),
+              expect);
 }

@@ -35,8 +35,9 @@ TEST(suites, article_on_the_cpu_covers_every_workload_and_marks_what_it_reduced)
             EXPECT_FALSE(j.note.empty());
         }
     }
-    EXPECT_EQ(workloads, (std::set<std::string>{"linear_decode", "softmax", "moe_decode", "pad",
-                                                "fp8_linear", "decode"}));
+    EXPECT_EQ(workloads,
+              (std::set<std::string>{"linear_decode", "softmax", "moe_decode", "pad", "fp8_linear",
+                                     "decode", "vae_decode", "vae_roundtrip"}));
     EXPECT_EQ(decode, 1u);
     EXPECT_EQ(linear, 16u); // 8 shapes, with and without bias
     EXPECT_GT(reduced, linear);

@@ -62,6 +62,20 @@ const std::map<std::string, probe, std::less<>>& probes() {
          [](const at::TensorOptions& o) {
              (void)at::constant_pad_nd(at::ones({1, 2, 2, 4, 4}, o), {1, 1, 1, 1, 2, 0}, 0);
          }},
+        {"conv3d",
+         [](const at::TensorOptions& o) {
+             (void)at::conv3d(at::ones({1, 2, 3, 4, 4}, o), at::ones({2, 2, 3, 3, 3}, o),
+                              at::ones({2}, o));
+         }},
+        {"conv2d",
+         [](const at::TensorOptions& o) {
+             (void)at::conv2d(at::ones({1, 2, 4, 4}, o), at::ones({2, 2, 3, 3}, o),
+                              at::ones({2}, o), {2, 2});
+         }},
+        {"upsample_nearest",
+         [](const at::TensorOptions& o) {
+             (void)at::upsample_nearest2d(at::ones({1, 2, 4, 4}, o), {8, 8});
+         }},
         {"cat",
          [](const at::TensorOptions& o) {
              (void)at::cat({at::ones({2, 2}, o), at::zeros({2, 2}, o)}, 1);

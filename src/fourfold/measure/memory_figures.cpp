@@ -77,6 +77,14 @@ json memory_figures(const memory_reading& r) {
     for (const auto& p : r.sampler.timeline)
         timeline.push_back(json::array({p.t_ms, p.driver_bytes}));
     f["timeline"] = timeline;
+    // when the sampled driver level peaked (ms since the pass began; the downsampled timeline
+    // keeps each bucket's maximum, so its largest point is the sampled peak itself)
+    const timeline_point* top = nullptr;
+    for (const auto& p : r.sampler.timeline)
+        if (!top || p.driver_bytes > top->driver_bytes)
+            top = &p;
+    f["driver_peak_t_ms"] = top ? json(top->t_ms) : json(nullptr);
+    f["driver_peak_sampled_bytes"] = top ? json(top->driver_bytes) : json(nullptr);
     return f;
 }
 

@@ -23,7 +23,8 @@ struct memory_reading {
 
 // driver_peak_bytes, reserved_peak_bytes, allocated_peak_bytes, outside_allocator_bytes
 // (= driver - reserved), baseline, delta_peak_bytes, peak_sources, unavailable, sampler,
-// timeline ([t_ms, driver bytes] pairs).
+// timeline ([t_ms, driver bytes] pairs), driver_peak_t_ms (when the sampled driver level peaked)
+// and driver_peak_sampled_bytes.
 json memory_figures(const memory_reading& r);
 
 } // namespace fourfold::measure

@@ -289,11 +289,31 @@ void memory_timelines(const store::run_row& run, const std::vector<stored_record
                 {"before the pass", {{pts.front().first, *b}, {pts.back().first, *b}}, true, 6});
             base = fmt::format("dashed: the driver level before the pass ({})", human_bytes(*b));
         }
+        // the sampled peak and its moment, marked by a dotted vertical line; what the job says
+        // of its pad calls (a VAE decode's), where it says it
+        std::string note;
+        const auto peak_t = number_at(f, "/driver_peak_t_ms");
+        const auto peak_b = number_at(f, "/driver_peak_sampled_bytes");
+        if (peak_t && peak_b) {
+            spec.lines.push_back({"sampled peak", {{*peak_t, 0}, {*peak_t, *peak_b}}, true, 3});
+            note = fmt::format("sampled peak {} at {} ms (vertical line)", human_bytes(*peak_b),
+                               fmt_num(*peak_t));
+            for (const auto& [key, name] : {std::pair{"/driver_peak_bytes", "driver peak"},
+                                            std::pair{"/reserved_peak_bytes", "reserved peak"}})
+                if (const auto v = number_at(f, key))
+                    note += fmt::format("; {} {}", name, human_bytes(*v));
+        }
+        if (const auto pads = number_at(f, "/facts/pad_calls_per_decode"))
+            note += fmt::format("{}{} constant-pad calls per decode", note.empty() ? "" : "; ",
+                                fmt_num(*pads));
+        else if (const auto per_call = number_at(f, "/facts/pad_calls_per_call"))
+            note += fmt::format("{}{} constant-pad calls per call", note.empty() ? "" : "; ",
+                                fmt_num(*per_call));
         charts +=
             svg::figure({"memory-timeline", job_label(s.rec.job, true),
                          "GiB over ms (driver level, sampled at " +
                              fmt_num(number_at(f, "/sampler/achieved_hz").value_or(NAN)) + " Hz)",
-                         base, ""},
+                         base, note},
                         svg::line_chart(spec));
         ++drawn;
     }

@@ -1,6 +1,7 @@
 // article: every experiment of REFERENCE_EXPERIMENTS.md that fourfold has a workload for (E1
 // linear over 96 layer shapes, E2 MoE grouped matmul and the whole MoE model's decode tokens/s,
-// E3 FP8 storage, E4 softmax, E5/E6 video-VAE padding), sized for the device. On a GPU the sizes
+// E3 FP8 storage, E4 softmax, E5/E6 video-VAE padding, the tiled VAE decode and the VAE round
+// trip), sized for the device. On a GPU the sizes
 // are the report's and the baseline table's; on the CPU, where CI runs the suite in minutes, they
 // are reduced and every reduced job says so in its job_note.
 #include "fourfold/suites/suite.hpp"
@@ -184,6 +185,59 @@ void decode_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
                  "Qwen3-30B-A3B shape, random weights"});
 }
 
+// E5: the tiled causal video-VAE decode (Wan 2.1's decoder, random weights): on a GPU the
+// default 28 tiles (latent 3 x 104 x 176, tile 32, stride 24), every pad variant, fp32 and
+// bf16, cuDNN's algorithm search off and on (the probe's memory difference). The CPU decodes the
+// tiny preset (base 16) over 2 tiles of 4 latents, fp32; cudnn_benchmark means nothing there.
+void vae_decode_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    if (on_cpu(dev)) {
+        jobs.push_back({"vae_decode",
+                        json{{"model", "tiny"},
+                             {"frames", 3},
+                             {"height", 4},
+                             {"width", 7},
+                             {"tile", 4},
+                             {"stride", 3}},
+                        dtype::fp32,
+                        {},
+                        "reduced for the CPU: the tiny VAE (base 16, Wan 2.1's structure), latent "
+                        "3 x 4 x 7 as 2 tiles of 4 every 3, instead of wan2.1 over 28 tiles"});
+        return;
+    }
+    for (const auto t : {dtype::fp32, dtype::bf16})
+        for (const bool benchmark : {false, true})
+            jobs.push_back({"vae_decode",
+                            json{{"model", "wan2.1"}, {"cudnn_benchmark", benchmark}},
+                            t,
+                            {},
+                            "Wan 2.1 VAE decoder, random weights, 28 tiles"});
+}
+
+// E6: the image round trip against the float64 reference, per pad variant: fp32 with TF32 off
+// and on, bf16. The CPU round-trips a 64 x 64 image through the tiny preset in fp32.
+void vae_roundtrip_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
+    if (on_cpu(dev)) {
+        jobs.push_back({"vae_roundtrip",
+                        json{{"model", "tiny"}, {"height", 64}, {"width", 64}},
+                        dtype::fp32,
+                        {},
+                        "reduced for the CPU: the tiny VAE (base 16) on a 64 x 64 image, fp32, "
+                        "instead of wan2.1 on 256 x 256 in fp32 (TF32 off, on) and bf16"});
+        return;
+    }
+    for (const bool tf32 : {false, true})
+        jobs.push_back({"vae_roundtrip",
+                        json{{"model", "wan2.1"}, {"tf32", tf32}},
+                        dtype::fp32,
+                        {},
+                        "Wan 2.1 VAE, random weights, 256 x 256"});
+    jobs.push_back({"vae_roundtrip",
+                    json{{"model", "wan2.1"}},
+                    dtype::bf16,
+                    {},
+                    "Wan 2.1 VAE, random weights, 256 x 256"});
+}
+
 std::vector<job_spec> article_jobs(const backend::device& dev) {
     std::vector<job_spec> jobs;
     linear_jobs(dev, jobs);
@@ -192,16 +246,20 @@ std::vector<job_spec> article_jobs(const backend::device& dev) {
     pad_jobs(dev, jobs);
     fp8_jobs(dev, jobs);
     decode_jobs(dev, jobs);
+    vae_decode_jobs(dev, jobs);
+    vae_roundtrip_jobs(dev, jobs);
     return jobs;
 }
 
 } // namespace
 
-FOURFOLD_SUITE(article, "article",
-               "every experiment of the reference report fourfold has a workload for (linear over "
-               "96 layer shapes, MoE, FP8, softmax, pad, the MoE model's decode tokens/s), sized "
-               "for the device; reduced on the CPU",
-               article_jobs);
+FOURFOLD_SUITE(
+    article, "article",
+    "every experiment of the reference report fourfold has a workload for (linear over "
+    "96 layer shapes, MoE, FP8, softmax, pad, the MoE model's decode tokens/s, the tiled video-VAE"
+    " decode and the image VAE round trip), sized "
+    "for the device; reduced on the CPU",
+    article_jobs);
 // A GPU job converges well inside 2 s; the suite's 159 operator job groups took 8 min 34 s on an
 // H200 (build 5991bd2), the four decode groups add the loading of a 57 GiB model. The CPU's
 // reduced jobs are a CI check, 1.5 s each at most.

@@ -3,16 +3,14 @@
 // `pad_space` on each side of height and width. Experiments E5/E6 moved this op to a dedicated
 // kernel; a tiled VAE decode calls it thousands of times, so what each call allocates matters as
 // much as its time (the memory ledger).
+#include "fourfold/workloads/model_ops/pad.hpp"
+
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/workloads/inputs.hpp"
-#include "fourfold/workloads/native.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
-#if FOURFOLD_WITH_KERNELS
-#include "fourfold/kernels/pad.hpp"
-#endif
 
 namespace fourfold::workloads {
 namespace {
@@ -75,63 +73,18 @@ class pad_case final : public workload_case {
         return f;
     }
 
-    at::Tensor stock(const call_context&, const input_set& in) const {
-        return at::constant_pad_nd(in["x"], pads(), 0);
+    // The three paths are model_ops::pad's, the very code the VAE workloads' causal convolutions
+    // call (vae_decode, vae_roundtrip).
+    at::Tensor stock(const call_context& ctx, const input_set& in) const {
+        return model_ops::pad(in["x"], pads(), 0, model_ops::op_path::stock, &ctx);
     }
-
     at::Tensor native(const call_context& ctx, const input_set& in) const {
-#if FOURFOLD_WITH_KERNELS
-        const auto& x = in["x"];
-        auto y = at::empty({m_batch, m_channels, m_frames + m_pad_time, m_height + 2 * m_pad_space,
-                            m_width + 2 * m_pad_space},
-                           x.options());
-        kernels::pad_args a;
-        a.x = x.data_ptr();
-        a.y = y.data_ptr();
-        a.dims = 5;
-        const std::int64_t before[5] = {0, 0, m_pad_time, m_pad_space, m_pad_space};
-        const std::int64_t after[5] = {0, 0, 0, m_pad_space, m_pad_space};
-        for (int i = 0; i < 5; ++i) {
-            a.in_shape[i] = x.size(i);
-            a.in_stride[i] = x.stride(i);
-            a.before[i] = before[i];
-            a.after[i] = after[i];
-        }
-        a.value = 0;
-        a.type = native::elem_of(args().type);
-        const auto plan = kernels::plan_pad(a, native::limits(ctx));
-        if (ctx.wants_facts())
-            ctx.fact("kernel", json{{"path", plan.describe()},
-                                    {"vector_elements", plan.vec},
-                                    {"blocks", plan.blocks},
-                                    { "threads_per_block",
-                                      plan.threads }});
-        native::check(kernels::launch_pad(plan, a, native::stream(ctx)), "pad");
-        return y;
-#else
-        throw std::logic_error("pad native ran in a build without native kernels");
-#endif
+        return model_ops::pad(in["x"], pads(), 0, model_ops::op_path::native, &ctx);
     }
-
     // A composite of the kind the report replaced: each padded dimension becomes a cat with
     // freshly allocated constant blocks, so every step allocates and writes a whole intermediate.
-    at::Tensor generic(const call_context&, const input_set& in) const {
-        auto y = in["x"];
-        const auto s = m_pad_space;
-        if (s > 0) {
-            for (const std::int64_t dim : {4, 3}) {
-                auto shape = y.sizes().vec();
-                shape[static_cast<std::size_t>(dim)] = s;
-                const auto block = at::zeros(shape, y.options());
-                y = at::cat({block, y, block}, dim);
-            }
-        }
-        if (m_pad_time > 0) {
-            auto shape = y.sizes().vec();
-            shape[2] = m_pad_time;
-            y = at::cat({at::zeros(shape, y.options()), y}, 2);
-        }
-        return y;
+    at::Tensor generic(const call_context& ctx, const input_set& in) const {
+        return model_ops::pad(in["x"], pads(), 0, model_ops::op_path::composite, &ctx);
     }
 
   private:
@@ -143,18 +96,8 @@ class pad_case final : public workload_case {
     // What generic allocates besides its output: the zero blocks and the width- and
     // height-padded intermediates.
     std::int64_t intermediate_elements() const {
-        const auto nct = m_batch * m_channels * m_frames;
-        const auto s = m_pad_space, w2 = m_width + 2 * s, h2 = m_height + 2 * s;
-        std::int64_t n = 0;
-        if (s > 0)
-            n += nct * m_height * s + nct * m_height * w2; // width blocks, width-padded
-        if (s > 0)
-            n += nct * s * w2; // height blocks
-        if (s > 0 && m_pad_time > 0)
-            n += nct * h2 * w2; // height-padded
-        if (m_pad_time > 0)
-            n += m_batch * m_channels * m_pad_time * h2 * w2; // time block
-        return n;
+        return model_ops::pad_composite_intermediate_elements(
+            {m_batch, m_channels, m_frames, m_height, m_width}, pads());
     }
 
     std::int64_t m_batch, m_channels, m_frames, m_height, m_width, m_pad_time, m_pad_space;
