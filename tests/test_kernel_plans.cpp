@@ -221,7 +221,11 @@ TEST(kernel_plans, pad_stores_as_wide_as_the_row_allows_and_counts_the_output) {
     // a warp per 8 rows of one 132 x 132 plane: 17 a plane, 8 warps a block
     EXPECT_EQ(p.chunks_per_plane, 17);
     EXPECT_EQ(p.chunks, 96ll * 7 * 17);
-    EXPECT_EQ(p.blocks, (96ll * 7 * 17 + 7) / 8);
+    // one wave of 5 blocks an SM at most, the warps looping over the rest
+    EXPECT_EQ(p.blocks, 5 * 132);
+    auto small = pad_of();
+    small.in_shape[1] = 4; // 4 x 7 planes x 17 chunks: 60 blocks, under a wave
+    EXPECT_EQ(plan_pad(small, h200()).blocks, (4 * 7 * 17 + 7) / 8);
     EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
     EXPECT_TRUE(p.contiguous_rows);
 }

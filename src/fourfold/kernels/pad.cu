@@ -57,11 +57,12 @@ template <typename T> struct store_of<T, 8> { using type = uint4; }; // 2-byte e
 constexpr int k_units_in_flight = 4; // B
 
 template <typename T, int VE, bool CONTIGUOUS>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     pad_planes(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value,
                std::uint32_t chunks, std::uint32_t chunks_per_plane) {
     using store_t = typename store_of<T, VE>::type;
-    constexpr int B = k_units_in_flight;
+    // (16-byte units: 2 in flight, 16 loads, inside the register budget of 5 blocks an SM)
+    constexpr int B = VE >= 8 ? 2 : k_units_in_flight;
     const int lane = threadIdx.x % 32;
     const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
     const int width = static_cast<int>(p.od[4]);

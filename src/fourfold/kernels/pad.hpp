@@ -13,6 +13,9 @@ namespace fourfold::kernels {
 inline constexpr int k_pad_max_dims = 5;
 // Output rows (of one plane: the first three of the five dimensions) a warp takes.
 inline constexpr int k_pad_rows_per_warp = 8;
+// Resident blocks of 256 threads an SM the kernel is compiled for (__launch_bounds__): the grid
+// is one wave of them, each warp looping over its chunks.
+inline constexpr int k_pad_blocks_per_sm = 5;
 
 struct pad_args {
     const void* x = nullptr;
