@@ -5,6 +5,7 @@
 // pad counts, frames/s, the timeline; a deliberately wrong pad FAILs the round trip).
 #include "fourfold/backend/device.hpp"
 #include "fourfold/core/error.hpp"
+#include "fourfold/core/figures.hpp"
 #include "fourfold/workloads/models/safetensors.hpp"
 #include "fourfold/workloads/models/vae_case.hpp"
 #include "fourfold/workloads/models/vae_reference.hpp"
@@ -318,6 +319,12 @@ TEST(vae_decode_workload, three_ledgers_pad_counts_frames_per_s_and_the_timeline
             EXPECT_EQ(rec.unit, "frames/s");
             EXPECT_EQ(f["pad_calls_per_decode"], 2 * c.decode_pad_calls(3));
             EXPECT_GT(f["frames_per_s"].get<double>(), 0);
+            // the typed figure every reader (tables, compare, report) takes the rate from
+            const auto t = throughput_figures::from(f);
+            EXPECT_DOUBLE_EQ(t.rate, f["frames_per_s"].get<double>());
+            EXPECT_EQ(t.step_unit, "ms/tile");
+            ASSERT_TRUE(t.step_stats.has_value());
+            EXPECT_GT(t.step_stats->median, 0);
             EXPECT_EQ(f["output_frames"], 9);
             EXPECT_EQ(rec.samples.size() % 2, 0u); // two tiles a round
             std::cout << rec.job.variant << ": " << f["frames_per_s"].get<double>() << " frames/s, "

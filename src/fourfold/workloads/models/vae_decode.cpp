@@ -226,6 +226,8 @@ class vae_decode_case final : public vae_case_base {
                               {"mode", "eager"},
                               {"host_paced", true},
                               {"frames_per_s", frames_per_s},
+                              {"rate", frames_per_s}, // what throughput_figures reads
+                              {"step_stats", stats.to_json()},
                               {"frames_per_s_basis",
                                "output frames x 1000 / median ms per whole decode (the sum "
                                "of a round's tile times)"},
