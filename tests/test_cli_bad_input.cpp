@@ -254,13 +254,13 @@ TEST_F(bad_input_table, resume_and_isolation) {
     {
         auto s = fourfold::store::result_store::open(m_db, fourfold::store::open_mode::read_write);
         auto prov = provenance();
-        prov["options"] = json{{"workload", "softmax"},
-                               {"shapes", {"1x1000"}},
-                               {"dtypes", {"fp32"}},
-                               {"device", "cpu"}};
+        prov["request"]["options"] = json{{"workload", "softmax"},
+                                          {"shapes", {"1x1000"}},
+                                          {"dtypes", {"fp32"}},
+                                          {"device", "cpu"}};
         const auto old = s.begin_run("old", "cpu", "test", prov);
         s.finish_run(old, "interrupted");
-        prov["options"] = "not an object";
+        prov["request"]["options"] = "not an object";
         const auto broken = s.begin_run("broken", "cpu", "test", prov);
         s.finish_run(broken, "interrupted");
     }

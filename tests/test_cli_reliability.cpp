@@ -114,7 +114,7 @@ TEST(isolation, faults_are_failed_records_and_the_run_goes_on) {
     const auto doc = export_json(db, dir);
     ASSERT_EQ(doc["runs"].size(), 1u);
     EXPECT_EQ(doc["runs"][0]["status"], "complete") << r.err;
-    EXPECT_EQ(doc["runs"][0]["provenance"]["isolate"], true);
+    EXPECT_EQ(doc["runs"][0]["provenance"]["request"]["isolate"], true);
     const std::map<std::string, std::vector<std::string>> reason_of{
         {"segfault", {"SIGSEGV", "correctness pass of variant stock"}},
         {"abort", {"SIGABRT", "variant stock"}},
@@ -172,8 +172,8 @@ TEST(isolation, off_by_default_on_the_cpu_and_the_records_match) {
     ASSERT_EQ(run_cli(args + " --label isolated --isolate", dir).code, 0);
     const auto a = export_json(db, dir, "inproc");
     const auto b = export_json(db, dir, "isolated");
-    EXPECT_EQ(a["runs"][0]["provenance"]["isolate"], false);
-    EXPECT_EQ(b["runs"][0]["provenance"]["isolate"], true);
+    EXPECT_EQ(a["runs"][0]["provenance"]["request"]["isolate"], false);
+    EXPECT_EQ(b["runs"][0]["provenance"]["request"]["isolate"], true);
     EXPECT_EQ(identities(a), identities(b));
     // an isolated record carries the same ledgers' figures as one measured in-process
     for (const auto& rec : b["records"]) {
@@ -229,8 +229,8 @@ TEST(resume, sigkill_then_resume_has_the_records_of_a_clean_run) {
     const auto resumed = export_json(db, dir, "cut");
     EXPECT_EQ(identities(resumed), identities(clean));
     EXPECT_EQ(resumed["runs"][0]["status"], "complete");
-    ASSERT_TRUE(resumed["runs"][0]["provenance"].contains("resumed"));
-    EXPECT_EQ(resumed["runs"][0]["provenance"]["resumed"].size(), 1u);
+    ASSERT_TRUE(resumed["runs"][0]["provenance"]["request"].contains("resumed"));
+    EXPECT_EQ(resumed["runs"][0]["provenance"]["request"]["resumed"].size(), 1u);
     const auto listing = run_cli("runs --db " + db, dir);
     EXPECT_NE(listing.out.find("resumed at"), std::string::npos) << listing.out;
     // a complete run has nothing to resume: bad input, the store untouched

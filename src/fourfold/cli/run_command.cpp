@@ -56,8 +56,8 @@ class store_sink final : public runner::record_sink {
     std::set<std::pair<std::string, std::string>> m_present;
 };
 
-// The request of a run as its provenance keeps it ("options"): what --resume rebuilds the plan
-// from. Output options (--quiet, --format) and the store are not part of it.
+// The request of a run as its provenance keeps it ("request.options"): what --resume rebuilds the
+// plan from. Output options (--quiet, --format) and the store are not part of it.
 json options_to_json(const run_options& o) {
     auto opt = [](const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); };
     return json{{"suite", opt(o.suite)},
@@ -348,11 +348,11 @@ int run_command(const run_options& given) {
             throw bad_input(fmt::format("--resume {}: run {} may still be running ({}); resume "
                                         "a run whose process has ended",
                                         *given.resume, resumed->id, state.why));
-        if (!resumed->provenance.contains("options"))
+        if (!resumed->provenance.contains("/request/options"_json_pointer))
             throw bad_input(fmt::format("--resume {}: run {} was made by a fourfold that did not "
                                         "record its request; it cannot be resumed (run it again)",
                                         *given.resume, resumed->id));
-        o = options_from_json(resumed->provenance["options"], resumed->id);
+        o = options_from_json(resumed->provenance["request"]["options"], resumed->id);
         o.db = given.db;
         o.quiet = given.quiet;
         o.format = given.format;
@@ -435,13 +435,13 @@ int run_command(const run_options& given) {
     if (resumed) {
         auto provenance = resumed->provenance;
         provenance["pid"] = static_cast<std::int64_t>(getpid());
-        auto resumes = provenance.value("resumed", json::array());
+        auto resumes = provenance["request"].value("resumed", json::array());
         resumes.push_back(json{{"at", utc_now_iso8601()},
                                {"pid", static_cast<std::int64_t>(getpid())},
                                {"status_before", resumed->status},
                                {"records_missing", plan.record_count()},
                                {"isolate", isolate}});
-        provenance["resumed"] = std::move(resumes);
+        provenance["request"]["resumed"] = std::move(resumes);
         store.reopen_run(run_id, provenance);
     } else {
         auto provenance = backend::collect_provenance(dev.get());
@@ -451,9 +451,11 @@ int run_command(const run_options& given) {
                                      {"workload", o.workload.value_or("")},
                                      {"groups", plan.groups.size()},
                                      {"jobs", plan.job_count()},
-                                     {"records", plan.record_count()}};
-        provenance["options"] = options_to_json(o);
-        provenance["isolate"] = isolate;
+                                     {"records", plan.record_count()},
+                                     // what --resume rebuilds the plan from; under "request",
+                                     // which compare leaves out of its provenance diff
+                                     {"options", options_to_json(o)},
+                                     {"isolate", isolate}};
         // tells a run still being measured from one whose process died (store::state_of)
         provenance["pid"] = static_cast<std::int64_t>(getpid());
         run_id = store.begin_run(o.label, dev->name(), o.command_line, provenance);

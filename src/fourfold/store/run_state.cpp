@@ -30,7 +30,7 @@ bool runs_fourfold(std::int64_t pid) {
 
 run_state state_of(const run_row& r) {
     if (r.status == "complete") {
-        const auto resumed = r.provenance.value("resumed", json::array());
+        const auto resumed = r.provenance.value("/request/resumed"_json_pointer, json::array());
         if (resumed.is_array() && !resumed.empty() && resumed.back().is_object())
             return {"complete",
                     fmt::format("resumed at {} ({} time(s)); the records before stand",
