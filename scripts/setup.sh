@@ -12,7 +12,8 @@ packages=(build-essential cmake ninja-build git pkg-config
           libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
           googletest libgtest-dev)
 # the report's browser test (ctest label `browser`) loads the HTML report in headless Chromium
-if [ "$mode" = test ]; then packages+=(chromium); fi
+# and the parsers' libFuzzer targets (fuzz/, FOURFOLD_FUZZ) build with Debian's clang
+if [ "$mode" = test ]; then packages+=(chromium clang); fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,7 +27,9 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+fuzz=OFF # the test mode builds the fuzz targets too: ctest runs them briefly (label fuzz)
+[ "$mode" = test ] && fuzz=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFOURFOLD_FUZZ=$fuzz
 cmake --build build --parallel "$jobs"
 
 if [ "$mode" = run ]; then
