@@ -12,8 +12,9 @@ packages=(build-essential cmake ninja-build git pkg-config
           libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
           googletest libgtest-dev)
 # the report's browser test (ctest label `browser`) loads the HTML report in headless Chromium
-# the format check (scripts/check_format.sh) runs Debian's clang-format
-if [ "$mode" = test ]; then packages+=(chromium clang-format); fi
+# the format check (scripts/check_format.sh) runs Debian's clang-format, and the parsers'
+# libFuzzer targets (fuzz/, FOURFOLD_FUZZ) build with Debian's clang
+if [ "$mode" = test ]; then packages+=(chromium clang clang-format); fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,7 +31,9 @@ fi
 if [ "$mode" = test ]; then bash scripts/check_format.sh; fi
 
 jobs=$(nproc)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+fuzz=OFF # the test mode builds the fuzz targets too: ctest runs them briefly (label fuzz)
+[ "$mode" = test ] && fuzz=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DFOURFOLD_FUZZ=$fuzz
 cmake --build build --parallel "$jobs"
 
 if [ "$mode" = run ]; then

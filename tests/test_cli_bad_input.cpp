@@ -63,7 +63,7 @@ class bad_input_table : public ::testing::Test {
         }
     }
 
-  private:
+  protected:
     std::vector<std::string> listing() const {
         auto names = fourfold::list_directory(m_dir.path());
         names.erase(std::remove_if(names.begin(), names.end(),
@@ -244,5 +244,42 @@ TEST_F(bad_input_table, model_directories) {
         {"decode --model tiny-llama --mode fast --db {db}", "fast", "valid: eager, graph"},
         {"run --workload decode --param model=random:{dir}/empty_model --db {db}", "empty_model",
          "config.json"},
+    });
+}
+
+// issue 16: --resume of a run that does not exist, is complete, was made by another build or
+// holds a request that does not read; --resume beside a request; --isolate with --no-isolate;
+// a watchdog margin out of range.
+TEST_F(bad_input_table, resume_and_isolation) {
+    {
+        auto s = fourfold::store::result_store::open(m_db, fourfold::store::open_mode::read_write);
+        auto prov = provenance();
+        prov["request"]["options"] = json{{"workload", "softmax"},
+                                          {"shapes", {"1x1000"}},
+                                          {"dtypes", {"fp32"}},
+                                          {"device", "cpu"}};
+        const auto old = s.begin_run("old", "cpu", "test", prov);
+        s.finish_run(old, "interrupted");
+        prov["request"]["options"] = "not an object";
+        const auto broken = s.begin_run("broken", "cpu", "test", prov);
+        s.finish_run(broken, "interrupted");
+    }
+    check({
+        {"run --resume 999 --db {db}", "999", "runs there:"},
+        {"run --resume a --db {db}", "run 1 is complete", "nothing to resume"},
+        {"run --resume old --db {db}", "build (git sha): run has \"abc123\"",
+         "resume it with the build"},
+        {"run --resume broken --db {db}", "stored request", "cannot be resumed"},
+        {"run --resume a --db {dir}/missing.db", "missing.db", "give --db the store"},
+        {"run --resume a --workload softmax --db {db}", "--workload",
+         "--resume takes the request and settings"},
+        {"run --resume a --min-time 1 --db {db}", "--min-time",
+         "--resume takes the request and settings"},
+        {"run --workload softmax --isolate --no-isolate --db {db}", "--isolate and --no-isolate",
+         "give one"},
+        {"run --workload softmax --isolate --watchdog-margin 0 --db {db}", "--watchdog-margin '0'",
+         "(0, 86400]"},
+        {"run --workload softmax --isolate --watchdog-margin 1e9 --db {db}",
+         "--watchdog-margin '1e9'", "(0, 86400]"},
     });
 }

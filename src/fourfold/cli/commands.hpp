@@ -27,6 +27,10 @@ struct run_options {
     bool quiet = false;
     std::string format = "text"; // text | md | csv | json
     std::string command_line;
+    // each job group in a process of its own (runner/isolation.hpp); unset: on for CUDA only
+    std::optional<bool> isolate;
+    std::optional<std::string> watchdog_margin_s;
+    std::optional<std::string> resume; // a run id or label: measure what it has no record for
 };
 
 struct export_options {

@@ -113,7 +113,7 @@ int runs_command(const runs_options& o) {
     else
         t.print(text);
     for (const auto& r : runs)
-        if (!r.state.why.empty() && r.state.word != "complete")
+        if (!r.state.why.empty())
             text << fmt::format("  run {}: {}: {}\n", r.run.id, r.state.word, r.state.why);
     write_output("", text.str());
     return 0;

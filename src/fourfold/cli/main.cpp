@@ -6,6 +6,7 @@
 #include "fourfold/core/text.hpp"
 #include "fourfold/measure/stopping_rule.hpp"
 #include "fourfold/measure/timing.hpp"
+#include "fourfold/runner/isolation.hpp"
 #include "fourfold/runner/plan.hpp"
 
 #include <CLI/CLI.hpp>
@@ -118,6 +119,9 @@ std::string parse_message(CLI::App& app, const CLI::ParseError& e) {
 
 int main(int argc, char** argv) {
     using namespace fourfold;
+    // The hidden job mode of an isolated run: its request on stdin, frames out on fd 3.
+    if (argc == 2 && std::string(argv[1]) == runner::k_job_mode_argument)
+        return runner::job_process_main(0, 3);
     CLI::App app{
         "fourfold: did this backend change make my model faster, still correct, and no "
         "bigger in memory? Four separate ledgers: throughput, op_time, correctness, memory."};
@@ -183,6 +187,21 @@ int main(int argc, char** argv) {
         fmt::format("base seed of the inputs, 0..2^64-1 (default {})", runner::k_default_seed));
     run->add_option("--threads", ro.threads, cli::threads_help());
     run->add_flag("--quiet", ro.quiet, "no progress line");
+    bool isolate_flag = false, no_isolate_flag = false;
+    auto* isolate_opt = run->add_flag(
+        "--isolate", isolate_flag,
+        "each job group in a process of its own: a crash, a sticky CUDA error, an OOM or a hang "
+        "is a failed record and the run goes on (default on CUDA; off on the CPU)");
+    auto* no_isolate_opt =
+        run->add_flag("--no-isolate", no_isolate_flag, "run every job in this process");
+    run->add_option("--watchdog-margin", ro.watchdog_margin_s,
+                    fmt::format("isolated: seconds past a step's budget (--timeout, --warmup) "
+                                "before its process is stopped (default {:g})",
+                                runner::k_default_watchdog_margin_s));
+    auto* resume_opt = run->add_option(
+        "--resume", ro.resume,
+        "RUN (id or label): measure only the jobs the run has no record for, with its own "
+        "request and settings, after checking build, device, libtorch and settings are the same");
     run->add_option("--format", ro.format,
                     "text | md | csv | json: how the tables print on stdout (csv and json: the "
                     "run's records as 'fourfold export' writes them)")
@@ -274,6 +293,29 @@ int main(int argc, char** argv) {
             return cli::list_command(list_json);
         if (*run) {
             ro.command_line = joined_args(argc, argv);
+            if (isolate_opt->count() && no_isolate_opt->count())
+                throw bad_input("--isolate and --no-isolate contradict each other; give one");
+            if (isolate_opt->count())
+                ro.isolate = true;
+            if (no_isolate_opt->count())
+                ro.isolate = false;
+            if (resume_opt->count()) {
+                // the run's own request and settings are used: none may be given beside it
+                std::vector<std::string> given;
+                for (const char* name :
+                     {"--suite", "--workload", "--shape", "--param", "--dtype", "--variants",
+                      "--device", "--ledgers", "--label", "--timing", "--cache", "--min-time",
+                      "--min-samples", "--timeout", "--max-rel-stdev", "--warmup", "--seed",
+                      "--threads"})
+                    if (run->get_option(name)->count())
+                        given.emplace_back(name);
+                if (!given.empty())
+                    throw bad_input(fmt::format(
+                        "--resume takes the request and settings of the run it resumes; leave "
+                        "out {} (--db, --isolate, --no-isolate, --watchdog-margin, --quiet and "
+                        "--format may be given)",
+                        join(given, ", ")));
+            }
             return cli::run_command(ro);
         }
         if (*runs)

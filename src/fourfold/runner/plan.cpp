@@ -389,8 +389,12 @@ plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
 
 std::size_t plan::record_count() const {
     std::size_t n = skipped.size();
-    for (const auto& g : groups)
-        n += g.variants.size() * settings.ledgers.intersect(g.w->ledgers).list().size();
+    for (const auto& g : groups) {
+        auto ledgers = settings.ledgers.intersect(g.w->ledgers);
+        if (g.only_ledgers)
+            ledgers = ledgers.intersect(*g.only_ledgers);
+        n += g.variants.size() * ledgers.list().size();
+    }
     return n;
 }
 

@@ -64,6 +64,8 @@ struct job_group {
     std::vector<std::string> variants;
     std::string note;
     std::uint64_t seed = 0;
+    // Measure only these of the run's ledgers (a resumed run's missing ones); empty: all.
+    std::optional<ledger_set> only_ledgers;
     job_id job(const std::string& variant, const std::string& device) const;
     std::string title() const; // "softmax rows=1 vocab=128256 fp32"
 };

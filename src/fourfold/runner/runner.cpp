@@ -66,6 +66,13 @@ int rotation_sets(const measure::timing_settings& t, const backend::capabilities
     return static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
 }
 
+json sample_json(const backend::memory_sample& s) {
+    auto level = [](const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); };
+    return json{{"driver_bytes", level(s.driver)},
+                {"reserved_bytes", level(s.reserved)},
+                {"allocated_bytes", level(s.allocated)}};
+}
+
 class group_runner {
   public:
     group_runner(const plan& p, run_context& ctx, const job_group& g, run_summary& summary)
@@ -74,6 +81,8 @@ class group_runner {
     void run() {
         auto& dev = m_ctx.dev;
         m_ledgers = m_ledgers.intersect(m_g.w->ledgers);
+        if (m_g.only_ledgers)
+            m_ledgers = m_ledgers.intersect(*m_g.only_ledgers);
         std::vector<std::string> runnable;
         for (const auto& v : m_g.variants) {
             if (const auto why = m_g.w->unavailable(v, *m_g.c, dev)) {
@@ -97,6 +106,7 @@ class group_runner {
             return;
         if (m_ledgers.has(ledger::op_time)) {
             progress("op_time");
+            running("");
             timing_pass(runnable, dev_inputs);
         }
         if (interrupted())
@@ -104,6 +114,7 @@ class group_runner {
         if (m_ledgers.has(ledger::throughput)) {
             progress("throughput");
             for (const auto& v : runnable) {
+                running(v);
                 throughput_pass(v, dev_inputs);
                 if (interrupted())
                     return;
@@ -114,6 +125,7 @@ class group_runner {
         if (m_ledgers.has(ledger::memory)) {
             progress("memory");
             for (const auto& v : runnable) {
+                running(v);
                 memory_pass(v, dev_inputs);
                 if (interrupted())
                     return;
@@ -124,8 +136,28 @@ class group_runner {
   private:
     bool interrupted() const { return m_ctx.interrupted && m_ctx.interrupted->load(); }
     void progress(std::string_view pass) {
+        m_pass = std::string(pass);
         if (m_ctx.progress)
             m_ctx.progress->pass_started(pass);
+    }
+    void running(const std::string& variant) {
+        if (m_ctx.progress)
+            m_ctx.progress->variant_started(m_pass, variant);
+    }
+
+    // After a failure on a CUDA device: a context that fails even to synchronise is broken for
+    // good (a sticky error); nothing more can run in it.
+    void check_device(const std::vector<std::string>& variants, const std::string& reason) {
+        if (m_ctx.dev.spec().kind != backend::device_kind::cuda)
+            return;
+        try {
+            m_ctx.dev.synchronize();
+        } catch (const std::exception& e) {
+            throw sticky_device_error(variants.size() == 1 ? variants.front() : std::string(),
+                                      fmt::format("{} (the device's context is unusable after "
+                                                  "it: a sticky error)",
+                                                  reason));
+        }
     }
 
     void emit(record r) {
@@ -171,9 +203,12 @@ class group_runner {
             return true;
         } catch (const bad_input&) {
             throw;
+        } catch (const sticky_device_error&) {
+            throw;
         } catch (const std::exception& e) {
             const auto f = classify(e);
             const auto reason = what.empty() ? f.reason : what + ": " + f.reason;
+            check_device(variants, reason);
             for (const auto& v : variants) {
                 if (!only)
                     f.unsupported ? skip_all(v, reason) : fail_all(v, reason);
@@ -204,6 +239,7 @@ class group_runner {
         std::vector<std::string> ran;
         std::map<std::string, at::Tensor> outputs;
         for (const auto& v : variants) {
+            running(v);
             const bool ok = guarded({v}, std::nullopt, "", [&] {
                 json said = json::object();
                 const workloads::call_context call(m_ctx.dev, &said);
@@ -396,6 +432,10 @@ class group_runner {
             dev.synchronize();
             const auto baseline = probe.now();
             probe.reset_peaks();
+            json seen{{"baseline", sample_json(baseline)}, {"calls", 0}};
+            if (m_ctx.progress)
+                m_ctx.progress->memory_seen(variant, seen);
+            auto last_told = clock_type::now();
             measure::memory_sampler sampler(probe, probe.target_poll_hz());
             sampler.start();
             const auto t0 = clock_type::now();
@@ -404,6 +444,14 @@ class group_runner {
                 call();
                 dev.synchronize();
                 ++calls;
+                // at most ten a second: what a process that dies later in the pass leaves
+                if (m_ctx.progress &&
+                    clock_type::now() - last_told > std::chrono::milliseconds(100)) {
+                    seen["calls"] = calls;
+                    seen["last"] = sample_json(probe.now());
+                    m_ctx.progress->memory_seen(variant, seen);
+                    last_told = clock_type::now();
+                }
             } while ((std::chrono::duration<double>(clock_type::now() - t0).count() <
                           m_plan.settings.memory_min_window_s ||
                       sampler.polls() < 20) &&
@@ -433,6 +481,7 @@ class group_runner {
     run_summary& m_summary;
     ledger_set m_ledgers;
     std::map<std::string, json> m_call_facts; // per variant, from its correctness-pass call
+    std::string m_pass = "inputs";
 };
 
 } // namespace

@@ -3,6 +3,8 @@
 // runs), the timing pass (variants interleaved), then the memory pass (sampler on), each
 // writing its records to the sink the moment they exist.
 #include "fourfold/backend/device.hpp"
+#include "fourfold/core/error.hpp"
+#include "fourfold/core/json.hpp"
 #include "fourfold/core/record.hpp"
 #include "fourfold/runner/plan.hpp"
 
@@ -32,6 +34,12 @@ class progress_listener {
     virtual ~progress_listener() = default;
     virtual void group_started(std::size_t index, std::size_t total, const job_group& group) {}
     virtual void pass_started(std::string_view pass) {}
+    // The variant a pass runs now (empty in the timing pass: its variants interleave). An
+    // isolated job's process sends it to the parent, which names it in a crash's record.
+    virtual void variant_started(std::string_view pass, const std::string& variant) {}
+    // What the memory pass has seen so far of `variant` (its baseline, then the level after
+    // each call): kept by the parent in the failed record of a process that dies mid-pass.
+    virtual void memory_seen(const std::string& variant, const json& seen) {}
     virtual void finished() {}
 };
 
@@ -53,6 +61,19 @@ struct run_summary {
 };
 
 run_summary execute(const plan& p, run_context& ctx);
+
+// A device whose context a failure left unusable (CUDA's sticky errors: an illegal address, a
+// misaligned access): every later call on it fails, so the job group stops here. Isolated, the
+// job's process reports it and a fresh process takes the next group; in-process, the run ends.
+class sticky_device_error : public device_error {
+  public:
+    sticky_device_error(std::string variant, const std::string& what)
+        : device_error(what), m_variant(std::move(variant)) {}
+    const std::string& variant() const { return m_variant; }
+
+  private:
+    std::string m_variant;
+};
 
 // The command that reruns one job's correctness pass with the same inputs.
 std::string repro_command(const job_group& g, const std::string& variant, const std::string& device,

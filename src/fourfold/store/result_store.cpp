@@ -119,6 +119,55 @@ json parse_stored(const std::string& text, const char* what, std::int64_t run,
 
 } // namespace
 
+file_stamp file_stamp::of(const std::string& path) {
+    file_stamp f;
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) {
+        f.device = static_cast<std::uint64_t>(st.st_dev);
+        f.inode = static_cast<std::uint64_t>(st.st_ino);
+        f.size = static_cast<std::int64_t>(st.st_size);
+        f.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    }
+    f.wal = path_exists(path + "-wal");
+    return f;
+}
+
+// A read-only connection: `immutable` (no locks, no side files) while no -wal file exists,
+// otherwise a plain read-only one that reads through the live writer's WAL.
+database result_store::open_reader(const std::string& path, bool& immutable, file_stamp& stamp) {
+    stamp = file_stamp::of(path);
+    immutable = !stamp.wal;
+    return database(file_uri(path, immutable ? "mode=ro&immutable=1" : "mode=ro"),
+                    SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+}
+
+// An immutable connection reads the file as it is; a writer that starts meanwhile and
+// checkpoints into the file could change pages under it. So what it read counts only if the file
+// is as it was when the connection opened (same inode, size and modification time, and still no
+// -wal); otherwise the read is done again through a fresh connection (through the WAL, if a
+// writer is live now). A record is therefore never read torn.
+template <class Read> auto result_store::reading(Read&& read) const -> decltype(read()) {
+    for (int attempt = 0;; ++attempt) {
+        if (!m_immutable)
+            return read();
+        try {
+            auto result = read();
+            if (file_stamp::of(m_path) == m_stamp)
+                return result;
+        } catch (const std::exception&) {
+            if (file_stamp::of(m_path) == m_stamp || attempt >= 10)
+                throw;
+        }
+        if (attempt >= 10)
+            throw std::runtime_error(fmt::format(
+                "store '{}' changed under each of 10 reads (a writer checkpointing into it); try "
+                "again",
+                m_path));
+        m_db = open_reader(m_path, m_immutable, m_stamp);
+        m_db.exec("PRAGMA foreign_keys = ON");
+    }
+}
+
 void check_label(const std::string& label) {
     for (const char c : label)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
@@ -190,6 +239,22 @@ json stored_record::to_json(bool with_samples) const {
 }
 
 result_store result_store::open(const std::string& path, open_mode mode) {
+    if (mode == open_mode::read_write)
+        return open_once(path, mode);
+    // A store read while a writer creates or checkpoints it may look damaged for an instant:
+    // what failed counts only if the file is as it was when the attempt began.
+    for (int attempt = 0;; ++attempt) {
+        const auto before = file_stamp::of(path);
+        try {
+            return open_once(path, mode);
+        } catch (const std::exception&) {
+            if (attempt >= 10 || file_stamp::of(path) == before)
+                throw;
+        }
+    }
+}
+
+result_store result_store::open_once(const std::string& path, open_mode mode) {
     const bool writable = mode == open_mode::read_write;
     const std::string& shown = path;
     if (path.empty())
@@ -205,6 +270,8 @@ result_store result_store::open(const std::string& path, open_mode mode) {
     // in a directory that is not writable cannot take a run either.
     if (writable && exists && (!is_writable(path) || !is_writable(directory_of(path))))
         throw bad_input(read_only_store(shown));
+    bool immutable = false;
+    file_stamp stamp;
     try {
         std::optional<database> opened;
         if (writable) {
@@ -225,22 +292,31 @@ result_store result_store::open(const std::string& path, open_mode mode) {
             // there. With no -wal (no writer is live, none died), every record is in the file
             // itself and `immutable` reads it without locks or side files; with one, its records
             // are read through it as SQLite does for any reader.
-            const bool wal = path_exists(path + "-wal");
-            opened.emplace(file_uri(path, wal ? "mode=ro" : "mode=ro&immutable=1"),
-                           SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+            opened.emplace(open_reader(path, immutable, stamp));
         }
         auto& db = *opened;
         db.exec("PRAGMA foreign_keys = ON");
+        // a new store is in WAL mode before its schema is written: a reader never meets a
+        // rollback journal's half-written pages
+        if (writable && (!exists || file_size(path) == 0))
+            db.exec("PRAGMA journal_mode = WAL");
         ensure_schema(db, writable);
         if (writable) {
             db.exec("PRAGMA journal_mode = WAL");
             db.exec("PRAGMA synchronous = NORMAL");
         }
         const int version = read_schema_version(db);
-        return result_store(path, std::move(db), version);
+        result_store store(path, std::move(db), version);
+        store.m_immutable = immutable;
+        store.m_stamp = stamp;
+        if (immutable && file_stamp::of(path) != stamp)
+            return open_once(path, mode); // a writer began meanwhile: open through its WAL
+        return store;
     } catch (const sqlite_error& e) {
         const int primary = e.code() & 0xff;
         std::string why = e.what();
+        if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+            throw std::runtime_error(fmt::format("store '{}': {}", shown, e.what()));
         if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
             why = "the file is not an SQLite database (corrupt or another format)";
         else if (primary == SQLITE_READONLY)
@@ -282,6 +358,29 @@ void result_store::set_provenance(std::int64_t run, const json& provenance) {
 void result_store::finish_run(std::int64_t run, std::string_view status) {
     auto st = m_db.prepare("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?");
     st.bind(1, status).bind(2, utc_now_iso8601()).bind(3, run).step();
+}
+
+void result_store::reopen_run(std::int64_t run, const json& provenance) {
+    transaction tx(m_db);
+    auto st = m_db.prepare(
+        "UPDATE runs SET status = 'running', finished_at = NULL, provenance = ? WHERE id = ?");
+    st.bind(1, provenance.dump()).bind(2, run).step();
+    tx.commit();
+}
+
+std::set<std::pair<std::string, std::string>> result_store::record_keys(std::int64_t run) const {
+    return reading([&] {
+        std::set<std::pair<std::string, std::string>> out;
+        for (const auto l : k_all_ledgers) {
+            auto st = m_db.prepare(fmt::format(
+                "SELECT j.key FROM {} r JOIN jobs j ON j.id = r.job_id WHERE r.run_id = ?",
+                table_of(l)));
+            st.bind(1, run);
+            while (st.step())
+                out.insert({std::string(to_string(l)), st.text(0)});
+        }
+        return out;
+    });
 }
 
 std::int64_t result_store::job_row(std::int64_t run, const job_id& job) {
@@ -354,96 +453,108 @@ run_row result_store::read_run(const statement& st) const {
 }
 
 std::vector<run_row> result_store::runs() const {
-    auto st = m_db.prepare("SELECT id, label, started_at, finished_at, status, device, command, "
-                           "provenance FROM runs ORDER BY id");
-    std::vector<run_row> out;
-    while (st.step())
-        out.push_back(read_run(st));
-    return out;
+    return reading([&] {
+        auto st =
+            m_db.prepare("SELECT id, label, started_at, finished_at, status, device, command, "
+                         "provenance FROM runs ORDER BY id");
+        std::vector<run_row> out;
+        while (st.step())
+            out.push_back(read_run(st));
+        return out;
+    });
 }
 
 run_row result_store::find_run(const std::string& id_or_label) const {
-    std::uint64_t id = 0;
-    const bool numeric = parse_uint(id_or_label, id);
-    auto st = m_db.prepare("SELECT id, label, started_at, finished_at, status, device, command, "
-                           "provenance FROM runs WHERE id = ? OR label = ? ORDER BY "
-                           "(id = ?) DESC, id DESC LIMIT 1");
-    st.bind(1, numeric ? static_cast<std::int64_t>(id) : std::int64_t{-1});
-    st.bind(2, id_or_label).bind(3, numeric ? static_cast<std::int64_t>(id) : std::int64_t{-1});
-    if (st.step()) {
-        auto found = read_run(st);
-        if (found.label == id_or_label && !(numeric && found.id == static_cast<std::int64_t>(id)))
-            for (const auto& r : runs())
-                if (r.label == found.label && r.id != found.id)
-                    found.same_label_runs.push_back(r.id);
-        return found;
-    }
-    std::vector<std::string> known;
-    for (const auto& r : runs())
-        known.push_back(r.label.empty() ? std::to_string(r.id)
-                                        : fmt::format("{} ({})", r.id, r.label));
-    throw bad_input(fmt::format("run '{}' is not in store '{}'; runs there: {}", id_or_label,
-                                m_path, known.empty() ? "none" : join(known, ", ")));
+    return reading([&] {
+        std::uint64_t id = 0;
+        const bool numeric = parse_uint(id_or_label, id);
+        auto st =
+            m_db.prepare("SELECT id, label, started_at, finished_at, status, device, command, "
+                         "provenance FROM runs WHERE id = ? OR label = ? ORDER BY "
+                         "(id = ?) DESC, id DESC LIMIT 1");
+        st.bind(1, numeric ? static_cast<std::int64_t>(id) : std::int64_t{-1});
+        st.bind(2, id_or_label).bind(3, numeric ? static_cast<std::int64_t>(id) : std::int64_t{-1});
+        if (st.step()) {
+            auto found = read_run(st);
+            if (found.label == id_or_label &&
+                !(numeric && found.id == static_cast<std::int64_t>(id)))
+                for (const auto& r : runs())
+                    if (r.label == found.label && r.id != found.id)
+                        found.same_label_runs.push_back(r.id);
+            return found;
+        }
+        std::vector<std::string> known;
+        for (const auto& r : runs())
+            known.push_back(r.label.empty() ? std::to_string(r.id)
+                                            : fmt::format("{} ({})", r.id, r.label));
+        throw bad_input(fmt::format("run '{}' is not in store '{}'; runs there: {}", id_or_label,
+                                    m_path, known.empty() ? "none" : join(known, ", ")));
+    });
 }
 
 std::map<std::int64_t, std::int64_t> result_store::record_counts() const {
-    std::vector<std::string> parts;
-    for (const auto l : k_all_ledgers)
-        parts.push_back(fmt::format("SELECT run_id FROM {}", table_of(l)));
-    auto st = m_db.prepare(fmt::format("SELECT run_id, count(*) FROM ({}) GROUP BY run_id",
-                                       join(parts, " UNION ALL ")));
-    std::map<std::int64_t, std::int64_t> out;
-    while (st.step())
-        out[st.int64(0)] = st.int64(1);
-    return out;
+    return reading([&] {
+        std::vector<std::string> parts;
+        for (const auto l : k_all_ledgers)
+            parts.push_back(fmt::format("SELECT run_id FROM {}", table_of(l)));
+        auto st = m_db.prepare(fmt::format("SELECT run_id, count(*) FROM ({}) GROUP BY run_id",
+                                           join(parts, " UNION ALL ")));
+        std::map<std::int64_t, std::int64_t> out;
+        while (st.step())
+            out[st.int64(0)] = st.int64(1);
+        return out;
+    });
 }
 
 std::vector<stored_record> result_store::records(std::int64_t run, bool with_samples) const {
-    std::vector<stored_record> out;
-    for (const auto l : k_all_ledgers) {
-        auto st = m_db.prepare(fmt::format(
-            "SELECT r.id, r.job_id, r.status, r.reason, r.unit, r.figures, r.recorded_at, "
-            "j.workload, j.variant, j.device, j.dtype, j.params, j.seed, s.data, s.unit, s.n "
-            "FROM {} r JOIN jobs j ON j.id = r.job_id "
-            "LEFT JOIN samples s ON s.ledger = ? AND s.record_id = r.id "
-            "WHERE r.run_id = ? ORDER BY r.id",
-            table_of(l)));
-        st.bind(1, to_string(l)).bind(2, run);
-        while (st.step()) {
-            stored_record s;
-            s.id = st.int64(0);
-            s.run_id = run;
-            s.job_row = st.int64(1);
-            s.rec.which = l;
-            s.rec.status = parse_record_status(st.text(2)).value_or(record_status::failed);
-            s.rec.reason = st.text(3);
-            s.rec.unit = st.text(4);
-            const auto table = table_of(l);
-            s.rec.figures = parse_stored(st.text(5), "figures", run, table, s.id);
-            s.recorded_at = st.text(6);
-            s.rec.job.workload = st.text(7);
-            s.rec.job.variant = st.text(8);
-            s.rec.job.device = st.text(9);
-            s.rec.job.dtype = st.text(10);
-            s.rec.job.params = parse_stored(st.text(11), "params", run, table, s.id);
-            s.rec.job.seed = static_cast<std::uint64_t>(st.int64(12));
-            if (with_samples && !st.is_null(13)) {
-                const auto bytes = st.blob(13);
-                const auto n = st.int64(15);
-                if (n < 0 || bytes.size() != static_cast<std::size_t>(n) * sizeof(double))
-                    throw bad_input(fmt::format(
-                        "run {}, {} record {}: its stored samples hold {} bytes where {} values "
-                        "of 8 bytes were written; the store is damaged there (restore it from a "
-                        "copy, or export without --samples)",
-                        run, table, s.id, bytes.size(), n));
-                s.rec.samples = decode_samples(bytes);
+    return reading([&] {
+        std::vector<stored_record> out;
+        for (const auto l : k_all_ledgers) {
+            auto st = m_db.prepare(fmt::format(
+                "SELECT r.id, r.job_id, r.status, r.reason, r.unit, r.figures, r.recorded_at, "
+                "j.workload, j.variant, j.device, j.dtype, j.params, j.seed, s.data, s.unit, s.n "
+                "FROM {} r JOIN jobs j ON j.id = r.job_id "
+                "LEFT JOIN samples s ON s.ledger = ? AND s.record_id = r.id "
+                "WHERE r.run_id = ? ORDER BY r.id",
+                table_of(l)));
+            st.bind(1, to_string(l)).bind(2, run);
+            while (st.step()) {
+                stored_record s;
+                s.id = st.int64(0);
+                s.run_id = run;
+                s.job_row = st.int64(1);
+                s.rec.which = l;
+                s.rec.status = parse_record_status(st.text(2)).value_or(record_status::failed);
+                s.rec.reason = st.text(3);
+                s.rec.unit = st.text(4);
+                const auto table = table_of(l);
+                s.rec.figures = parse_stored(st.text(5), "figures", run, table, s.id);
+                s.recorded_at = st.text(6);
+                s.rec.job.workload = st.text(7);
+                s.rec.job.variant = st.text(8);
+                s.rec.job.device = st.text(9);
+                s.rec.job.dtype = st.text(10);
+                s.rec.job.params = parse_stored(st.text(11), "params", run, table, s.id);
+                s.rec.job.seed = static_cast<std::uint64_t>(st.int64(12));
+                if (with_samples && !st.is_null(13)) {
+                    const auto bytes = st.blob(13);
+                    const auto n = st.int64(15);
+                    if (n < 0 || bytes.size() != static_cast<std::size_t>(n) * sizeof(double))
+                        throw bad_input(fmt::format("run {}, {} record {}: its stored samples hold "
+                                                    "{} bytes where {} values "
+                                                    "of 8 bytes were written; the store is damaged "
+                                                    "there (restore it from a "
+                                                    "copy, or export without --samples)",
+                                                    run, table, s.id, bytes.size(), n));
+                    s.rec.samples = decode_samples(bytes);
+                }
+                if (!st.is_null(14) && st.text(14) != s.rec.unit)
+                    s.rec.samples_unit = st.text(14);
+                out.push_back(std::move(s));
             }
-            if (!st.is_null(14) && st.text(14) != s.rec.unit)
-                s.rec.samples_unit = st.text(14);
-            out.push_back(std::move(s));
         }
-    }
-    return out;
+        return out;
+    });
 }
 
 } // namespace fourfold::store

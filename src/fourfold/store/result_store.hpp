@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,19 @@ struct stored_record {
 
 enum class open_mode { read_write, read_only };
 
+// What identifies a store file's content from outside: a writer's checkpoint changes it.
+struct file_stamp {
+    std::uint64_t device = 0, inode = 0;
+    std::int64_t size = -1, mtime_ns = 0;
+    bool wal = false; // a -wal file beside it
+    static file_stamp of(const std::string& path);
+    bool operator==(const file_stamp& o) const {
+        return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns &&
+               wal == o.wal;
+    }
+    bool operator!=(const file_stamp& o) const { return !(*this == o); }
+};
+
 // Throws bad_input when `label` cannot name a run: a control character or newline (it would
 // break the tables and the CSV), or digits only (it would read as a run id).
 void check_label(const std::string& label);
@@ -63,6 +77,11 @@ class result_store {
                            const std::string& command, const json& provenance);
     void set_provenance(std::int64_t run, const json& provenance);
     void finish_run(std::int64_t run, std::string_view status);
+    // A run that is resumed: status back to running, its provenance replaced (the new pid and
+    // the note of the resume), finished_at cleared.
+    void reopen_run(std::int64_t run, const json& provenance);
+    // The (ledger, job key) of every record the run holds: what a resume need not measure.
+    std::set<std::pair<std::string, std::string>> record_keys(std::int64_t run) const;
     // Inserts the job row when the run has none for this key, then the record: one transaction.
     std::int64_t add_record(std::int64_t run, const record& rec);
 
@@ -79,10 +98,15 @@ class result_store {
         : m_path(std::move(path)), m_db(std::move(db)), m_schema_version(version) {}
     std::int64_t job_row(std::int64_t run, const job_id& job);
     run_row read_run(const statement& st) const;
+    static result_store open_once(const std::string& path, open_mode mode);
+    static database open_reader(const std::string& path, bool& immutable, file_stamp& stamp);
+    template <class Read> auto reading(Read&& read) const -> decltype(read());
 
     std::string m_path;
-    database m_db;
+    mutable database m_db; // a read-only store reopens it when the file changed under a read
     int m_schema_version;
+    mutable bool m_immutable = false;
+    mutable file_stamp m_stamp;
 };
 
 } // namespace fourfold::store

@@ -29,8 +29,14 @@ bool runs_fourfold(std::int64_t pid) {
 } // namespace
 
 run_state state_of(const run_row& r) {
-    if (r.status == "complete")
+    if (r.status == "complete") {
+        const auto resumed = r.provenance.value("/request/resumed"_json_pointer, json::array());
+        if (resumed.is_array() && !resumed.empty() && resumed.back().is_object())
+            return {"complete",
+                    fmt::format("resumed at {} ({} time(s)); the records before stand",
+                                resumed.back().value("at", std::string("?")), resumed.size())};
         return {"complete", ""};
+    }
     if (r.status == "interrupted")
         return {"interrupted", "stopped by SIGINT; the records stored before stand, the jobs after "
                                "are missing"};

@@ -150,6 +150,11 @@ void ensure_schema(database& db, bool writable) {
         if (!writable)
             throw std::runtime_error("it is empty (no fourfold runs)");
         transaction tx(db);
+        // another process may have created it while this one waited for the lock
+        if (count_tables(db) != 0) {
+            tx.commit();
+            return ensure_schema(db, writable);
+        }
         db.exec(schema_v1());
         auto st = db.prepare("INSERT INTO fourfold_meta(key, value) VALUES (?, ?)");
         st.bind(1, "schema_version").bind(2, std::to_string(k_schema_version)).step();

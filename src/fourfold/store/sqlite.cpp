@@ -1,9 +1,34 @@
 #include "fourfold/store/sqlite.hpp"
 
+#include <cstdlib>
 #include <fmt/format.h>
 #include <utility>
 
 namespace fourfold::store {
+namespace {
+
+bool is_busy(int rc) {
+    return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+}
+
+} // namespace
+
+double busy_timeout_s() {
+    if (const char* v = std::getenv("FOURFOLD_STORE_BUSY_S")) {
+        char* end = nullptr;
+        const double s = std::strtod(v, &end);
+        if (end != v && *end == '\0' && s >= 0.001 && s <= 3600)
+            return s;
+    }
+    return 30.0;
+}
+
+std::string busy_message(std::string_view context) {
+    return fmt::format("the store is locked by another process and stayed locked for more than "
+                       "{:g} s (the bounded wait; FOURFOLD_STORE_BUSY_S sets it) at {}; nothing "
+                       "of this step was written: run again once the other command has finished",
+                       busy_timeout_s(), context);
+}
 
 database::database(const std::string& path, int flags) {
     const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
@@ -14,7 +39,7 @@ database::database(const std::string& path, int flags) {
         throw sqlite_error(rc, msg);
     }
     sqlite3_extended_result_codes(m_db, 1);
-    sqlite3_busy_timeout(m_db, 10000);
+    sqlite3_busy_timeout(m_db, static_cast<int>(busy_timeout_s() * 1000));
 }
 
 database::~database() {
@@ -30,6 +55,8 @@ database& database::operator=(database&& other) noexcept {
 }
 
 void database::fail(int code, std::string_view context) const {
+    if (is_busy(code))
+        throw sqlite_error(code, busy_message(context));
     throw sqlite_error(
         code, fmt::format("{}: {}", context, m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(code)));
 }
@@ -40,6 +67,8 @@ void database::exec(std::string_view sql) {
     if (rc != SQLITE_OK) {
         const std::string msg = err ? err : sqlite3_errstr(rc);
         sqlite3_free(err);
+        if (is_busy(rc))
+            throw sqlite_error(rc, busy_message(sql.substr(0, sql.find(' '))));
         throw sqlite_error(rc, msg);
     }
 }
@@ -90,6 +119,8 @@ bool statement::step() {
         return true;
     if (rc == SQLITE_DONE)
         return false;
+    if (is_busy(rc))
+        throw sqlite_error(rc, busy_message("a statement"));
     throw sqlite_error(rc, fmt::format("step: {}", sqlite3_errmsg(m_db)));
 }
 

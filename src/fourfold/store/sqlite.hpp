@@ -21,6 +21,13 @@ class sqlite_error : public std::runtime_error {
     int m_code;
 };
 
+// How long a connection waits for a lock another process holds (SQLite's busy timeout) before
+// it gives up with store_busy: FOURFOLD_STORE_BUSY_S seconds (0.001..3600), 30 by default.
+double busy_timeout_s();
+
+// The wait for another process's lock on the store ran out: one line that says so.
+std::string busy_message(std::string_view context);
+
 class statement;
 
 class database {
