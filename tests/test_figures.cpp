@@ -55,6 +55,19 @@ TEST(figures, a_stored_value_of_the_wrong_type_is_an_error_that_names_the_key) {
     EXPECT_THROW((void)correctness_figures::from(json{{"metrics", "none"}}), stored_value_error);
 }
 
+TEST(figures, a_count_past_what_a_double_holds_exactly_is_an_error_not_undefined_behaviour) {
+    // found by fuzz_stored_figures (its first 10-minute run): n = 1.3e37 was cast to int64
+    const json huge = json::parse(R"({"ms_per_token": {"median": 80.0, "n": 1.3e37}})");
+    try {
+        (void)throughput_figures::from(huge);
+        FAIL() << "no throw";
+    } catch (const stored_value_error& e) {
+        EXPECT_NE(std::string(e.what()).find("'n'"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)stats_figure::from_json(json{{"n", -1e300}}), stored_value_error);
+    EXPECT_EQ(stats_figure::from_json(json{{"n", 12}})->n, 12);
+}
+
 TEST(figures, every_ledger_round_trips_through_the_store) {
     temp_dir dir;
     auto s = store::result_store::open(dir / "f.db", store::open_mode::read_write);

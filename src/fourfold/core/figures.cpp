@@ -1,5 +1,8 @@
 #include "fourfold/core/figures.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 
 namespace fourfold {
@@ -22,9 +25,22 @@ std::optional<double> optional_number(const json& j, const char* key) {
     return number(j, key);
 }
 
+// A count (samples, calls, repetitions): a number whose magnitude is at most 2^53, where a double
+// holds every integer; anything else is stored_value_error (converting 1.3e37 to an integer was
+// undefined behaviour, found by fuzz_stored_figures in its first 10-minute run).
+std::int64_t whole(double v, const char* key) {
+    if (!std::isfinite(v) || std::fabs(v) > 9007199254740992.0)
+        throw stored_value_error(fmt::format("'{}' is {}, not a count", key, v));
+    return static_cast<std::int64_t>(v);
+}
+
+std::int64_t count(const json& j, const char* key, double fallback = 0) {
+    return whole(number(j, key, fallback), key);
+}
+
 std::optional<std::int64_t> optional_int(const json& j, const char* key) {
     const auto v = optional_number(j, key);
-    return v ? std::optional<std::int64_t>(static_cast<std::int64_t>(*v)) : std::nullopt;
+    return v ? std::optional<std::int64_t>(whole(*v, key)) : std::nullopt;
 }
 
 std::string text(const json& j, const char* key, std::string fallback = {}) {
@@ -64,7 +80,7 @@ std::optional<stats_figure> stats_figure::from_json(const json& j) {
     if (!j.is_object())
         return std::nullopt;
     stats_figure s;
-    s.n = static_cast<std::int64_t>(number(j, "n"));
+    s.n = count(j, "n");
     s.min = number(j, "min");
     s.q1 = number(j, "q1");
     s.median = number(j, "median");
@@ -95,8 +111,9 @@ json stats_figure::to_json() const {
 std::optional<round_trip_figure> round_trip_figure::from_json(const json& j) {
     if (!j.is_object())
         return std::nullopt;
-    round_trip_figure r{number(j, "before"), number(j, "after"),
-                        static_cast<int>(number(j, "reps"))};
+    round_trip_figure r{
+        number(j, "before"), number(j, "after"),
+        static_cast<int>(std::clamp<std::int64_t>(count(j, "reps"), INT32_MIN, INT32_MAX))};
     if (r.before_us <= 0 || r.after_us <= 0)
         return std::nullopt;
     return r;
@@ -229,7 +246,7 @@ memory_figures_view memory_figures_view::from(const json& f) {
     m.outside_allocator_bytes = optional_int(f, "outside_allocator_bytes");
     m.baseline = object(f, "baseline");
     m.unavailable = object(f, "unavailable");
-    m.calls = static_cast<std::int64_t>(number(f, "calls"));
+    m.calls = count(f, "calls");
     return m;
 }
 
