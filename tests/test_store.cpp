@@ -1,4 +1,5 @@
 #include "fourfold/core/error.hpp"
+#include "fourfold/core/text.hpp"
 #include "fourfold/store/export.hpp"
 #include "fourfold/store/result_store.hpp"
 #include "fourfold/store/run_state.hpp"
@@ -300,4 +301,43 @@ TEST(store, reading_leaves_no_file_and_sees_what_a_live_writer_committed) {
     EXPECT_EQ(r.runs().size(), 2u);
     EXPECT_EQ(r.records(run, false).size(), 1u);
     EXPECT_EQ(r.record_counts().at(run), 1);
+}
+
+TEST(store, text_that_is_not_utf8_reads_back_as_replacement_characters_and_exports) {
+    // found by fuzz_store_bytes (its 10-minute run): a forged byte 0x90 in a stored text made
+    // export's JSON serialiser throw
+    temp_dir dir;
+    {
+        auto s = result_store::open(dir / "u.db", open_mode::read_write);
+        const auto run = s.begin_run("u", "cpu", "fourfold run ...", json::object());
+        s.add_record(run, sample_record(ledger::op_time, "stock"));
+        s.finish_run(run, "complete");
+    }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "u.db").c_str(), &db), SQLITE_OK);
+    // the lone byte 0x90 (not char(144), which SQLite writes as valid UTF-8)
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE jobs SET variant = CAST(X'73749063' AS TEXT)", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    const auto r = result_store::open(dir / "u.db", open_mode::read_only);
+    const auto recs = r.records(r.find_run("u").id, false);
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0].rec.job.variant, "st\xEF\xBF\xBD"
+                                       "c");
+    std::ostringstream out;
+    export_request req;
+    EXPECT_NO_THROW(export_store(r, req, out));
+    EXPECT_NE(out.str().find("st\xEF\xBF\xBD"
+                             "c"),
+              std::string::npos);
+}
+
+TEST(store, valid_utf8_keeps_every_well_formed_sequence) {
+    EXPECT_EQ(valid_utf8("plain"), "plain");
+    EXPECT_EQ(valid_utf8("\xC2\xB5s \xE2\x80\x94 \xF0\x9F\x98\x80"),
+              "\xC2\xB5s \xE2\x80\x94 \xF0\x9F\x98\x80");
+    EXPECT_EQ(valid_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                 // overlong
+    EXPECT_EQ(valid_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); // surrogate
+    EXPECT_EQ(valid_utf8("a\xE2\x80"), "a\xEF\xBF\xBD\xEF\xBF\xBD");               // cut short
 }

@@ -116,4 +116,36 @@ std::string utc_now_iso8601() {
     return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
 }
 
+std::string valid_utf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+    const auto cont = [&](std::size_t i, unsigned lo, unsigned hi) {
+        return i < text.size() && byte(i) >= lo && byte(i) <= hi;
+    };
+    for (std::size_t i = 0; i < text.size();) {
+        const unsigned b = byte(i);
+        std::size_t len = 0;
+        if (b < 0x80)
+            len = 1;
+        else if (b >= 0xC2 && b <= 0xDF)
+            len = cont(i + 1, 0x80, 0xBF) ? 2 : 0;
+        else if (b >= 0xE0 && b <= 0xEF) {
+            const unsigned lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+            len = cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) ? 3 : 0;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            const unsigned lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+            len = cont(i + 1, lo, hi) && cont(i + 2, 0x80, 0xBF) && cont(i + 3, 0x80, 0xBF) ? 4 : 0;
+        }
+        if (len == 0) {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        } else {
+            out.append(text.substr(i, len));
+            i += len;
+        }
+    }
+    return out;
+}
+
 } // namespace fourfold

@@ -17,6 +17,10 @@ std::string first_line(std::string_view text);
 // The text with each control character (newline, tab, escape, DEL) written as \xNN: what is
 // shown on one line of a message or a table stays on one line and cannot drive a terminal.
 std::string escape_control(std::string_view text);
+// `text` with every byte that does not begin a well-formed UTF-8 sequence replaced by U+FFFD:
+// text read back from a store (any bytes a damaged or hostile file holds) stays printable and
+// serialisable as JSON.
+std::string valid_utf8(std::string_view text);
 
 // "1.50 GiB", "512 B": bytes for people; the stored figure stays in bytes.
 std::string human_bytes(double bytes);
