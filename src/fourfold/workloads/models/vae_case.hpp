@@ -10,6 +10,7 @@
 #include "fourfold/core/text.hpp"
 #include "fourfold/workloads/model_ops/op_path.hpp"
 #include "fourfold/workloads/models/model_case.hpp"
+#include "fourfold/workloads/models/vae_metrics.hpp"
 #include "fourfold/workloads/models/vae_session.hpp"
 #include "fourfold/workloads/models/vae_weights.hpp"
 #include "fourfold/workloads/workload.hpp"
@@ -83,6 +84,19 @@ class vae_case_base : public model_case<vae_weights>, public vae_pad_seam {
     }
 
     const vae_config& config() const { return m_source.config; }
+
+    // The PSNR floor of both VAE workloads, by dtype (and TF32 for fp32).
+    std::unique_ptr<extra_metrics> make_extra_metrics() const override {
+        switch (args().type) {
+        case dtype::fp32:
+            return std::make_unique<vae_psnr_metrics>(
+                tf32() ? 30.0 : 60.0, tf32() ? "fp32 with TF32" : "fp32: float32 rounding only");
+        case dtype::fp16:
+            return std::make_unique<vae_psnr_metrics>(35.0, "fp16 rounding");
+        default:
+            return std::make_unique<vae_psnr_metrics>(25.0, "bf16 rounding");
+        }
+    }
 
   protected:
     std::string weights_key() const override {

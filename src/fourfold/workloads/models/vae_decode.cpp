@@ -132,18 +132,6 @@ class vae_decode_case final : public vae_case_base {
         }
     }
 
-    std::unique_ptr<extra_metrics> make_extra_metrics() const override {
-        switch (args().type) {
-        case dtype::fp32:
-            return std::make_unique<vae_psnr_metrics>(
-                tf32() ? 30.0 : 60.0, tf32() ? "fp32 with TF32" : "fp32: float32 rounding only");
-        case dtype::fp16:
-            return std::make_unique<vae_psnr_metrics>(35.0, "fp16 rounding");
-        default:
-            return std::make_unique<vae_psnr_metrics>(25.0, "bf16 rounding");
-        }
-    }
-
     json variant_facts(const std::string& variant) const override {
         auto f = common_facts(variant);
         const auto sf = config().spatial_factor();
