@@ -130,3 +130,21 @@ stage_native_tokens() {
     $BIN export --format json --run native-tokens --db "$DB" >"$OUT/native_tokens.json"
     python3 bench/gpu/native_table.py "$OUT/native_tokens.json" | tail -6
 }
+
+# Where racecheck's "Internal Sanitizer Error ... hardware exception" starts: the GEMV edge shapes
+# of tests/test_native_cuda.cpp in ONE process (fourfold run, every job a record, no isolation),
+# racecheck over fourfold's kernels only; then the gtest alone with device backtraces.
+stage_sanitizer_gemv() {
+    local shapes=1x1x1,1x1x4096,1x4096x1,3x5x7,1x8x4096,1x768x2048,2x1024x4095,8x1000x1000
+    shapes=$shapes,1x4096x4096,4x14336x4096,8x2048x768
+    : >"$OUT/sanitizer_gemv.txt"
+    for t in bf16 fp16; do
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 100 compute-sanitizer --tool racecheck \
+            --kernel-name kns=fourfold --show-backtrace device \
+            $BIN run --workload linear_decode --shape "$shapes" --param bias=false,true --dtype $t \
+            --variants native --ledgers correctness --device cuda --no-isolate --db /tmp/rc-$$.db \
+            >>"$OUT/sanitizer_gemv.txt" 2>&1
+        echo "racecheck fourfold run linear_decode $t: exit $?"
+    done
+    grep -E "Internal|hazard|RACECHECK SUMMARY|failed|FAIL|error" "$OUT/sanitizer_gemv.txt" | sort | uniq -c | head -30
+}

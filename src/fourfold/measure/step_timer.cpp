@@ -100,9 +100,12 @@ step_timing time_steps(backend::device& dev, const stopping_settings& stop,
         for (auto i = first; i < out.step_ms.size(); ++i)
             rule.add(out.step_ms[i]);
         out.elapsed_s = ms_since(t0) / 1000.0;
-    } while (rule.check(out.elapsed_s) == stop_state::running);
+    } while (rule.check(out.elapsed_s) == stop_state::running || out.rounds < round.min_rounds);
     out.stop = rule.check(out.elapsed_s);
     out.stop_detail = rule.detail();
+    if (round.min_rounds > 1)
+        out.stop_detail +=
+            fmt::format("; at least {} rounds (the workload's minimum)", round.min_rounds);
     return out;
 }
 

@@ -20,6 +20,10 @@ struct step_round {
     std::function<void()> lead_in;          // enqueues the round's lead-in
     std::function<void(std::int64_t)> step; // enqueues step i (0-based) of the round
     std::int64_t steps = 1;
+    // Timed rounds to run however early the rule stops (a whole decode of several seconds would
+    // otherwise be one round past the rule's timeout: a rate without a spread). The rule's stop
+    // state is reported as it was; the rounds it took are in `rounds`.
+    std::int64_t min_rounds = 1;
 };
 
 struct step_timing {

@@ -25,6 +25,9 @@ using namespace models;
 
 constexpr std::int64_t k_twin_tile = 4;
 constexpr std::int64_t k_twin_frames = 3;
+// Whole decodes timed however long one takes (1-6 s for wan2.1 on an H200, past a suite's
+// per-job budget): three give the frames/s figure a spread and a confidence interval.
+constexpr std::int64_t k_min_rounds = 3;
 
 class vae_decode_case final : public vae_case_base {
   public:
@@ -186,7 +189,7 @@ class vae_decode_case final : public vae_case_base {
                                                      if (i == n - 1)
                                                          (void)s.finish_decode();
                                                  },
-                                                 n});
+                                                 n, k_min_rounds});
         if (pads_last_round < 0)
             pads_last_round = s.pad_calls();
         const auto stats = measure::summarize(timing.step_ms);
