@@ -5,6 +5,8 @@
 #include "fourfold/kernels/softmax.hpp"
 
 #include <gtest/gtest.h>
+#include <utility>
+#include <vector>
 
 using namespace fourfold::kernels;
 
@@ -105,9 +107,8 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
     EXPECT_EQ(big.k_split, 1) << big.describe();
     EXPECT_EQ(big.rows_per_warp, 1);
-    // unsplit: the persistent streaming kernel, one wave of 4 x 132 resident blocks at most
-    EXPECT_TRUE(big.streamed) << big.describe();
-    EXPECT_TRUE(big.persistent);
+    // unsplit: rows balanced over one wave of 4 x 132 resident blocks
+    EXPECT_TRUE(big.balanced) << big.describe();
     EXPECT_EQ(big.blocks, 4 * 132);
 }
 
@@ -115,46 +116,55 @@ TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
     // K = 640 bf16: 80 vectors a row, 4 rows a step keep 8 vectors a lane in flight
     const auto short_rows = plan_gemv(gemv_of(1, 262144, 640), h200());
     EXPECT_TRUE(short_rows.streamed) << short_rows.describe();
+    EXPECT_FALSE(short_rows.balanced);
     EXPECT_EQ(short_rows.rows_per_warp, 4);
     EXPECT_EQ(short_rows.unroll, 2);
-    EXPECT_EQ(plan_gemv(gemv_of(1, 65536, 1024), h200()).rows_per_warp, 2); // 128 vectors
-    EXPECT_EQ(plan_gemv(gemv_of(1, 65536, 2048), h200()).rows_per_warp, 1); // 256 vectors
-    // a grid smaller than a wave: one block per 8 row groups
-    const auto one_wave = plan_gemv(gemv_of(1, 4096, 4096), h200());
-    EXPECT_TRUE(one_wave.streamed);
-    EXPECT_EQ(one_wave.blocks, 512);
-    EXPECT_FALSE(one_wave.persistent);
-    // 2 or more rows a resident warp (4224 on the H200): persistent
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 8192, 4096), h200()).persistent);
-    EXPECT_TRUE(plan_gemv(gemv_of(1, 9728, 2560), h200()).persistent);
-    EXPECT_TRUE(plan_gemv(gemv_of(1, 128256, 4096), h200()).persistent);
+    // 2 or more row groups a resident warp (4224 on the H200): persistent, one wave
+    EXPECT_TRUE(short_rows.persistent);
+    EXPECT_EQ(short_rows.blocks, 4 * 132);
+    // fewer: one block per 8 row groups
+    const auto few = plan_gemv(gemv_of(1, 8192, 640), h200());
+    EXPECT_FALSE(few.persistent) << few.describe();
+    EXPECT_EQ(few.blocks, 2048 / 8);
     // the tensor-core path (several tokens, bf16) is not streamed
     EXPECT_FALSE(plan_gemv(gemv_of(8, 4096, 4096), h200()).streamed);
 }
 
 TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
-    // 4096 rows: 512 blocks of 8 rows, nearly one wave of 4 x 132 resident blocks: no split
-    const auto q = plan_gemv(gemv_of(1, 4096, 4096), h200());
-    EXPECT_EQ(q.k_split, 1) << q.describe();
-    EXPECT_EQ(q.blocks, 512);
     // 768 rows: 96 blocks; split until half a wave (264) is reached: 4 warps a row
     EXPECT_EQ(plan_gemv(gemv_of(1, 768, 2048), h200()).k_split, 4);
-    // 14336 and 262144 rows fill waves unsplit
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 768, 2048), h200()).balanced);
+    // 4096, 14336 and 262144 rows fill waves unsplit
+    EXPECT_EQ(plan_gemv(gemv_of(1, 4096, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 14336, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 262144, 1152), h200()).k_split, 1);
 }
 
-TEST(kernel_plans, gemv_splits_k_where_the_last_round_of_rows_would_cost_most) {
-    // 5120 rows on 4224 resident warps: unsplit, two row times; 4 splits, 5 quarter rows
-    const auto p = plan_gemv(gemv_of(1, 5120, 25600), h200());
-    EXPECT_EQ(p.k_split, 4) << p.describe();
-    EXPECT_FALSE(p.streamed);
-    EXPECT_EQ(plan_gemv(gemv_of(1, 5120, 5120), h200()).k_split, 2); // 5 KB halves
-    // 8192 rows are 1.94 row times unsplit: nothing to win
-    EXPECT_EQ(plan_gemv(gemv_of(1, 8192, 28672), h200()).k_split, 1);
-    // units under 5 KB are latency, not bytes: 9728 x 2560 and 5376 x 4096 stay unsplit
-    EXPECT_EQ(plan_gemv(gemv_of(1, 5376, 4096), h200()).k_split, 1);
-    EXPECT_EQ(plan_gemv(gemv_of(1, 9728, 2560), h200()).k_split, 1);
+TEST(kernel_plans, gemv_balances_rows_over_each_blocks_warps_from_four_rows_a_block) {
+    // 4 rows a block of the wave (2112 rows for 528 blocks) and rows of 2 KB (128 vectors) on
+    for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{{5120, 25600},
+                                                                                 {5120, 5120},
+                                                                                 {14336, 4096},
+                                                                                 {4096, 4096},
+                                                                                 {2112, 1024},
+                                                                                 {6144, 4096},
+                                                                                 {4096, 14336},
+                                                                                 {128256, 4096}}) {
+        const auto p = plan_gemv(gemv_of(1, n, k), h200());
+        EXPECT_TRUE(p.balanced) << n << "x" << k << ": " << p.describe();
+        EXPECT_EQ(p.k_split, 1);
+        EXPECT_EQ(p.blocks, 4 * 132);
+        EXPECT_NE(p.describe().find("evenly"), std::string::npos);
+    }
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 2111, 4096), h200()).balanced);  // 3.998 rows a block
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 65536, 1016), h200()).balanced); // 127 vectors a row
+    // several fp32 tokens take the FMA path at 2 blocks an SM: 1056 rows are 4 a block
+    auto f32 = gemv_of(4, 1056, 4096);
+    f32.type = elem::f32;
+    const auto p = plan_gemv(f32, h200());
+    EXPECT_TRUE(p.balanced) << p.describe();
+    EXPECT_EQ(p.blocks, 2 * 132);
+    EXPECT_FALSE(plan_gemv(gemv_of(8, 14336, 4096), h200()).balanced); // tensor cores
 }
 
 TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles) {

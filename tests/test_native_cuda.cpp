@@ -205,10 +205,24 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
     struct shape {
         std::int64_t t, n, k;
     };
-    const std::vector<shape> shapes{{1, 1, 1},        {1, 1, 4096},    {1, 4096, 1},
-                                    {3, 5, 7},        {1, 8, 4096},    {1, 768, 2048},
-                                    {2, 1024, 4095},  {8, 1000, 1000}, {1, 4096, 4096},
-                                    {4, 14336, 4096}, {8, 2048, 768},  {1, 151936, 1024}};
+    const std::vector<shape> shapes{{1, 1, 1},
+                                    {1, 1, 4096},
+                                    {1, 4096, 1},
+                                    {3, 5, 7},
+                                    {1, 8, 4096},
+                                    {1, 768, 2048},
+                                    {2, 1024, 4095},
+                                    {8, 1000, 1000},
+                                    {1, 4096, 4096},
+                                    {4, 14336, 4096},
+                                    {8, 2048, 768},
+                                    {1, 151936, 1024},
+                                    // rows balanced over a block's warps, cut between runs:
+                                    // 2 steps a row, the last one nearly empty; 3 steps; fp32
+                                    // several tokens on the FMA path
+                                    {1, 2113, 1032},
+                                    {1, 3001, 3000},
+                                    {3, 1100, 1024}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
             for (const bool bias : {false, true})

@@ -39,6 +39,9 @@ struct gemv_plan {
     // group's loads in flight (gemv_stream)
     bool streamed = false;
     bool persistent = false; // streamed over one wave of blocks (8 or more row groups a warp)
+    // one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut into 8 equal
+    // runs, one a warp; rows cut between runs are summed in shared memory (gemv_balanced)
+    bool balanced = false;
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

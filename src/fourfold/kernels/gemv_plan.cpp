@@ -8,6 +8,7 @@ namespace fourfold::kernels {
 
 std::string gemv_plan::describe() const {
     std::string s = tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
+                    : balanced   ? "16-byte loads, rows split evenly over each block's warps"
                     : streamed
                         ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
                                       : "16-byte loads, streamed, a block per 8 row groups")
@@ -75,31 +76,26 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         const std::int64_t per_block = 8 / p.k_split;
         p.blocks = (groups + per_block - 1) / per_block;
     }
-    // Between half a wave and 8 rows a warp, rows are the unit of work and the grid's last
-    // round of rows is what costs: 5120 rows on the 4224 resident warps take two row times
-    // where 1.21 would do (measured, build e62084f: 5120x25600 at 0.83x of cuBLAS). Splitting
-    // K in ks makes the unit smaller: ceil(N ks / W) units of 1/ks of a row each, plus a
-    // reduction. Taken where it shortens that estimate by 10 % or more, with units of at least
-    // 5 KB (below, a unit is a DRAM latency, not its bytes: 9728x2560 at 8 splits ran at 0.40x;
-    // 5376x4096 in 4 KB halves lost 3 %, 5120x5120 in 5 KB halves won 4 %, build 834ac6a).
-    const double resident_warps = capacity * 8;
-    const double rows = static_cast<double>(a.n);
-    const std::int64_t row_bytes = a.k * es;
-    const bool few_rows_a_warp = rows < 8 * resident_warps;
-    if (p.vectorised && !p.tensor_cores && p.k_split == 1 && few_rows_a_warp &&
-        rows > resident_warps) {
-        auto cost = [&](int ks) {
-            return std::ceil(rows * ks / resident_warps) * (1.0 / ks + (ks > 1 ? 0.05 : 0.0));
-        };
-        int best = 1;
-        for (int ks = 2; ks <= 4; ks *= 2)
-            if (row_bytes / ks >= 5120 && units >= ks && cost(ks) < cost(best) &&
-                cost(ks) < 0.9 * cost(1)) // a gain the model can tell from its own error
-                best = ks;
-        if (best > 1) {
-            p.k_split = best;
-            p.blocks = (groups + 8 / best - 1) / (8 / best);
-        }
+    // From 4 rows a block of the wave on, with rows of 2 KB or more: the rows split evenly over
+    // each block's warps (gemv_balanced). With rows as the unit of work the grid's last round
+    // of rows is what costs: 5120 rows on the 4224 resident warps take two row times where 1.21
+    // would do (measured, build e62084f: 5120x25600 at 0.83x of cuBLAS; 14336x4096 at 0.91x,
+    // build 17d18e8). Splitting K in 2 or 4 by a cost model of that last round (834ac6a) won
+    // back 4-12 % on four shapes and lost 3 % on a fifth: its units were still whole halves or
+    // quarters of rows. Balanced runs differ by one 2 KB step a warp at most, and by one row a
+    // block of eight warps.
+    const std::int64_t nkv_all = p.vectorised ? a.k / vw : 0;
+    const double block_steps = (static_cast<double>(a.n) / capacity + 1) *
+                               std::ceil(static_cast<double>(nkv_all) / 128); // int in-kernel
+    if (p.vectorised && !p.tensor_cores && nkv_all >= 128 &&
+        static_cast<double>(a.n) >= 4 * capacity && block_steps < 2147483647.0) {
+        p.balanced = true;
+        p.streamed = true;
+        p.k_split = 1;
+        p.rows_per_warp = 1;
+        p.unroll = 4;
+        p.blocks = static_cast<std::int64_t>(capacity);
+        return p;
     }
     // Unsplit on the FMA path: the streaming kernel. Rows shorter than 256 vectors (8 a lane)
     // go 2 or 4 to a warp's step, so that a step still has 8 vectors a lane in flight. With 2
@@ -116,7 +112,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.unroll = 8 / p.rows_per_warp;
         const std::int64_t row_groups = (a.n + p.rows_per_warp - 1) / p.rows_per_warp;
         const std::int64_t one_per_warp = (row_groups + 7) / 8;
-        p.persistent = static_cast<double>(row_groups) >= 2 * resident_warps;
+        p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
     return p;

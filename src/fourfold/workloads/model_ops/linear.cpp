@@ -44,6 +44,7 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
     if (ctx->wants_facts())
         ctx->fact("kernel", json{{"path", plan.describe()},
                                  {"vectorised", plan.vectorised},
+                                 {"balanced", plan.balanced},
                                  {"rows_per_warp", plan.rows_per_warp},
                                  {"split_k", plan.k_split},
                                  {"blocks", plan.blocks},
