@@ -94,7 +94,7 @@ stage_sanitizer() {
 stage_native_quick() {
     $BIN run --workload softmax --shape 1x128256,1x262144,64x128256 --dtype fp32 --device cuda \
         --label native-quick --db "$DB" --quiet --ledgers op_time,correctness >"$OUT/native_quick.txt" 2>&1
-    $BIN run --workload linear_decode --shape 1x4096x4096,1x768x2048,1x128256x4096,1x14336x4096,8x4096x4096 \
+    $BIN run --workload linear_decode --shape 1x4096x4096,1x768x2048,1x128256x4096,1x14336x4096,8x4096x4096,1x5120x5120,1x6144x4096 \
         --dtype bf16 --device cuda --label native-quick --db "$DB" --quiet --ledgers op_time,correctness \
         >>"$OUT/native_quick.txt" 2>&1
     $BIN run --workload linear_decode --shape 1x4096x4096,1x768x2048 --param bias=true \
