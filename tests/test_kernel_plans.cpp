@@ -249,3 +249,12 @@ TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {
     EXPECT_NE(plan_pad(huge, h200()).valid.find("2^31"), std::string::npos);
     EXPECT_EQ(plan_pad(pad_of(k_aligned + 2), h200()).vec, 1);
 }
+
+TEST(kernel_plans, gemv_launches_dependent_on_hopper_and_serial_before_it) {
+    const auto p = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    EXPECT_TRUE(p.dependent_launch);
+    EXPECT_NE(p.describe().find("dependent launch"), std::string::npos) << p.describe();
+    auto ampere = h200();
+    ampere.cc_major = 8;
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), ampere).dependent_launch);
+}

@@ -63,6 +63,28 @@ template <> struct type_of<elem::f32> { using type = float; };
 template <> struct type_of<elem::f16> { using type = __half; };
 template <> struct type_of<elem::bf16> { using type = __nv_bfloat16; };
 
+// Programmatic dependent launch (sm_90 on; nothing on older devices, where a launch is serial
+// anyway). A kernel launched with launch_serialised_after(..., true) may start while the kernel
+// before it on the stream is still running: it must call dependency_wait() before it reads
+// anything that kernel may have written (x, never the weights of a model, but the op benchmark
+// makes no exception: only L2 prefetches, which read through the one coherent L2, go before the
+// wait) and before it writes anything. allow_dependents() lets the next kernel launch once every
+// block of this one has run it.
+__device__ __forceinline__ void dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// A hint: the 128-byte line holding p into L2 (no register written, nothing to go stale).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 } // namespace fourfold::kernels::device
 
 namespace fourfold::kernels {
@@ -90,6 +112,26 @@ template <class Launch> launch_status by_element(elem e, Launch&& launch) {
         return launch(__nv_bfloat16{});
     }
     return invalid("unknown element type");
+}
+
+// Launches `kernel` on `stream`; with `dependent` (a device of compute capability 9 or more:
+// the plan decides) as a programmatic dependent launch, which may overlap the previous kernel's
+// last blocks (the kernel then calls dependency_wait(), see above). Graph capture keeps the
+// edge programmatic.
+template <typename... Params, typename... Args>
+cudaError_t launch_serialised_after(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                    stream_t stream, bool dependent, Args&&... args) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = dependent ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 } // namespace fourfold::kernels

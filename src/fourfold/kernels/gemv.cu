@@ -98,6 +98,8 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
              T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
              std::int64_t row_blocks) {
+    allow_dependents();
+    dependency_wait(); // x is read from the start
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4 / R; // x 2 buffers: 8 vectors of a row in flight per lane
     using P = packet<T, VEC>;
@@ -194,9 +196,21 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
     const std::int64_t groups = (n + R - 1) / R;
     const std::int64_t steps = (nkv + 32 * U - 1) / (32 * U); // steps a row group takes
+    allow_dependents();
     std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
     if (g >= groups)
         return;
+    // the group's first step into L2 while the kernel before may still run, then wait
+    if (lane % 8 == 0)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (g * R + r < n)
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    if (u * 32 + lane < nkv)
+                        prefetch_l2(reinterpret_cast<const uint4*>(w + (g * R + r) * ld_w) +
+                                    u * 32 + lane);
+    dependency_wait();
     const uint4* xv[TOK];
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
@@ -308,6 +322,7 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     using P = packet<T, VEC>;
     __shared__ float head[8][TOK], tail[8][TOK];
     __shared__ int head_row[8], tail_row[8]; // rows of this block, from r0
+    allow_dependents();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const std::int64_t blocks = gridDim.x;
     const std::int64_t r0 = blockIdx.x * n / blocks;
@@ -346,6 +361,16 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
         int row = lo / steps, s = lo % steps;
         const int first_row = row;
         const bool first_cut = s != 0; // the run starts inside its first row
+        // the run's first two steps into L2 while the kernel before may still run, then wait
+        for (int i = lo; i < lo + 2 && i < hi; ++i)
+            if (lane % 8 == 0)
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int v = (i % steps) * 32 * U + u * 32 + lane;
+                    if (v < kv)
+                        prefetch_l2(w0 + (i / steps) * ldv + v);
+                }
+        dependency_wait();
         float bias_cur = bias_of(row), bias_next = 0.f;
         uint4 cur[U], nxt[U];
         fetch(cur, row, s);
@@ -410,7 +435,8 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
             row = row2;
             s = s2;
         }
-    }
+    } else
+        dependency_wait();
     __syncthreads();
     const int hr = head_row[warp];
     if (hr >= 0 && lane < TOK) {
@@ -429,6 +455,8 @@ __global__ void __launch_bounds__(256, 1)
                 T* __restrict__ y, int tokens, std::int64_t n, std::int64_t k, std::int64_t ld_x,
                 std::int64_t ld_w, std::int64_t ld_y, std::int64_t inc_x, std::int64_t inc_w,
                 int ks, std::int64_t kchunk, std::int64_t row_blocks) {
+    allow_dependents();
+    dependency_wait(); // x is read from the start
     constexpr int TOK = k_gemv_max_tokens;
     __shared__ float part[8][TOK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -488,6 +516,8 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     gemv_mma(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
              T* __restrict__ y, int tokens, std::int64_t n, std::int64_t kblocks, std::int64_t ld_x,
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kbchunk) {
+    allow_dependents();
+    dependency_wait();   // x is read from the start
     constexpr int U = 4; // 32-column blocks in flight per iteration
     __shared__ float part[8][32][4];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -557,11 +587,11 @@ template <typename T>
 launch_status launch_mma(const gemv_plan& p, const gemv_args& a, stream_t stream) {
     const std::int64_t kblocks = a.k / 32;
     const std::int64_t kbchunk = (kblocks + p.k_split - 1) / p.k_split;
-    gemv_mma<T><<<static_cast<unsigned>(p.blocks), p.threads, 0, stream>>>(
-        static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
-        static_cast<T*>(a.y), static_cast<int>(a.tokens), a.n, kblocks, a.ld_x, a.ld_w, a.ld_y,
-        p.k_split, kbchunk);
-    return status_of(cudaGetLastError());
+    return status_of(launch_serialised_after(
+        gemv_mma<T>, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), stream,
+        p.dependent_launch, static_cast<const T*>(a.x), static_cast<const T*>(a.w),
+        static_cast<const T*>(a.bias), static_cast<T*>(a.y), static_cast<int>(a.tokens), a.n,
+        kblocks, a.ld_x, a.ld_w, a.ld_y, p.k_split, kbchunk));
 }
 
 template <typename T, int TOK>
@@ -575,31 +605,25 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
     const auto* w = static_cast<const T*>(a.w);
     const auto* b = static_cast<const T*>(a.bias);
     auto* y = static_cast<T*>(a.y);
-    const auto grid = static_cast<unsigned>(p.blocks);
-    if (p.balanced) {
-        gemv_balanced<T, TOK>
-            <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
-        return status_of(cudaGetLastError());
-    }
+    const dim3 grid(static_cast<unsigned>(p.blocks)), block(p.threads);
+    const bool dep = p.dependent_launch;
+    auto launch = [&](auto kernel, auto... extra) {
+        return status_of(launch_serialised_after(kernel, grid, block, stream, dep, x, w, b, y, a.n,
+                                                 nkv, a.ld_x, a.ld_w, a.ld_y, extra...));
+    };
+    if (p.balanced)
+        return launch(gemv_balanced<T, TOK>);
     if (p.streamed) {
         switch (p.rows_per_warp) {
         case 4:
-            gemv_stream<T, TOK, 4>
-                <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
-            break;
+            return launch(gemv_stream<T, TOK, 4>);
         case 2:
-            gemv_stream<T, TOK, 2>
-                <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
-            break;
+            return launch(gemv_stream<T, TOK, 2>);
         default:
-            gemv_stream<T, TOK, 1>
-                <<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y);
+            return launch(gemv_stream<T, TOK, 1>);
         }
-        return status_of(cudaGetLastError());
     }
-    gemv_vec<T, TOK, 1><<<grid, p.threads, 0, stream>>>(x, w, b, y, a.n, nkv, a.ld_x, a.ld_w,
-                                                        a.ld_y, p.k_split, kchunk, row_blocks);
-    return status_of(cudaGetLastError());
+    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks);
 }
 
 template <typename T>
@@ -608,11 +632,11 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
         const std::int64_t kchunk = (a.k + p.k_split - 1) / p.k_split;
         const std::int64_t rows_per_block = p.threads / 32 / p.k_split;
         const std::int64_t row_blocks = (a.n + rows_per_block - 1) / rows_per_block;
-        gemv_scalar<T><<<static_cast<unsigned>(p.blocks), p.threads, 0, stream>>>(
-            static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
-            static_cast<T*>(a.y), static_cast<int>(a.tokens), a.n, a.k, a.ld_x, a.ld_w, a.ld_y,
-            a.inc_x, a.inc_w, p.k_split, kchunk, row_blocks);
-        return status_of(cudaGetLastError());
+        return status_of(launch_serialised_after(
+            gemv_scalar<T>, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), stream,
+            p.dependent_launch, static_cast<const T*>(a.x), static_cast<const T*>(a.w),
+            static_cast<const T*>(a.bias), static_cast<T*>(a.y), static_cast<int>(a.tokens), a.n,
+            a.k, a.ld_x, a.ld_w, a.ld_y, a.inc_x, a.inc_w, p.k_split, kchunk, row_blocks));
     }
     if constexpr (sizeof(T) == 2)
         if (p.tensor_cores)

@@ -42,6 +42,10 @@ struct gemv_plan {
     // one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut into 8 equal
     // runs, one a warp; rows cut between runs are summed in shared memory (gemv_balanced)
     bool balanced = false;
+    // a programmatic dependent launch (compute capability 9 or more): the kernel may start
+    // while the one before it on the stream finishes, its first weights prefetched into L2,
+    // and waits for it before reading x (kernels/elements.cuh)
+    bool dependent_launch = false;
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

@@ -17,6 +17,8 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
+    if (dependent_launch)
+        s += ", dependent launch";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
@@ -36,6 +38,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.valid = "n and k must be below 2^31";
         return p;
     }
+    p.dependent_launch = d.cc_major >= 9;
     const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
     const auto vw = 16 / es;
     if (a.inc_x != 1 || a.inc_w != 1)

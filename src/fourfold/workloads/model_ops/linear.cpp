@@ -45,6 +45,7 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
         ctx->fact("kernel", json{{"path", plan.describe()},
                                  {"vectorised", plan.vectorised},
                                  {"balanced", plan.balanced},
+                                 {"dependent_launch", plan.dependent_launch},
                                  {"rows_per_warp", plan.rows_per_warp},
                                  {"split_k", plan.k_split},
                                  {"blocks", plan.blocks},
