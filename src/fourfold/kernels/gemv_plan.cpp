@@ -51,6 +51,11 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.why_scalar = "a row stride is not a multiple of 16 bytes";
     p.vectorised = p.why_scalar.empty();
     p.tensor_cores = p.vectorised && a.type != elem::f32 && a.tokens >= 2 && a.k % 32 == 0;
+    // The dependent launch won 1.1-1.5 us a call on the FMA paths and lost 1.3 us on the
+    // tensor-core one (8 x 4096 x 4096: 11.0 -> 12.3 us, H200, builds dd5c95c and a4a457f): off
+    // there, cause not isolated.
+    if (p.tensor_cores)
+        p.dependent_launch = false;
     // Split K over the warps of a block (KS = 2, 4 or 8) only where the unsplit grid is less
     // than half a wave of the resident blocks the kernel is compiled for, then as far as it
     // takes to fill half a wave. Measured on the H200 (build 21efb6d): wherever the unsplit grid
