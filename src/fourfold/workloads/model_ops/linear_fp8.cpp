@@ -40,9 +40,9 @@ void check_inputs(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& s
     if (bias.defined() && (bias.scalar_type() != at::kBFloat16 || bias.numel() != n ||
                            bias.dim() != 1 || bias.stride(0) != 1))
         fail(fmt::format("the bias must be a contiguous bf16 [N = {}]", n));
-    for (const auto* t : {&x, &wq, &scale})
-        if (t->device() != x.device())
-            fail("x, the weight and the scale must be on one device");
+    for (const auto* t : {&wq, &scale, &bias})
+        if (t->defined() && t->device() != x.device())
+            fail("x, the weight, the scale and the bias must be on one device");
 }
 
 // the stride between consecutive rows' scales of an [N], [N, 1] or [1, N] tensor
