@@ -8,6 +8,7 @@
 #include "fourfold/workloads/linear_shapes.hpp"
 #include "runner_helpers.hpp"
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <set>
 
@@ -258,6 +259,74 @@ TEST(fp8_linear, the_bf16_point_passes_and_fp8_variants_run_or_say_why_not) {
         EXPECT_GT(rec->figures["metrics"]["rel_l2"].get<double>(),
                   5 * bf16->figures["metrics"]["rel_l2"].get<double>())
             << v;
+    }
+}
+
+TEST(fp8_linear, the_native_variants_are_skips_with_their_reason_off_cuda) {
+    auto dev = cpu();
+    const auto r = run_jobs(*dev,
+                            {{"fp8_linear",
+                              json{{"tokens", 1}, {"n", 64}, {"k", 256}},
+                              dtype::bf16,
+                              {"bf16", "native_bf16", "native_fp8_tensor", "native_fp8_row"},
+                              ""}},
+                            "correctness,op_time");
+    EXPECT_EQ(r.summary.exit_code(), 0);
+    const auto* bf16 = find(r.records, "bf16");
+    ASSERT_NE(bf16, nullptr);
+    EXPECT_EQ(bf16->status, record_status::ok);
+    for (const char* v : {"native_bf16", "native_fp8_tensor", "native_fp8_row"})
+        for (const auto& rec : r.records)
+            if (rec.job.variant == v) {
+                EXPECT_EQ(rec.status, record_status::skipped) << v;
+                EXPECT_FALSE(rec.reason.empty()) << v;
+            }
+}
+
+// The native variants' second check, fed by hand: an output equal to the dequantised product
+// (rounded to bf16) passes it and shows the quantisation's error beside it; the bf16 original's
+// product, which no fp8 kernel computes, fails it. Needs float8_e4m3fn (libtorch 2.1+).
+TEST(fp8_linear, the_kernel_error_is_measured_against_the_dequantised_product) {
+    if (!FOURFOLD_HAS_FLOAT8)
+        GTEST_SKIP() << "libtorch " << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR
+                     << " has no float8_e4m3fn";
+    const auto c = case_of("fp8_linear", json{{"tokens", 4}, {"n", 96}, {"k", 512}}, dtype::bf16);
+    const auto in = c->make_inputs(7);
+    EXPECT_EQ(c->make_variant_metrics("bf16", in), nullptr);
+    EXPECT_EQ(c->make_variant_metrics("dequant_row", in), nullptr);
+    const auto ref = c->reference(in);
+    for (const char* v : {"native_fp8_tensor", "native_fp8_row"}) {
+        const bool row = std::string(v) == "native_fp8_row";
+        auto w = in[row ? "weight_fp8_row" : "weight_fp8_tensor"].to(at::kDouble);
+        const auto s = in[row ? "scale_row" : "scale_tensor"].to(at::kDouble).reshape({-1});
+        w = row ? w * s.unsqueeze(1) : w * s[0];
+        const auto dequantised = at::linear(in["x"].to(at::kDouble), w).to(at::kBFloat16);
+        const auto original =
+            at::linear(in["x"].to(at::kDouble), in["weight"].to(at::kDouble)).to(at::kBFloat16);
+        for (const bool exact : {true, false}) {
+            auto m = c->make_variant_metrics(v, in);
+            ASSERT_NE(m, nullptr) << v;
+            const auto& out = exact ? dequantised : original;
+            for (std::int64_t i = 0; i < ref.chunks; ++i) {
+                const auto chunk = ref.chunk(i);
+                m->add(out.narrow(chunk.dim, chunk.start, chunk.values.size(chunk.dim)),
+                       chunk.values, chunk.dim, chunk.start);
+            }
+            const auto res = m->finish();
+            const auto& ke = res.metrics["kernel_error"];
+            const double q = res.metrics["quantisation_error"]["rel_l2"].get<double>();
+            EXPECT_GT(q, 5e-3) << v; // e4m3's 3 mantissa bits: about 2-3 %
+            EXPECT_LT(q, 0.08) << v;
+            if (exact) {
+                EXPECT_TRUE(res.failed_checks.empty()) << v << " " << ke.dump();
+                EXPECT_EQ(ke["verdict"], "PASS") << ke.dump();
+                EXPECT_LT(ke["metrics"]["rel_l2"].get<double>(), 4e-3) << ke.dump();
+            } else {
+                EXPECT_FALSE(res.failed_checks.empty()) << v << " " << ke.dump();
+                EXPECT_EQ(ke["verdict"], "FAIL") << ke.dump();
+                EXPECT_NEAR(ke["metrics"]["rel_l2"].get<double>(), q, 0.25 * q) << ke.dump();
+            }
+        }
     }
 }
 

@@ -267,7 +267,7 @@ class group_runner {
             tol.emplace(v, m_g.c->variant_tolerance(v));
             acc.emplace(v, measure::error_accumulator(m_g.c->output_dtype(), out.sizes().vec(),
                                                       tol.at(v), measure::rms_of_finite(out)));
-            if (auto e = m_g.c->make_extra_metrics())
+            if (auto e = m_g.c->make_variant_metrics(v, cpu_inputs))
                 extra.emplace(v, std::move(e));
         }
         workloads::reference_plan ref;

@@ -210,6 +210,14 @@ class workload_case {
                                                  const throughput_context& ctx) const;
     // Correctness figures of its own beside the shared ones; nullptr for the shared ones only.
     virtual std::unique_ptr<extra_metrics> make_extra_metrics() const { return nullptr; }
+    // The same for one variant, given the CPU inputs the reference is computed from: a variant
+    // that computes a documented approximation (fp8 weights against the bf16 reference) checks
+    // its own error here against the exact product of what it computes. make_extra_metrics()
+    // unless the workload says other.
+    virtual std::unique_ptr<extra_metrics> make_variant_metrics(const std::string& variant,
+                                                                const input_set& cpu_inputs) const {
+        return make_extra_metrics();
+    }
     // The call the memory pass repeats under the sampler; empty means the variant's function.
     // A whole-model workload whose variant function runs a reduced twin (for correctness)
     // returns the real model's work here. Called before the pass takes its baseline, so that

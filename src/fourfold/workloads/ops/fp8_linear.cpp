@@ -4,17 +4,29 @@
 // is checked against the float64 product with the ORIGINAL bf16 weights, so the quantisation
 // error is in the correctness ledger; each variant's weight storage goes with its records.
 //
+// The native variants (fourfold's FP8 GEMV, kernels/gemv_fp8.cu, through model_ops::linear_fp8)
+// are checked twice, as E3 asks: the shared metrics against the bf16 original (the quantisation's
+// error, the fp8 budget), and `kernel_error` against the float64 product with the dequantised
+// weights s * Wq (the kernel's own error, a bf16 rounding's budget); `quantisation_error` is that
+// dequantised product against the original one, no kernel involved. `native_bf16` is the bf16
+// GEMV on the original weights in the same job: the FP8 GEMV's reference point.
+//
 // Quantisation of the weights is offline (in make_inputs, like a checkpoint converted once);
 // the activations of the _scaled_mm variants are quantised in the call (dynamic, amax / 448),
 // because a decode step produces them at run time.
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/backend/torch_features.hpp"
+#include "fourfold/measure/correctness.hpp"
 #include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/model_ops/linear.hpp"
+#include "fourfold/workloads/model_ops/linear_fp8.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <vector>
 
 namespace fourfold::workloads {
 namespace {
@@ -31,6 +43,25 @@ measure::tolerance fp8_tolerance() {
             "product with the original bf16 weights"};
 }
 
+// The FP8 GEMV against the float64 product with the dequantised weights: fp32 sums of exact
+// products (e4m3 and bf16 are exact in fp32), then one rounding to bf16, half an ulp (2^-9 of
+// the value). Elementwise two ulps (2^-7) and 0.8 % of the output RMS; rel L2 0.4 %.
+measure::tolerance kernel_tolerance() {
+    return {4e-3, 8e-3, 8e-3,
+            "fp8_linear native: the FP8 GEMV against the float64 product with the dequantised "
+            "weights s * Wq (fp32 sums, one rounding to bf16)"};
+}
+
+bool is_native_fp8(const std::string& variant) {
+    return variant.rfind("native_fp8", 0) == 0;
+}
+bool is_bf16(const std::string& variant) {
+    return variant == "bf16" || variant == "native_bf16";
+}
+bool per_row(const std::string& variant) {
+    return variant.find("row") != std::string::npos;
+}
+
 // the input slots
 constexpr const char* k_x = "x";
 constexpr const char* k_w = "weight";
@@ -38,6 +69,83 @@ constexpr const char* k_wq_tensor = "weight_fp8_tensor";
 constexpr const char* k_scale_tensor = "scale_tensor";
 constexpr const char* k_wq_row = "weight_fp8_row";
 constexpr const char* k_scale_row = "scale_row";
+
+// The native variants' second check: the output against x (s * Wq)^T in float64 (the kernel's
+// own error), and that product against the reference with the original weights (the
+// quantisation's error alone). The reference chunks arrive along N; the output slices are kept
+// (views of the CPU output) until finish(), whose tolerance needs the whole output's RMS.
+class dequantised_metrics final : public extra_metrics {
+  public:
+    dequantised_metrics(at::Tensor x, at::Tensor wq, at::Tensor scale, bool per_row)
+        : m_x64(x.to(at::kDouble)), m_wq(std::move(wq)), m_scale(std::move(scale)),
+          m_per_row(per_row) {}
+
+    void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim,
+             std::int64_t start) override {
+        m_slices.push_back({out, ref, dim, start});
+    }
+
+    result finish() override {
+        result r;
+        if (m_slices.empty())
+            return r;
+        std::vector<std::int64_t> shape = {m_x64.size(0), m_wq.size(0)};
+        double sum_sq = 0;
+        std::int64_t count = 0;
+        for (const auto& s : m_slices) {
+            const auto d = s.out.to(at::kDouble);
+            const auto finite = at::isfinite(d);
+            sum_sq += at::where(finite, d * d, at::zeros_like(d)).sum().item<double>();
+            count += finite.sum().item<std::int64_t>();
+        }
+        const double rms = count > 0 ? std::sqrt(sum_sq / static_cast<double>(count)) : 0.0;
+        measure::error_accumulator kernel(dtype::bf16, shape, kernel_tolerance(), rms);
+        double q_err_sq = 0, q_ref_sq = 0, q_max_abs = 0;
+        for (const auto& s : m_slices) {
+            const auto length = s.out.size(s.dim);
+            const auto dq = dequantised(s.start, length); // (tokens, length), s.dim == 1
+            kernel.add(s.out, dq, s.dim, s.start);
+            const auto diff = dq - s.ref;
+            q_err_sq += (diff * diff).sum().item<double>();
+            q_ref_sq += (s.ref * s.ref).sum().item<double>();
+            q_max_abs = std::max(q_max_abs, diff.abs().max().item<double>());
+        }
+        const auto k = kernel.finish();
+        json kernel_json = k.to_json();
+        kernel_json["tolerance"] = kernel_tolerance().to_json();
+        kernel_json["reference"] =
+            "x @ (s * Wq)^T in float64 on the CPU: the product with the dequantised weights";
+        r.metrics["kernel_error"] = kernel_json;
+        r.metrics["quantisation_error"] =
+            json{{"rel_l2", q_ref_sq > 0 ? std::sqrt(q_err_sq / q_ref_sq) : 0.0},
+                 {"max_abs", q_max_abs},
+                 {"what", "x @ (s * Wq)^T against x @ W^T with the original bf16 weights, both in "
+                          "float64: the quantisation's error alone, no kernel involved"}};
+        for (const auto& c : k.failed_checks)
+            r.failed_checks.push_back("kernel error against the dequantised product: " + c);
+        if (!k.pass && k.failed_checks.empty())
+            r.failed_checks.push_back("kernel error against the dequantised product: FAIL");
+        return r;
+    }
+
+  private:
+    struct slice {
+        at::Tensor out, ref;
+        std::int64_t dim, start;
+    };
+
+    // x @ (s * Wq[start : start + length])^T in float64
+    at::Tensor dequantised(std::int64_t start, std::int64_t length) const {
+        auto w = m_wq.narrow(0, start, length).to(at::kFloat).to(at::kDouble);
+        const auto s = m_scale.to(at::kDouble).reshape({-1});
+        w = m_per_row ? w * s.narrow(0, start, length).unsqueeze(1) : w * s[0];
+        return at::linear(m_x64, w);
+    }
+
+    at::Tensor m_x64, m_wq, m_scale;
+    bool m_per_row;
+    std::vector<slice> m_slices;
+};
 
 class fp8_linear_case final : public workload_case {
   public:
@@ -57,7 +165,7 @@ class fp8_linear_case final : public workload_case {
     }
 
     measure::tolerance variant_tolerance(const std::string& variant) const override {
-        return variant == "bf16" ? tolerance() : fp8_tolerance();
+        return is_bf16(variant) ? tolerance() : fp8_tolerance();
     }
 
     input_set make_inputs(std::uint64_t seed) const override {
@@ -93,12 +201,32 @@ class fp8_linear_case final : public workload_case {
                                  });
     }
 
+    std::unique_ptr<extra_metrics> make_variant_metrics(const std::string& variant,
+                                                        const input_set& in) const override {
+        if (!is_native_fp8(variant))
+            return nullptr;
+        const bool row = per_row(variant);
+        return std::make_unique<dequantised_metrics>(in[k_x], in[row ? k_wq_row : k_wq_tensor],
+                                                     in[row ? k_scale_row : k_scale_tensor], row);
+    }
+
     std::optional<std::string> unsupported(const std::string& variant,
                                            const backend::device& dev) const override {
-        if (variant == "bf16")
+        if (variant == "native_bf16" && m_tokens > model_ops::k_native_linear_max_tokens)
+            return fmt::format("the native GEMV takes 1 to {} tokens (a decode step); {} tokens "
+                               "is a GEMM",
+                               model_ops::k_native_linear_max_tokens, m_tokens);
+        if (is_bf16(variant))
             return std::nullopt;
         if (const auto why = dev.caps().missing("float8"))
             return "float8_e4m3fn: " + *why;
+        if (is_native_fp8(variant)) {
+            if (m_tokens > model_ops::k_native_fp8_linear_max_tokens)
+                return fmt::format("the FP8 GEMV takes 1 to {} tokens (a decode step); {} tokens "
+                                   "is a GEMM",
+                                   model_ops::k_native_fp8_linear_max_tokens, m_tokens);
+            return model_ops::linear_fp8_unavailable(dev);
+        }
         if (variant.rfind("scaled_mm", 0) != 0)
             return std::nullopt;
         if (dev.spec().kind != backend::device_kind::cuda)
@@ -115,13 +243,22 @@ class fp8_linear_case final : public workload_case {
 
     json variant_facts(const std::string& variant) const override {
         json f{{"weight_storage_bytes", weight_storage_bytes(variant)},
-               {"weight_dtype", variant == "bf16" ? "bf16" : "float8_e4m3fn"},
+               {"weight_dtype", is_bf16(variant) ? "bf16" : "float8_e4m3fn"},
                {"scale_bytes", scale_bytes(variant)},
                {"bf16_weight_bytes", 2 * m_n * m_k},
                {"memory_note", "the memory pass holds every variant's weights (the inputs are "
                                "shared); weight_storage_bytes is this variant's own"}};
         if (variant == "bf16")
             f["path"] = "at::linear on the bf16 weights (reference point)";
+        if (variant == "native_bf16")
+            f["path"] = "fourfold's bf16 GEMV (kernels/gemv.cu) on the original weights: the FP8 "
+                        "GEMV's reference point";
+        if (is_native_fp8(variant)) {
+            f["path"] = "fourfold's FP8 GEMV (kernels/gemv_fp8.cu): e4m3 weights streamed once, "
+                        "converted in registers, the scale applied to each fp32 sum";
+            f["correctness"] = "shared metrics: against the original bf16 weights (quantisation "
+                               "budget); metrics.kernel_error: against the dequantised weights";
+        }
         if (variant.rfind("dequant", 0) == 0)
             f["path"] = "fp8 -> fp32, times the scale, -> bf16, then at::linear: a full-precision "
                         "copy of the weight is made in every call";
@@ -130,8 +267,8 @@ class fp8_linear_case final : public workload_case {
             f["activation"] = fmt::format("quantised to e4m3 in the call, {} amax / 448",
                                           variant == "scaled_mm_row" ? "per row" : "per tensor");
         }
-        if (variant != "bf16")
-            f["scaling"] = variant.find("row") != std::string::npos ? "per_row" : "per_tensor";
+        if (!is_bf16(variant))
+            f["scaling"] = per_row(variant) ? "per_row" : "per_tensor";
         return f;
     }
 
@@ -153,14 +290,25 @@ class fp8_linear_case final : public workload_case {
         return scaled_linear(in[k_x], in[k_wq_row], in[k_scale_row], true);
     }
 
+    at::Tensor native_bf16(const call_context& ctx, const input_set& in) const {
+        return model_ops::linear(in[k_x], in[k_w], at::Tensor(), model_ops::op_path::native, &ctx);
+    }
+    at::Tensor native_fp8_tensor(const call_context& ctx, const input_set& in) const {
+        return model_ops::linear_fp8(in[k_x], in[k_wq_tensor], in[k_scale_tensor], at::Tensor(),
+                                     ctx);
+    }
+    at::Tensor native_fp8_row(const call_context& ctx, const input_set& in) const {
+        return model_ops::linear_fp8(in[k_x], in[k_wq_row], in[k_scale_row], at::Tensor(), ctx);
+    }
+
   private:
     std::int64_t scale_bytes(const std::string& variant) const {
-        if (variant == "bf16")
+        if (is_bf16(variant))
             return 0;
-        return 4 * (variant.find("row") != std::string::npos ? m_n : 1);
+        return 4 * (per_row(variant) ? m_n : 1);
     }
     std::int64_t weight_storage_bytes(const std::string& variant) const {
-        return variant == "bf16" ? 2 * m_n * m_k : m_n * m_k + scale_bytes(variant);
+        return is_bf16(variant) ? 2 * m_n * m_k : m_n * m_k + scale_bytes(variant);
     }
 
     static at::Tensor dequant_linear(const at::Tensor& x, const at::Tensor& wq,
@@ -202,7 +350,15 @@ FOURFOLD_WORKLOAD(fp8_linear_case, "fp8_linear")
     .variant("scaled_mm_tensor", &fp8_linear_case::scaled_mm_tensor,
              "at::_scaled_mm, per-tensor scales (activations quantised in the call)")
     .variant("scaled_mm_row", &fp8_linear_case::scaled_mm_row,
-             "at::_scaled_mm, per-row scales (activations quantised per row in the call)");
+             "at::_scaled_mm, per-row scales (activations quantised per row in the call)")
+    .native_variant("native_bf16", &fp8_linear_case::native_bf16,
+                    "fourfold's bf16 GEMV on the original weights (the FP8 GEMV's reference "
+                    "point); 1 to 8 tokens")
+    .native_variant("native_fp8_tensor", &fp8_linear_case::native_fp8_tensor,
+                    "fourfold's FP8 weight-only GEMV, per-tensor scale: e4m3 weights streamed "
+                    "once in 16-byte loads, bf16 activations; 1 to 8 tokens")
+    .native_variant("native_fp8_row", &fp8_linear_case::native_fp8_row,
+                    "fourfold's FP8 weight-only GEMV, per-row scales; 1 to 8 tokens");
 
 } // namespace
 } // namespace fourfold::workloads

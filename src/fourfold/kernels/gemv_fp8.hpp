@@ -1,0 +1,71 @@
+#pragma once
+// FP8 weight-only decode GEMV: y (T x N, bf16) = x (T x K, bf16) (s . W)^T (+ b), W N x K stored
+// as float8 e4m3 (e4m3fn: no infinities, 448 the largest finite value) with one float32 scale for
+// the whole tensor or one per row (output feature), T = 1..8 tokens, fp32 accumulation. The
+// scale multiplies each row's fp32 sum once, before the bias and the one rounding to bf16, so
+// the result is the product with the dequantised weights s * W rounded once.
+//
+// Bandwidth-bound like the bf16 GEMV (gemv.hpp) with half its weight bytes: each weight byte
+// is read exactly once per call, in 16-byte loads (16 e4m3 values) coalesced across a warp; a
+// warp takes R rows sharing the x values it loads (R = 4 from 2 tokens on, where x's loads and
+// conversions would otherwise cost more than the weights' own), and where N is too small to give
+// every SM enough rows the warps of a block split K between them (reduced in shared memory: no
+// workspace, no second launch). Inputs whose rows are not 16-byte aligned (K not a multiple of
+// 16, a view at an odd offset, a stride along K) take a scalar path that the plan names.
+#include "fourfold/kernels/kernel_api.hpp"
+
+#include <optional>
+#include <string>
+
+namespace fourfold::kernels {
+
+inline constexpr int k_gemv_fp8_max_tokens = 8;
+// Resident blocks per SM the vector kernels are compiled for (__launch_bounds__): 4 (64
+// registers) for one token, 2 beyond (R = 4 rows of up to 8 tokens' accumulators).
+constexpr int gemv_fp8_blocks_per_sm(int tokens) {
+    return tokens <= 1 ? 4 : 2;
+}
+
+enum class fp8_scaling { per_tensor, per_row };
+const char* to_string(fp8_scaling s);
+
+struct gemv_fp8_args {
+    const void* x = nullptr;      // T x K, bf16
+    const void* w = nullptr;      // N x K, e4m3 bytes
+    const float* scale = nullptr; // on the device: 1 float (per tensor) or N (per row)
+    const void* bias = nullptr;   // N, bf16, or nullptr
+    void* y = nullptr;            // T x N, bf16
+    std::int64_t tokens = 1, n = 0, k = 0;
+    std::int64_t ld_x = 0, ld_w = 0, ld_y = 0; // row strides in elements (W's are bytes)
+    std::int64_t inc_x = 1, inc_w = 1; // element strides along K (the scalar path takes any)
+    std::int64_t inc_scale =
+        1; // per row: the stride between rows' scales (a (1, N) or (N, 1) view)
+    fp8_scaling scaling = fp8_scaling::per_tensor;
+};
+
+struct gemv_fp8_plan {
+    bool vectorised = true;
+    int threads = 256;
+    int rows_per_warp = 1; // R: 1, 2 or 4
+    int k_split = 1;       // warps of a block sharing one row group's K
+    int unroll = 4;        // 16-byte loads of each row a lane has in flight (x 2: double-buffered)
+    std::int64_t blocks = 0;
+    std::int64_t row_blocks = 0; // row blocks of (8 / k_split) row groups; blocks <= row_blocks
+    std::string why_scalar;
+    std::string valid; // empty when the plan can run; else what is wrong with the arguments
+    std::string describe() const;
+};
+
+gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d);
+launch_status launch_gemv_fp8(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_t stream);
+
+// Why the FP8 GEMV cannot run on CUDA device `index`: the build holds no code for it
+// (CMAKE_CUDA_ARCHITECTURES has no image or PTX that runs there); nullopt when it can. A host
+// query (cudaFuncGetAttributes), no synchronisation.
+std::optional<std::string> gemv_fp8_unavailable(int index);
+// The architecture of the code that runs there (major * 10 + minor; 0 if none). From 89 the
+// e4m3 values are converted by cvt.rn.f16x2.e4m3x2, two an instruction; below, cuda_fp8.h
+// emulates it in integer arithmetic.
+int gemv_fp8_code_version(int index);
+
+} // namespace fourfold::kernels

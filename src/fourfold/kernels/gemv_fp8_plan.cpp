@@ -1,0 +1,112 @@
+// The host half of the FP8 weight-only GEMV: path, rows per warp, split-K, grid.
+#include "fourfold/kernels/gemv_fp8.hpp"
+
+#include <cmath>
+
+namespace fourfold::kernels {
+
+const char* to_string(fp8_scaling s) {
+    return s == fp8_scaling::per_row ? "per_row" : "per_tensor";
+}
+
+std::string gemv_fp8_plan::describe() const {
+    std::string s = !vectorised    ? "scalar loads (one e4m3 a lane)"
+                    : k_split == 1 ? "16-byte loads (16 e4m3), rows streamed back to back"
+                                   : "16-byte loads (16 e4m3), a block per row block";
+    s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
+    s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
+    s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
+    if (!why_scalar.empty())
+        s += " (scalar: " + why_scalar + ")";
+    return s;
+}
+
+gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
+    gemv_fp8_plan p;
+    if (a.tokens < 1 || a.tokens > k_gemv_fp8_max_tokens) {
+        p.valid = "tokens must be 1.." + std::to_string(k_gemv_fp8_max_tokens);
+        return p;
+    }
+    if (a.n < 1 || a.k < 1) {
+        p.valid = "n and k must be at least 1";
+        return p;
+    }
+    if (a.n > (std::int64_t{1} << 31) - 1 || a.k > (std::int64_t{1} << 31) - 1) {
+        p.valid = "n and k must be below 2^31";
+        return p;
+    }
+    if (!a.scale) {
+        p.valid = "the scale is missing (one float per tensor, or n per row, on the device)";
+        return p;
+    }
+    constexpr std::int64_t vw = 16; // e4m3 values in a 16-byte load
+    if (a.inc_x != 1 || a.inc_w != 1)
+        p.why_scalar = "K is not the contiguous dimension";
+    else if (alignment_of(a.x) < 16 || alignment_of(a.w) < 16)
+        p.why_scalar = "x or W is not 16-byte aligned (a view at an offset)";
+    else if (a.k % vw != 0)
+        p.why_scalar = "K = " + std::to_string(a.k) + " is not a multiple of 16";
+    else if ((a.ld_x * 2) % 16 != 0 || a.ld_w % 16 != 0)
+        p.why_scalar = "a row stride is not a multiple of 16 bytes";
+    p.vectorised = p.why_scalar.empty();
+
+    const std::int64_t nkv = a.k / vw;
+    // R rows a warp share each x vector they load: 2 from two tokens on (with one row, x's loads
+    // from L1 and its conversions would be 2 T per weight byte: at 8 tokens more than L1 and the
+    // ALUs give at the weights' bandwidth); at one token, rows shorter than 4 KB go 2 or 4 to a
+    // warp so that a step still has 8 vectors of 16 bytes a lane in flight.
+    if (!p.vectorised)
+        p.rows_per_warp = 1;
+    else if (a.tokens >= 2)
+        p.rows_per_warp = 2;
+    else
+        p.rows_per_warp = nkv >= 256 ? 1 : nkv >= 128 ? 2 : 4;
+    p.unroll = p.vectorised ? 4 / p.rows_per_warp : 1;
+    const std::int64_t groups = (a.n + p.rows_per_warp - 1) / p.rows_per_warp;
+    const std::int64_t units = (p.vectorised ? nkv : a.k) / 32; // vectors (elements) per lane
+    const double capacity =
+        static_cast<double>(d.sm_count) * gemv_fp8_blocks_per_sm(static_cast<int>(a.tokens));
+    const double resident_warps = capacity * 8;
+
+    // Split K over the warps of a block (2, 4 or 8) where the unsplit grid is under half a wave
+    // of resident blocks, as far as it takes to fill half a wave (the bf16 GEMV's rule, measured
+    // there: a split of a grid of a wave or more cost more than it gained).
+    p.k_split = 1;
+    std::int64_t blocks = (groups + 7) / 8;
+    while (p.k_split < 8 && static_cast<double>(blocks) < capacity / 2 && units >= 2 * p.k_split) {
+        p.k_split *= 2;
+        const std::int64_t per_block = 8 / p.k_split;
+        blocks = (groups + per_block - 1) / per_block;
+    }
+    // Between one and 8 row groups a resident warp the grid's last round of rows is what costs
+    // (the bf16 GEMV's model, measured there: ceil(N ks / W) units of 1/ks of a row, plus 5 % for
+    // the reduction). fp8 rows are half as long, so its units of 5 KB are a 10 KB bf16 row's
+    // halves; kept at 5 KB (below, a unit was a DRAM latency more than its bytes, build 834ac6a).
+    const std::int64_t group_bytes = a.k * p.rows_per_warp;
+    const auto rows = static_cast<double>(groups);
+    if (p.vectorised && p.k_split == 1 && rows > resident_warps && rows < 8 * resident_warps) {
+        auto cost = [&](int ks) {
+            return std::ceil(rows * ks / resident_warps) * (1.0 / ks + (ks > 1 ? 0.05 : 0.0));
+        };
+        int best = 1;
+        for (int ks = 2; ks <= 4; ks *= 2)
+            if (group_bytes / ks >= 5120 && units >= ks && cost(ks) < cost(best) &&
+                cost(ks) < 0.9 * cost(1))
+                best = ks;
+        p.k_split = best;
+    }
+    const std::int64_t per_block = 8 / p.k_split;
+    p.row_blocks = (groups + per_block - 1) / per_block;
+    p.blocks = p.row_blocks;
+    // Unsplit and vectorised: each warp streams its row groups back to back with the next
+    // group's loads in flight; from 2 row groups a resident warp on one wave of blocks
+    // (persistent), below that a block per 8 row groups (the block scheduler balances).
+    if (p.vectorised && p.k_split == 1 && rows >= 2 * resident_warps)
+        p.blocks = static_cast<std::int64_t>(capacity);
+    // The scalar path: any strides, a grid-stride loop over row blocks, at most 8 waves.
+    if (!p.vectorised && static_cast<double>(p.blocks) > 8 * capacity)
+        p.blocks = static_cast<std::int64_t>(8 * capacity);
+    return p;
+}
+
+} // namespace fourfold::kernels

@@ -1,0 +1,35 @@
+#pragma once
+// y = x (s . Wq)^T (+ b) with the weight stored as float8_e4m3fn and its scales s: one float32
+// for the whole tensor or one per row (output feature). fp8_linear's native variants call this;
+// so will the decoder's fp8-weights option, so that the op's figure is about the model's code.
+#include <ATen/Tensor.h>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fourfold::backend {
+class device;
+}
+namespace fourfold::workloads {
+class call_context;
+}
+
+namespace fourfold::workloads::model_ops {
+
+// fourfold's FP8 GEMV takes 1 to this many rows of x (a decode step).
+inline constexpr std::int64_t k_native_fp8_linear_max_tokens = 8;
+
+// x [tokens, K] bf16 (any strides), wq [N, K] float8_e4m3fn (any strides), scale float32 on the
+// device: one element (per tensor) or N ([N], [N, 1] or [1, N]: per row), bias [N] bf16
+// (contiguous) or undefined. fourfold's FP8 GEMV (kernels/gemv_fp8.cu): the weight streamed
+// once in 16-byte loads, the scale and the bias applied to each fp32 sum before its one rounding.
+// Its plan goes to ctx.fact("kernel", ...). Throws std::invalid_argument for tensors it does not
+// take, std::logic_error in a build without native kernels.
+at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
+                      const at::Tensor& bias, const call_context& ctx);
+
+// Why linear_fp8 cannot run on `dev` (not a CUDA device, a build without native kernels, no code
+// for the device in the build); nullopt when it can.
+std::optional<std::string> linear_fp8_unavailable(const backend::device& dev);
+
+} // namespace fourfold::workloads::model_ops

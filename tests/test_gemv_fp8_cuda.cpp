@@ -1,0 +1,273 @@
+// GPU tests (ctest label gpu) of fourfold's FP8 weight-only GEMV (kernels/gemv_fp8.cu) through
+// model_ops::linear_fp8, the function fp8_linear's native variants call: against the float64
+// product with the dequantised weights over shapes on both paths (16-byte and scalar: odd K,
+// offset and strided views), 1 to 8 tokens, both scale kinds, with and without bias; NaN
+// weights; and through the workload's ledgers: both correctness figures in the record, graph
+// capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
+// no native kernels or libtorch has no float8_e4m3fn.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/backend/torch_features.hpp"
+#include "fourfold/workloads/model_ops/linear_fp8.hpp"
+#include "fourfold/workloads/workload.hpp"
+#include "runner_helpers.hpp"
+
+#include <ATen/ATen.h>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <iostream>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/gemv_fp8.hpp"
+#endif
+
+using namespace fourfold;
+using namespace fourfold::testing;
+
+namespace {
+
+std::unique_ptr<backend::device> gpu() {
+    if (!FOURFOLD_WITH_KERNELS || !FOURFOLD_HAS_FLOAT8 || backend::cuda_device_count() == 0)
+        return nullptr;
+    return backend::open_device({backend::device_kind::cuda, 0});
+}
+
+#define REQUIRE_FP8_NATIVE(dev)                                                                    \
+    auto dev = gpu();                                                                              \
+    if (!dev)                                                                                      \
+    GTEST_SKIP() << "no CUDA device visible, a build without native kernels, or a libtorch "       \
+                    "without float8_e4m3fn"
+
+// FOURFOLD_NATIVE_TEST_SIZES=small (the sanitizer stage) keeps the cases of at most 4 Mi weights.
+bool too_big(std::int64_t elements) {
+    const char* v = std::getenv("FOURFOLD_NATIVE_TEST_SIZES");
+    return v && std::string(v) == "small" && elements > (std::int64_t{1} << 22);
+}
+
+#if FOURFOLD_HAS_FLOAT8
+constexpr double k_e4m3_max = 448.0;
+
+// Weights as fp8_linear makes them: bf16 uniform in +-1/sqrt(K), quantised per tensor or per row.
+struct quantised {
+    at::Tensor wq;    // [N, K] float8_e4m3fn, CPU
+    at::Tensor scale; // [1] or [N] float32, CPU
+};
+quantised quantise(const at::Tensor& w_bf16, bool per_row) {
+    const auto w = w_bf16.to(at::kFloat);
+    const auto amax = per_row ? w.abs().amax(1, true) : w.abs().amax().reshape({1});
+    const auto scale = (amax / k_e4m3_max).clamp_min(1e-12);
+    const auto wq = (w / scale).clamp(-k_e4m3_max, k_e4m3_max).to(at::kFloat8_e4m3fn);
+    return {wq, scale.reshape({-1}).contiguous()};
+}
+
+// x @ (s * Wq)^T + b in float64 on the CPU
+at::Tensor dequantised_product(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
+                               const at::Tensor& bias) {
+    auto w = wq.cpu().to(at::kFloat).to(at::kDouble);
+    const auto s = scale.cpu().to(at::kDouble).reshape({-1});
+    w = s.numel() == 1 ? w * s[0] : w * s.unsqueeze(1);
+    auto y = at::linear(x.cpu().to(at::kDouble), w);
+    return bias.defined() ? y + bias.cpu().to(at::kDouble) : y;
+}
+
+// The kernel's own budget (fp8_linear's kernel_tolerance): one rounding to bf16 of fp32 sums
+// of exact products. Elementwise |y - ref| <= 8e-3 (|ref| + RMS(ref)), relative L2 <= 4e-3.
+void expect_kernel_error_within_budget(const at::Tensor& y, const at::Tensor& ref,
+                                       const std::string& what) {
+    ASSERT_EQ(y.sizes(), ref.sizes()) << what;
+    const auto out = y.cpu().to(at::kDouble);
+    ASSERT_TRUE(at::isfinite(out).all().item<bool>()) << what;
+    const double rms = ref.pow(2).mean().sqrt().item<double>();
+    const auto excess = (out - ref).abs() - 8e-3 * (ref.abs() + rms);
+    EXPECT_LE(excess.max().item<double>(), 0.0) << what;
+    const double rel_l2 = ((out - ref).norm().item<double>()) / ref.norm().item<double>();
+    EXPECT_LE(rel_l2, 4e-3) << what;
+}
+
+struct shape {
+    std::int64_t t, n, k;
+};
+
+at::Tensor run_fp8(backend::device& dev, const at::Tensor& x, const at::Tensor& wq,
+                   const at::Tensor& scale, const at::Tensor& bias, json* facts = nullptr) {
+    const workloads::call_context ctx(dev, facts);
+    auto y = workloads::model_ops::linear_fp8(x, wq, scale, bias, ctx);
+    dev.synchronize();
+    return y.cpu();
+}
+#endif
+
+} // namespace
+
+TEST(gemv_fp8, is_compiled_for_this_device) {
+    REQUIRE_FP8_NATIVE(dev);
+    EXPECT_EQ(workloads::model_ops::linear_fp8_unavailable(*dev), std::nullopt);
+#if FOURFOLD_WITH_KERNELS
+    EXPECT_GT(kernels::gemv_fp8_code_version(0), 0);
+#endif
+}
+
+TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_scales) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    // 16-byte path: K % 16 == 0 (one row a warp, short rows 2 or 4 to a warp, split K for small
+    // N, the persistent grid from 2 row groups a resident warp); the scalar path: odd K, K % 16 ==
+    // 8
+    const std::vector<shape> shapes{
+        {1, 1, 16},      {1, 7, 48},       {1, 33, 4096},   {1, 768, 2048},  {1, 4096, 4096},
+        {1, 4096, 8192}, {1, 14336, 4096}, {1, 8192, 1024}, {1, 65536, 512}, {1, 32000, 4096},
+        {1, 5, 1001},    {1, 300, 4104},   {1, 1, 1},       {1, 2048, 14336}};
+    std::vector<shape> all = shapes;
+    for (std::int64_t t = 2; t <= 8; ++t)
+        for (const auto& s : {shape{t, 257, 512}, shape{t, 4096, 4096}, shape{t, 1000, 1000},
+                              shape{t, 64, 4112}, shape{t, 2048, 16}})
+            all.push_back(s);
+    const auto on_dev = at::TensorOptions().device(dev->torch_device());
+    std::uint64_t seed = 1;
+    int cases = 0;
+    for (const auto& s : all) {
+        if (too_big(s.n * s.k))
+            continue;
+        for (const bool per_row : {false, true}) {
+            const bool with_bias = (seed++ % 2) == 0;
+            at::manual_seed(seed);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(s.k));
+            const auto w = at::rand({s.n, s.k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+            const auto x = at::randn({s.t, s.k}).to(at::kBFloat16);
+            const auto b = with_bias ? at::randn({s.n}).mul(bound).to(at::kBFloat16) : at::Tensor();
+            const auto q = quantise(w, per_row);
+            json facts;
+            const auto y = run_fp8(*dev, x.to(on_dev.device()), q.wq.to(on_dev.device()),
+                                   q.scale.to(on_dev.device()),
+                                   with_bias ? b.to(on_dev.device()) : at::Tensor(), &facts);
+            const auto what =
+                fmt::format("{}x{}x{} {} {}: {}", s.t, s.n, s.k, per_row ? "per row" : "per tensor",
+                            with_bias ? "bias" : "no bias", facts.dump());
+            expect_kernel_error_within_budget(y, dequantised_product(x, q.wq, q.scale, b), what);
+            EXPECT_EQ(facts["kernel"]["vectorised"].get<bool>(), s.k % 16 == 0) << what;
+            EXPECT_EQ(facts["kernel"]["scaling"], per_row && s.n > 1 ? "per_row" : "per_tensor")
+                << what;
+            ++cases;
+        }
+    }
+    EXPECT_GE(cases, 20);
+#endif
+}
+
+TEST(gemv_fp8, offset_and_strided_views_take_the_scalar_path_and_stay_exact) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const auto d = dev->torch_device();
+    const std::int64_t n = 300, k = 4096;
+    for (const std::int64_t t : {1, 3, 8}) {
+        at::manual_seed(t);
+        const auto w = at::rand({n, k}).mul(0.03).sub(0.015).to(at::kBFloat16);
+        const auto q = quantise(w, true);
+        const auto x = at::randn({t, k}).to(at::kBFloat16);
+        // x at an offset of 3 elements, W at an offset of one byte, the scales a [1, N] row
+        const auto x_view = at::cat({at::zeros({t, 3}, x.options()), x}, 1).to(d).narrow(1, 3, k);
+        const auto wide = at::empty({n, k + 1}, at::TensorOptions().dtype(at::kFloat8_e4m3fn));
+        wide.narrow(1, 1, k).copy_(q.wq);
+        const auto w_view = wide.to(d).narrow(1, 1, k);
+        json facts;
+        const auto y =
+            run_fp8(*dev, x_view, w_view, q.scale.reshape({1, n}).to(d), at::Tensor(), &facts);
+        expect_kernel_error_within_budget(y, dequantised_product(x, q.wq, q.scale, at::Tensor()),
+                                          "offset views, tokens " + std::to_string(t));
+        EXPECT_FALSE(facts["kernel"]["vectorised"].get<bool>()) << facts.dump();
+        // W stored transposed (K is not the contiguous dimension)
+        const auto w_t = q.wq.t().contiguous().to(d).t();
+        json facts_t;
+        const auto y_t = run_fp8(*dev, x.to(d), w_t, q.scale.to(d), at::Tensor(), &facts_t);
+        expect_kernel_error_within_budget(y_t, dequantised_product(x, q.wq, q.scale, at::Tensor()),
+                                          "transposed W, tokens " + std::to_string(t));
+        EXPECT_NE(facts_t["kernel"]["path"].get<std::string>().find("not the contiguous"),
+                  std::string::npos)
+            << facts_t.dump();
+    }
+#endif
+}
+
+TEST(gemv_fp8, a_nan_weight_makes_its_row_nan_and_no_other) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const auto d = dev->torch_device();
+    for (const std::int64_t k : {4096, 1001}) { // both paths
+        const std::int64_t n = 64;
+        const auto bytes = at::full({n, k}, 0x38, at::TensorOptions().dtype(at::kByte)); // 1.0
+        bytes[5][k / 2] = 0x7f; // e4m3fn NaN
+        const auto wq = bytes.view(at::kFloat8_e4m3fn);
+        const auto x = at::ones({2, k}).to(at::kBFloat16);
+        const auto y = run_fp8(*dev, x.to(d), wq.to(d), at::ones({1}).to(d), at::Tensor());
+        const auto nan = at::isnan(y.to(at::kFloat));
+        EXPECT_TRUE(nan.select(1, 5).all().item<bool>()) << "k " << k;
+        EXPECT_EQ(nan.sum().item<std::int64_t>(), 2) << "k " << k;
+        // the other rows sum K ones: K rounded once to bf16
+        EXPECT_EQ(
+            y.to(at::kFloat)[0][0].item<float>(),
+            at::full({1}, static_cast<double>(k)).to(at::kBFloat16).to(at::kFloat).item<float>())
+            << "k " << k;
+    }
+#endif
+}
+
+TEST(gemv_fp8, fp8_linear_records_both_errors_and_is_graph_captured) {
+    REQUIRE_FP8_NATIVE(dev);
+    const auto r = run_jobs(*dev,
+                            {{"fp8_linear",
+                              json{{"tokens", 1}, {"n", 4096}, {"k", 4096}},
+                              dtype::bf16,
+                              {"bf16", "native_bf16", "native_fp8_tensor", "native_fp8_row"},
+                              ""}},
+                            "op_time,correctness");
+    for (const char* v : {"native_fp8_tensor", "native_fp8_row"}) {
+        const auto* c = find_record(r, ledger::correctness, v);
+        ASSERT_NE(c, nullptr) << v;
+        ASSERT_EQ(c->status, record_status::ok) << v << ": " << c->reason;
+        const auto& f = c->figures;
+        EXPECT_EQ(f["verdict"], "PASS") << f.dump();
+        // the shared metrics: against the original bf16 weights, the fp8 budget
+        EXPECT_EQ(f["tolerance"]["rel_l2"], 0.08) << v;
+        // the kernel's own error against the dequantised product, a bf16 rounding's budget
+        const auto& ke = f["metrics"]["kernel_error"];
+        EXPECT_EQ(ke["verdict"], "PASS") << ke.dump();
+        EXPECT_EQ(ke["tolerance"]["rel_l2"], 4e-3) << ke.dump();
+        const double kernel_l2 = ke["metrics"]["rel_l2"].get<double>();
+        const double quant_l2 = f["metrics"]["quantisation_error"]["rel_l2"].get<double>();
+        // the quantisation's error dominates the shared figure; the kernel's is a rounding's
+        EXPECT_GT(quant_l2, 5 * kernel_l2) << f["metrics"].dump();
+        EXPECT_NEAR(f["metrics"]["rel_l2"].get<double>(), quant_l2, 0.25 * quant_l2)
+            << f["metrics"].dump();
+        EXPECT_EQ(f["facts"]["kernel"]["scaling"],
+                  std::string(v) == "native_fp8_row" ? "per_row" : "per_tensor");
+        EXPECT_EQ(f["facts"]["weight_storage_bytes"],
+                  4096 * 4096 + 4 * (std::string(v) == "native_fp8_row" ? 4096 : 1));
+    }
+    for (const char* v : {"bf16", "native_bf16", "native_fp8_tensor", "native_fp8_row"}) {
+        const auto* t = find_record(r, ledger::op_time, v);
+        ASSERT_NE(t, nullptr) << v;
+        ASSERT_EQ(t->status, record_status::ok) << v << ": " << t->reason;
+        EXPECT_EQ(t->figures["mode"], "graph") << v;
+        std::cout << "fp8_linear 1x4096x4096 " << v << ": median " << t->figures["stats"]["median"]
+                  << " us\n";
+    }
+    // the bf16 variants carry no second check
+    EXPECT_FALSE(find_record(r, ledger::correctness, "native_bf16")
+                     ->figures["metrics"]
+                     .contains("kernel_error"));
+}
+
+TEST(gemv_fp8, more_than_8_tokens_is_a_skip_with_its_reason) {
+    REQUIRE_FP8_NATIVE(dev);
+    const auto r = run_jobs(*dev,
+                            {{"fp8_linear",
+                              json{{"tokens", 16}, {"n", 256}, {"k", 512}},
+                              dtype::bf16,
+                              {"native_fp8_tensor"},
+                              ""}},
+                            "correctness");
+    const auto* c = find_record(r, ledger::correctness, "native_fp8_tensor");
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->status, record_status::skipped);
+    EXPECT_NE(c->reason.find("1 to 8 tokens"), std::string::npos) << c->reason;
+}

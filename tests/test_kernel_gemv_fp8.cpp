@@ -1,0 +1,128 @@
+// The host half of the FP8 weight-only GEMV (kernels/gemv_fp8.hpp): the path, rows per warp,
+// split-K and grid a call would take, decided from the shape, the alignment and the device's
+// limits alone (no GPU needed, so CI checks them).
+#include "fourfold/kernels/gemv_fp8.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace fourfold::kernels;
+
+namespace {
+
+// Plans look only at addresses: aligned and misaligned stand-ins for device pointers.
+void* at(std::uintptr_t a) {
+    return reinterpret_cast<void*>(a);
+}
+constexpr std::uintptr_t k_aligned = 1 << 20;
+const float* k_scale = reinterpret_cast<const float*>(k_aligned * 4);
+
+device_limits h200() {
+    return device_limits{}; // 132 SMs, sm_90
+}
+
+gemv_fp8_args fp8_of(std::int64_t t, std::int64_t n, std::int64_t k, std::uintptr_t w = k_aligned) {
+    gemv_fp8_args a;
+    a.x = at(k_aligned);
+    a.w = at(w);
+    a.scale = k_scale;
+    a.y = at(k_aligned * 2);
+    a.tokens = t;
+    a.n = n;
+    a.k = k;
+    a.ld_x = k;
+    a.ld_w = k;
+    a.ld_y = n;
+    return a;
+}
+
+} // namespace
+
+TEST(kernel_plans_fp8, the_target_shapes_take_16_byte_loads_one_row_a_warp) {
+    // 1 x 4096 x 8192 (64 MB of bf16): 512 blocks of 8 rows, under one wave of 4 x 132: unsplit
+    const auto q = plan_gemv_fp8(fp8_of(1, 4096, 8192), h200());
+    ASSERT_TRUE(q.valid.empty()) << q.valid;
+    EXPECT_TRUE(q.vectorised);
+    EXPECT_EQ(q.rows_per_warp, 1);
+    EXPECT_EQ(q.k_split, 1);
+    EXPECT_EQ(q.blocks, 512);
+    EXPECT_EQ(q.row_blocks, 512);
+    // 14336 and 128256 rows: 2 or more a resident warp, streamed on one wave of blocks
+    for (const std::int64_t n : {14336, 128256}) {
+        const auto p = plan_gemv_fp8(fp8_of(1, n, 4096), h200());
+        EXPECT_EQ(p.k_split, 1) << n; // 2 KB halves of a 4 KB row: latency, not bytes
+        EXPECT_EQ(p.blocks, 4 * 132) << n;
+        EXPECT_EQ(p.row_blocks, n / 8) << n;
+    }
+    EXPECT_NE(q.describe().find("16 e4m3"), std::string::npos) << q.describe();
+}
+
+TEST(kernel_plans_fp8, small_n_splits_k_over_the_warps_of_a_block) {
+    // 768 rows of 2048 bytes: 2 rows a warp (128 vectors), 48 blocks unsplit; split until half
+    // a wave (264 blocks) or 2 vectors a lane per split
+    const auto p = plan_gemv_fp8(fp8_of(1, 768, 2048), h200());
+    EXPECT_EQ(p.rows_per_warp, 2);
+    EXPECT_EQ(p.k_split, 4);
+    EXPECT_EQ(p.blocks, 384 / 2);
+    // never below one vector a lane: 8 rows of 512 bytes stay whole
+    const auto tiny = plan_gemv_fp8(fp8_of(1, 8, 512), h200());
+    EXPECT_EQ(tiny.k_split, 1);
+    EXPECT_EQ(tiny.rows_per_warp, 4);
+    EXPECT_EQ(tiny.blocks, 1);
+}
+
+TEST(kernel_plans_fp8, the_last_round_of_rows_is_split_where_the_halves_are_5_kb) {
+    // 5120 rows over 4224 resident warps: two row times unsplit, 1.65 in 5 KB halves
+    const auto p = plan_gemv_fp8(fp8_of(1, 5120, 10240), h200());
+    EXPECT_EQ(p.k_split, 2);
+    EXPECT_EQ(p.blocks, 5120 / 4);
+    // 4 KB rows: halves of 2 KB are not split
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 5120, 4096), h200()).k_split, 1);
+}
+
+TEST(kernel_plans_fp8, several_tokens_take_two_rows_a_warp) {
+    for (const std::int64_t t : {2, 5, 8}) {
+        const auto p = plan_gemv_fp8(fp8_of(t, 4096, 4096), h200());
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_EQ(p.rows_per_warp, 2) << t;
+        EXPECT_EQ(p.unroll, 2) << t;
+        // 2048 row groups, 256 blocks: just under one wave of 2 x 132, unsplit, not persistent
+        EXPECT_EQ(p.k_split, 1) << t;
+        EXPECT_EQ(p.blocks, 256) << t;
+    }
+}
+
+TEST(kernel_plans_fp8, names_why_it_takes_the_scalar_path) {
+    const auto odd = plan_gemv_fp8(fp8_of(1, 300, 1001), h200());
+    EXPECT_FALSE(odd.vectorised);
+    EXPECT_NE(odd.why_scalar.find("multiple of 16"), std::string::npos) << odd.why_scalar;
+    EXPECT_NE(odd.describe().find("scalar"), std::string::npos);
+    const auto k8 = plan_gemv_fp8(fp8_of(1, 300, 4104), h200()); // a multiple of 8, not 16
+    EXPECT_FALSE(k8.vectorised);
+    const auto offset = plan_gemv_fp8(fp8_of(1, 300, 4096, k_aligned + 1), h200());
+    EXPECT_NE(offset.why_scalar.find("aligned"), std::string::npos) << offset.why_scalar;
+    auto strided = fp8_of(1, 300, 4096);
+    strided.inc_w = 300; // W stored transposed
+    EXPECT_NE(plan_gemv_fp8(strided, h200()).why_scalar.find("contiguous"), std::string::npos);
+    auto row_stride = fp8_of(2, 300, 4096);
+    row_stride.ld_w = 4100;
+    EXPECT_NE(plan_gemv_fp8(row_stride, h200()).why_scalar.find("row stride"), std::string::npos);
+    // the scalar grid: split K as the vector path does (38 blocks unsplit, 31 elements a lane:
+    // split 8 ways, a block a row), every row block, at most 8 waves of blocks
+    EXPECT_EQ(odd.k_split, 8);
+    EXPECT_EQ(odd.row_blocks, 300);
+    EXPECT_EQ(odd.blocks, odd.row_blocks);
+    const auto big = plan_gemv_fp8(fp8_of(1, 1 << 20, 1001), h200());
+    EXPECT_EQ(big.blocks, 8 * 4 * 132);
+    EXPECT_EQ(big.row_blocks, (1 << 20) / 8);
+}
+
+TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
+    EXPECT_NE(plan_gemv_fp8(fp8_of(9, 64, 64), h200()).valid.find("1..8"), std::string::npos);
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 0, 64), h200()).valid.empty());
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 64, 0), h200()).valid.empty());
+    auto no_scale = fp8_of(1, 64, 64);
+    no_scale.scale = nullptr;
+    EXPECT_NE(plan_gemv_fp8(no_scale, h200()).valid.find("scale"), std::string::npos);
+    EXPECT_STREQ(to_string(fp8_scaling::per_row), "per_row");
+    EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
+}
