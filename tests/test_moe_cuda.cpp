@@ -19,6 +19,11 @@
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <set>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/moe.hpp"
+#include "fourfold/workloads/native.hpp"
+#endif
 
 using namespace fourfold;
 using namespace fourfold::testing;
@@ -292,8 +297,9 @@ TEST(moe_cuda, moe_decode_native_passes_in_graph_mode_and_records_its_plan) {
         ASSERT_EQ(rec.status, record_status::ok) << what << ": " << rec.reason;
         EXPECT_TRUE(rec.figures["facts"].contains("kernel")) << rec.figures.dump();
         EXPECT_EQ(rec.figures["facts"]["host_sync"], false);
-        if (rec.which == ledger::correctness)
+        if (rec.which == ledger::correctness) {
             EXPECT_EQ(rec.figures["verdict"], "PASS") << what << " " << rec.figures.dump();
+        }
         if (rec.which == ledger::op_time) {
             ++native_timed;
             EXPECT_EQ(rec.figures["mode"], "graph");
@@ -341,4 +347,76 @@ TEST(moe_cuda, decoder_moe_layers_on_the_native_path_eager_and_captured) {
     EXPECT_LT(rel(eager), 2e-2);
     EXPECT_LT(rel(graph), 2e-2);
     EXPECT_LT((graph - eager).norm().item<double>() / eager.norm().item<double>(), 2e-2);
+}
+
+// The L2 prefetch of the down weights at kernel 1's tail is a matter of time only: the same bits
+// with and without it. Prints the step's µs either way (graph replays of 20 steps, device events)
+// and the byte time of the experts read at the device's measured copy bandwidth.
+TEST(moe_cuda, the_l2_prefetch_of_the_down_weights_changes_no_bit_and_both_times_are_printed) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const auto d = dev->torch_device();
+    const auto w = make_experts(k_qwen3, at::kBFloat16, 1, d);
+    const auto bw = dev->measure_copy_bandwidth().bytes_per_s;
+    call_context ctx(*dev);
+    for (const std::int64_t tokens : {1, 2, 4, 8}) {
+        const auto x =
+            workloads::seeded_normal({tokens, k_qwen3.hidden}, 3, 0.0, 1.0, at::kBFloat16).to(d);
+        const auto logits = ranked_logits(tokens, k_qwen3.experts, 21).to(d);
+        std::vector<at::Tensor> outs;
+        for (const std::int64_t budget : {std::int64_t{0}, kernels::k_moe_default_l2_prefetch}) {
+            auto y = at::empty_like(x);
+            kernels::moe_args a;
+            a.x = x.data_ptr();
+            a.logits = logits.data_ptr();
+            a.w_gate_up = w.gate_up.data_ptr();
+            a.w_down = w.down.data_ptr();
+            a.y = y.data_ptr();
+            a.tokens = tokens;
+            a.experts = k_qwen3.experts;
+            a.top_k = k_qwen3.top_k;
+            a.hidden = k_qwen3.hidden;
+            a.width = k_qwen3.width;
+            a.ld_x = a.ld_y = k_qwen3.hidden;
+            a.ld_logits = k_qwen3.experts;
+            a.l2_prefetch_bytes = budget;
+            a.type = kernels::elem::bf16;
+            a.logits_type = kernels::elem::f32;
+            auto plan = kernels::plan_moe(a, workloads::native::limits(ctx));
+            ASSERT_TRUE(plan.valid.empty()) << plan.valid;
+            const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
+            a.workspace = ws.data_ptr();
+            plan = kernels::plan_moe(a, workloads::native::limits(ctx));
+            constexpr int steps = 20;
+            auto graph = dev->capture([&] {
+                for (int i = 0; i < steps; ++i)
+                    workloads::native::check(
+                        kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
+            });
+            graph->replay(); // warm
+            auto start = dev->make_event(), stop = dev->make_event();
+            double best = 1e30;
+            for (int r = 0; r < 10; ++r) {
+                start->record();
+                graph->replay();
+                stop->record();
+                dev->synchronize();
+                best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
+            }
+            // the experts this routing reaches, and their bytes
+            const auto chosen = std::get<1>(at::topk(logits.cpu(), k_qwen3.top_k, -1));
+            std::set<std::int64_t> reached;
+            for (std::int64_t i = 0; i < chosen.numel(); ++i)
+                reached.insert(chosen.reshape({-1})[i].item<std::int64_t>());
+            const auto active = static_cast<std::int64_t>(reached.size());
+            const double bytes = static_cast<double>(active) * 3 * 768 * 2048 * 2;
+            std::cout << "moe native T=" << tokens << " l2_prefetch=" << budget << ": " << best
+                      << " us a step (best of 10 x " << steps << " replays); " << active
+                      << " experts, " << bytes / 1e6 << " MB = " << bytes / bw * 1e6
+                      << " us at the measured " << bw / 1e12 << " TB/s\n";
+            outs.push_back(y);
+        }
+        EXPECT_TRUE(at::equal(outs[0], outs[1])) << "T=" << tokens;
+    }
+#endif
 }

@@ -213,9 +213,10 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1,
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_route_gate_up(const T* __restrict__ x, const L* __restrict__ logits,
-                      const T* __restrict__ w, void* __restrict__ ws, int tokens, int experts,
-                      int top_k, bool normalise, std::int64_t hidden, std::int64_t width,
-                      std::int64_t ld_x, std::int64_t ld_logits) {
+                      const T* __restrict__ w, const T* __restrict__ w_down, void* __restrict__ ws,
+                      int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
+                      std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits,
+                      std::int64_t prefetch_budget) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 8;
     __shared__ routing_smem s;
@@ -266,6 +267,23 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             const float g = warp_sum(ag[t]), up = warp_sum(au[t]);
             if (lane == 0)
                 inter[(begin + t) * width + j] = element<T>::from_float(silu(g) * up);
+        }
+    }
+    // A thread whose units are done asks L2 for its share of the active experts' down matrices
+    // (128-byte lines, evict_last), where they fit the budget: the DRAM keeps streaming through
+    // this kernel's tail and the launch of the next, which then reads them from L2.
+    const std::int64_t down_bytes = hidden * width * static_cast<std::int64_t>(sizeof(T));
+    if (static_cast<std::int64_t>(s.active) * down_bytes <= prefetch_budget) {
+        const std::int64_t lines = (down_bytes + 127) / 128;
+        const std::int64_t total = lines * s.active;
+        const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+        for (std::int64_t l = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+             l < total; l += threads) {
+            const std::int64_t a = l / lines;
+            const char* p = reinterpret_cast<const char*>(w_down) +
+                            static_cast<std::int64_t>(s.active_expert[a]) * down_bytes +
+                            (l - a * lines) * 128;
+            asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
         }
     }
 }
@@ -455,9 +473,9 @@ template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
-        static_cast<const T*>(a.w_gate_up), a.workspace, static_cast<int>(a.tokens),
-        static_cast<int>(a.experts), static_cast<int>(a.top_k), a.normalise, a.hidden, a.width,
-        a.ld_x, a.ld_logits);
+        static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
+        static_cast<int>(a.tokens), static_cast<int>(a.experts), static_cast<int>(a.top_k),
+        a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, p.l2_prefetch_budget);
     if (auto s = status_of(cudaGetLastError()); !s.ok())
         return s;
     moe_down_combine<T, TOK><<<static_cast<unsigned>(p.down_blocks), p.threads, 0, stream>>>(

@@ -42,6 +42,7 @@ inline constexpr int k_moe_max_experts = 512; // 16 logits a lane in the routing
 inline constexpr int k_moe_max_top_k = 32;    // one selected expert a lane
 inline constexpr int k_moe_threads = 256;
 inline constexpr int k_moe_blocks_per_sm = 2; // __launch_bounds__ of both kernels
+inline constexpr std::int64_t k_moe_default_l2_prefetch = std::int64_t{32} << 20;
 
 struct moe_args {
     const void* x = nullptr;         // T x H, row stride ld_x
@@ -55,20 +56,25 @@ struct moe_args {
     bool normalise = true;        // norm_topk_prob
     elem type = elem::bf16;       // x, the weights, y
     elem logits_type = elem::f32; // the router logits (the decoder's are in the activations')
+    // Kernel 1 asks L2 for the active experts' down matrices at its tail where they total at
+    // most this (bytes; 0: never): below the L2 (50 MB on an H100/H200), with room for the
+    // streamed gate/up rows passing through it.
+    std::int64_t l2_prefetch_bytes = k_moe_default_l2_prefetch;
 };
 
 struct moe_plan {
     int kernels = 2;
     int threads = k_moe_threads;
-    int token_tile = 1;               // tokens a kernel is compiled for: 1, 2, 4 or 8
-    std::int64_t pairs = 0;           // T x k (token, slot) pairs
-    std::int64_t max_active = 0;      // experts the pairs can reach: min(E, T x k)
-    std::int64_t gate_up_units = 0;   // at most: max_active x W (expert, column) units
-    std::int64_t down_units = 0;      // H output columns
-    std::int64_t gate_up_blocks = 0;  // kernel 1's persistent grid
-    std::int64_t down_blocks = 0;     // kernel 2's
-    std::int64_t workspace_bytes = 0; // routing (ints and floats) + intermediate [pairs, W]
-    std::int64_t expert_bytes = 0;    // one expert's gate/up and down weights
+    int token_tile = 1;                  // tokens a kernel is compiled for: 1, 2, 4 or 8
+    std::int64_t pairs = 0;              // T x k (token, slot) pairs
+    std::int64_t max_active = 0;         // experts the pairs can reach: min(E, T x k)
+    std::int64_t gate_up_units = 0;      // at most: max_active x W (expert, column) units
+    std::int64_t down_units = 0;         // H output columns
+    std::int64_t gate_up_blocks = 0;     // kernel 1's persistent grid
+    std::int64_t down_blocks = 0;        // kernel 2's
+    std::int64_t workspace_bytes = 0;    // routing (ints and floats) + intermediate [pairs, W]
+    std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
+    std::int64_t l2_prefetch_budget = 0; // the args' l2_prefetch_bytes (0: no L2 prefetch)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
 };

@@ -41,7 +41,9 @@ std::string moe_plan::describe() const {
            std::to_string(down_blocks) +
            " blocks, a warp per output column, fixed-order fp32 "
            "sum); 16-byte loads, token tile " +
-           std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
+           std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) +
+           " B, down weights prefetched to L2 where the active experts' total <= " +
+           std::to_string(l2_prefetch_budget) + " B";
 }
 
 moe_plan plan_moe(const moe_args& a, const device_limits& d) {
@@ -96,6 +98,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     p.down_blocks = persistent_blocks(p.down_units, d);
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
     p.expert_bytes = 3 * a.width * a.hidden * es;
+    p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
     return p;
 }
 

@@ -77,6 +77,9 @@ void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::T
     a.normalise = normalise;
     a.type = native::elem_of(x.scalar_type());
     a.logits_type = native::elem_of(logits.scalar_type());
+    // the down weights prefetched to L2 where they take at most 5/8 of it
+    if (const auto l2 = ctx.device().caps().cache_bytes; l2 > 0)
+        a.l2_prefetch_bytes = std::min(a.l2_prefetch_bytes, l2 / 8 * 5);
     const auto plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
         throw std::invalid_argument("moe native: " + plan.valid);
@@ -91,6 +94,7 @@ void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::T
                                 {"down_blocks", plan.down_blocks},
                                 {"threads_per_block", plan.threads},
                                 {"workspace_bytes", plan.workspace_bytes},
+                                {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
                                 {"routing", "on the device: softmax fp32, top-k (ties: lower "
                                             "expert index), renormalised; grouped by expert"},
                                 {"host_sync", false}});
