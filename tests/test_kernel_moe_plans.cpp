@@ -159,3 +159,14 @@ TEST(kernel_moe_plans, grouped_gemv_takes_pairs_of_rows_of_each_active_expert) {
     a.experts = 1024;
     EXPECT_NE(plan_grouped_gemv(a, device_limits{}).valid.find("experts"), std::string::npos);
 }
+
+TEST(kernel_moe_plans, the_l2_prefetch_budget_is_the_callers_and_never_negative) {
+    auto a = qwen3_moe(1);
+    EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, k_moe_default_l2_prefetch);
+    // one token's 8 experts' down matrices (24 MiB in bf16) fit the default budget
+    EXPECT_LE(8ll * 2048 * 768 * 2, k_moe_default_l2_prefetch);
+    a.l2_prefetch_bytes = 0;
+    EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, 0);
+    a.l2_prefetch_bytes = -5;
+    EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, 0);
+}

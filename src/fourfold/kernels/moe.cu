@@ -133,6 +133,7 @@ __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int t
     int expert = 0, less = 0, before = 0, same = 0;
     if (i < pairs) {
         expert = s.pair_expert[i];
+#pragma unroll 8
         for (int j = 0; j < pairs; ++j) {
             const int ej = s.pair_expert[j];
             less += ej < expert;
@@ -147,6 +148,7 @@ __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int t
     const int active = __syncthreads_count(i < pairs && before == 0);
     if (i < pairs && before == 0) {
         int a = 0;
+#pragma unroll 8
         for (int j = 0; j < pairs; ++j)
             a += s.first[j] && s.pair_expert[j] < expert;
         s.active_expert[a] = expert;
@@ -166,13 +168,14 @@ __device__ __forceinline__ const P* at_offset(const void* base, std::int64_t off
     return reinterpret_cast<const P*>(static_cast<const char*>(base) + off);
 }
 
-// Rows w0 and w1 (w1 may be null: zeros) of nv vectors dotted with `cnt` (<= TOK) source rows,
-// into a0 / a1 per source row (per lane: the caller reduces over the warp).
+// Rows w0 and w1 (w1 may be null: zeros) of nv vectors dotted with `cnt` (<= TOK) source rows
+// (row src_row[t] of `src`, ld elements apart), into a0 / a1 per source row (per lane: the
+// caller reduces over the warp). The rows are 32-bit indices, not pointers: 8 registers fewer.
 template <typename T, int TOK, int U>
 __device__ __forceinline__ void
-dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1,
-             const uint4* const (&src)[TOK], int cnt, std::int64_t nv, int lane, float (&a0)[TOK],
-             float (&a1)[TOK]) {
+dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T* __restrict__ src,
+             std::int64_t ld, const int (&src_row)[TOK], int cnt, std::int64_t nv, int lane,
+             float (&a0)[TOK], float (&a1)[TOK]) {
     constexpr int VEC = 16 / sizeof(T);
     using P = packet<T, VEC>;
     const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -197,7 +200,7 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1,
                 if (t >= cnt)
                     break; // warp-uniform
                 float xf[VEC];
-                P::unpack(__ldg(src[t] + v), xf);
+                P::unpack(__ldg(reinterpret_cast<const uint4*>(src + src_row[t] * ld) + v), xf);
 #pragma unroll
                 for (int j = 0; j < VEC; ++j) {
                     a0[t] = fmaf(f0[j], xf[j], a0[t]);
@@ -250,16 +253,15 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         const int begin = s.active_begin[a], cnt = s.active_count[a]; // cnt <= tokens <= TOK
         const auto* wg = reinterpret_cast<const uint4*>(w + (e * 2 * width + j) * hidden);
         const auto* wu = reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden);
-        const uint4* src[TOK];
+        int src_row[TOK];
 #pragma unroll
         for (int t = 0; t < TOK; ++t)
-            src[t] = reinterpret_cast<const uint4*>(
-                x + static_cast<std::int64_t>(s.sorted_token[begin + (t < cnt ? t : 0)]) * ld_x);
+            src_row[t] = s.sorted_token[begin + (t < cnt ? t : 0)];
         float ag[TOK], au[TOK];
 #pragma unroll
         for (int t = 0; t < TOK; ++t)
             ag[t] = au[t] = 0.f;
-        dot_two_rows<T, TOK, U>(wg, wu, src, cnt, nv, lane, ag, au);
+        dot_two_rows<T, TOK, U>(wg, wu, x, ld_x, src_row, cnt, nv, lane, ag, au);
 #pragma unroll
         for (int t = 0; t < TOK; ++t) {
             if (t >= cnt)
@@ -443,16 +445,15 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         for (int c0 = 0; c0 < act_c[a]; c0 += TOK) {
             const int first = act_b[a] + c0;
             const int cnt = act_c[a] - c0 < TOK ? act_c[a] - c0 : TOK;
-            const uint4* src[TOK];
+            int src_row[TOK];
 #pragma unroll
             for (int t = 0; t < TOK; ++t)
-                src[t] = reinterpret_cast<const uint4*>(
-                    rows + static_cast<std::int64_t>(first + (t < cnt ? t : 0)) * ld_rows);
+                src_row[t] = first + (t < cnt ? t : 0);
             float a0[TOK], a1[TOK];
 #pragma unroll
             for (int t = 0; t < TOK; ++t)
                 a0[t] = a1[t] = 0.f;
-            dot_two_rows<T, TOK, U>(w0, w1, src, cnt, nv, lane, a0, a1);
+            dot_two_rows<T, TOK, U>(w0, w1, rows, ld_rows, src_row, cnt, nv, lane, a0, a1);
 #pragma unroll
             for (int t = 0; t < TOK; ++t) {
                 if (t >= cnt)
