@@ -196,6 +196,48 @@ TEST(model_ops, a_native_path_without_its_kernel_or_context_is_a_clear_error) {
     EXPECT_THROW(decoder_session(w, 64, native), std::invalid_argument);
 }
 
+TEST(model_ops, the_native_moe_path_is_a_clear_error_without_kernels_and_a_skip_on_the_cpu) {
+    const auto f = at::TensorOptions().dtype(at::kFloat);
+    const auto x = at::randn({2, 16}, f), logits = at::randn({2, 4}, f);
+    const auto w_gate_up = at::randn({4, 16, 16}, f), w_down = at::randn({4, 16, 8}, f);
+    EXPECT_EQ(model_ops::to_string(moe_path::native), "native");
+    // no call context (or, in this build, no kernels): never a silent library fallback
+    EXPECT_THROW(model_ops::moe_ffn(x, logits, w_gate_up, w_down, 2, true, moe_path::native),
+                 std::logic_error);
+    EXPECT_THROW(model_ops::grouped_linear(x, w_gate_up, at::tensor(std::vector<int>{1, 2, 2, 2}),
+                                           moe_path::native),
+                 std::logic_error);
+    // the native kernels take the whole block, never the expert matmuls alone
+    EXPECT_THROW(model_ops::expert_ffn(x, w_gate_up, w_down,
+                                       at::tensor(std::vector<int>{1, 2, 2, 2}), moe_path::native),
+                 std::logic_error);
+#if !FOURFOLD_WITH_KERNELS
+    EXPECT_TRUE(model_ops::native_moe_unsupported(128, 8, 2048, 768, 2).has_value());
+#endif
+    // moe_decode's native variant on the CPU: a skipped record with its reason, both parts
+    auto dev = cpu();
+    for (const char* part : {"ffn", "gate_up"}) {
+        const auto r = testing::run_jobs(*dev,
+                                         {{"moe_decode",
+                                           json{{"tokens", 2},
+                                                {"experts", 8},
+                                                {"top_k", 2},
+                                                {"hidden", 64},
+                                                {"width", 32},
+                                                {"part", part}},
+                                           dtype::fp32,
+                                           {"generic", "native"},
+                                           ""}},
+                                         "correctness");
+        const auto* native = testing::find_record(r, ledger::correctness, "native");
+        const auto* generic = testing::find_record(r, ledger::correctness, "generic");
+        ASSERT_TRUE(native && generic) << part;
+        EXPECT_EQ(native->status, record_status::skipped) << part;
+        EXPECT_FALSE(native->reason.empty()) << part;
+        EXPECT_EQ(generic->status, record_status::ok) << part;
+    }
+}
+
 TEST(model_ops, the_pad_paths_compute_one_function_and_always_return_a_new_tensor) {
     using model_ops::op_path;
     const auto x = at::randn({1, 3, 2, 5, 4}, at::TensorOptions().dtype(at::kFloat));

@@ -4,10 +4,16 @@
 #include "fourfold/core/error.hpp"
 #include "fourfold/workloads/model_ops/softmax.hpp"
 #include "fourfold/workloads/model_ops/swiglu.hpp"
+#include "fourfold/workloads/native.hpp"
+#include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/moe.hpp"
+#endif
 
 namespace fourfold::workloads::model_ops {
 namespace {
@@ -34,10 +40,175 @@ at::Tensor offsets_on_host(const at::Tensor& offsets) {
     return offsets.to(at::kCPU);
 }
 
+#if FOURFOLD_WITH_KERNELS
+static_assert(kernels::k_moe_max_tokens == 8);
+
+const call_context& need_ctx(const call_context* ctx, const char* what) {
+    if (!ctx)
+        throw std::logic_error(fmt::format("{} native needs a call context (its stream)", what));
+    return *ctx;
+}
+
+void need_contiguous(const at::Tensor& t, const char* what) {
+    if (!t.is_contiguous())
+        throw std::invalid_argument(fmt::format("moe native: {} must be contiguous", what));
+}
+
+// kernels/moe.cu's two launches for up to 8 tokens; `out` (T, H) and `ws` (the plan's bytes)
+// are the caller's.
+void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::Tensor& w_gate_up,
+                      const at::Tensor& w_down, std::int64_t top_k, bool normalise,
+                      const at::Tensor& out, const at::Tensor& ws, const call_context& ctx) {
+    kernels::moe_args a;
+    a.x = x.data_ptr();
+    a.logits = logits.data_ptr();
+    a.w_gate_up = w_gate_up.data_ptr();
+    a.w_down = w_down.data_ptr();
+    a.y = out.data_ptr();
+    a.workspace = ws.data_ptr();
+    a.tokens = x.size(0);
+    a.experts = w_gate_up.size(0);
+    a.top_k = top_k;
+    a.hidden = x.size(1);
+    a.width = w_down.size(2);
+    a.ld_x = x.stride(0);
+    a.ld_logits = logits.stride(0);
+    a.ld_y = out.stride(0);
+    a.normalise = normalise;
+    a.type = native::elem_of(x.scalar_type());
+    a.logits_type = native::elem_of(logits.scalar_type());
+    // the down weights prefetched to L2 where they take at most 5/8 of it
+    if (const auto l2 = ctx.device().caps().cache_bytes; l2 > 0)
+        a.l2_prefetch_bytes = std::min(a.l2_prefetch_bytes, l2 / 8 * 5);
+    const auto plan = kernels::plan_moe(a, native::limits(ctx));
+    if (!plan.valid.empty())
+        throw std::invalid_argument("moe native: " + plan.valid);
+    if (ws.numel() < plan.workspace_bytes)
+        throw std::logic_error("moe native: workspace smaller than the plan's");
+    if (ctx.wants_facts())
+        ctx.fact("kernel", json{{"path", plan.describe()},
+                                {"kernels", plan.kernels},
+                                {"token_tile", plan.token_tile},
+                                {"pairs", plan.pairs},
+                                {"gate_up_blocks", plan.gate_up_blocks},
+                                {"down_blocks", plan.down_blocks},
+                                {"threads_per_block", plan.threads},
+                                {"workspace_bytes", plan.workspace_bytes},
+                                {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
+                                {"routing", "on the device: softmax fp32, top-k (ties: lower "
+                                            "expert index), renormalised; grouped by expert"},
+                                {"host_sync", false}});
+    native::check(kernels::launch_moe(plan, a, native::stream(ctx)), "moe");
+}
+
+at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
+                      const at::Tensor& w_gate_up, const at::Tensor& w_down, std::int64_t top_k,
+                      bool normalise, const call_context* ctx_ptr) {
+    const auto& ctx = need_ctx(ctx_ptr, "moe_ffn");
+    need_contiguous(w_gate_up, "w_gate_up");
+    need_contiguous(w_down, "w_down");
+    if (x.dim() != 2 || router_logits.dim() != 2 || router_logits.size(0) != x.size(0) ||
+        router_logits.stride(1) != 1 || x.stride(1) != 1)
+        throw std::invalid_argument("moe native: x (T, H) and router_logits (T, E) with "
+                                    "contiguous rows");
+    const std::int64_t tokens = x.size(0), chunk = kernels::k_moe_max_tokens;
+    auto out = at::empty({tokens, x.size(1)}, x.options());
+    const auto pairs = std::min(tokens, chunk) * top_k;
+    const auto ws_bytes =
+        kernels::moe_layout(pairs, w_down.size(2), static_cast<std::size_t>(x.element_size()))
+            .bytes;
+    const auto ws = at::empty({ws_bytes}, x.options().dtype(at::kByte));
+    for (std::int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+        const auto n = std::min(chunk, tokens - t0);
+        native_moe_chunk(x.narrow(0, t0, n), router_logits.narrow(0, t0, n), w_gate_up, w_down,
+                         top_k, normalise, out.narrow(0, t0, n), ws, ctx);
+    }
+    return out;
+}
+
+at::Tensor native_grouped_linear(const at::Tensor& rows, const at::Tensor& w,
+                                 const at::Tensor& offsets, const call_context* ctx_ptr) {
+    const auto& ctx = need_ctx(ctx_ptr, "grouped_linear");
+    need_contiguous(w, "w");
+    if (offsets.scalar_type() != at::kInt || !offsets.is_contiguous() ||
+        offsets.numel() != w.size(0) || rows.stride(1) != 1)
+        throw std::invalid_argument("grouped_linear native: int32 offsets, one per expert, and "
+                                    "rows with contiguous columns");
+    auto y = at::empty({rows.size(0), w.size(1)}, rows.options());
+    kernels::grouped_gemv_args a;
+    a.rows = rows.data_ptr();
+    a.w = w.data_ptr();
+    a.offsets = offsets.data_ptr<std::int32_t>();
+    a.y = y.data_ptr();
+    a.rows_count = rows.size(0);
+    a.experts = w.size(0);
+    a.n = w.size(1);
+    a.k = w.size(2);
+    a.ld_rows = rows.stride(0);
+    a.ld_y = y.stride(0);
+    a.type = native::elem_of(rows.scalar_type());
+    const auto plan = kernels::plan_grouped_gemv(a, native::limits(ctx));
+    if (!plan.valid.empty())
+        throw std::invalid_argument("grouped_linear native: " + plan.valid);
+    if (ctx.wants_facts())
+        ctx.fact("kernel", json{{"path", plan.describe()},
+                                {"blocks", plan.blocks},
+                                {"threads_per_block", plan.threads},
+                                {"row_tile", plan.row_tile},
+                                {"host_sync", false}});
+    native::check(kernels::launch_grouped_gemv(plan, a, native::stream(ctx)), "grouped_gemv");
+    return y;
+}
+#else
+[[noreturn]] void no_kernels(const char* what) {
+    throw std::logic_error(fmt::format("{} native ran in a build without native kernels", what));
+}
+#endif
+
 } // namespace
 
 std::string_view to_string(moe_path p) {
-    return p == moe_path::grouped_mm ? "grouped_mm" : "host_loop";
+    switch (p) {
+    case moe_path::grouped_mm:
+        return "grouped_mm";
+    case moe_path::host_loop:
+        return "host_loop";
+    case moe_path::native:
+        return "native";
+    }
+    return "?";
+}
+
+std::optional<std::string> native_moe_unsupported(std::int64_t experts, std::int64_t top_k,
+                                                  std::int64_t hidden, std::int64_t width,
+                                                  std::int64_t element_bytes) {
+#if FOURFOLD_WITH_KERNELS
+    // the plan looks only at addresses: aligned stand-ins
+    auto* p = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
+    kernels::moe_args a;
+    a.x = a.logits = a.w_gate_up = a.w_down = p;
+    a.y = a.workspace = p;
+    a.tokens = 1;
+    a.experts = experts;
+    a.top_k = top_k;
+    a.hidden = hidden;
+    a.width = width;
+    a.ld_x = a.ld_y = hidden;
+    a.ld_logits = experts;
+    a.type = element_bytes == 4 ? kernels::elem::f32 : kernels::elem::bf16;
+    a.logits_type = kernels::elem::f32;
+    const auto plan = kernels::plan_moe(a, kernels::device_limits{});
+    if (!plan.valid.empty())
+        return "the native MoE kernels: " + plan.valid;
+    return std::nullopt;
+#else
+    (void)experts;
+    (void)top_k;
+    (void)hidden;
+    (void)width;
+    (void)element_bytes;
+    return std::string("a build without native kernels");
+#endif
 }
 
 moe_routing route(const at::Tensor& router_logits, std::int64_t top_k, bool normalise) {
@@ -59,7 +230,15 @@ at::Tensor sorted_rows(const at::Tensor& x, const moe_routing& r) {
 }
 
 at::Tensor grouped_linear(const at::Tensor& rows, const at::Tensor& w, const at::Tensor& offsets,
-                          moe_path path) {
+                          moe_path path, const call_context* ctx) {
+    if (path == moe_path::native) {
+#if FOURFOLD_WITH_KERNELS
+        return native_grouped_linear(rows, w, offsets, ctx);
+#else
+        (void)ctx;
+        no_kernels("grouped_linear");
+#endif
+    }
     if (path == moe_path::host_loop)
         return loop_over_groups(rows, w, offsets_on_host(offsets));
 #if FOURFOLD_HAS_GROUPED_MM
@@ -73,6 +252,8 @@ at::Tensor grouped_linear(const at::Tensor& rows, const at::Tensor& w, const at:
 
 at::Tensor expert_ffn(const at::Tensor& rows, const at::Tensor& w_gate_up, const at::Tensor& w_down,
                       const at::Tensor& offsets, moe_path path) {
+    if (path == moe_path::native)
+        throw std::logic_error("expert_ffn: the native kernels take the whole block (moe_ffn)");
     if (path == moe_path::host_loop) {
         const auto ends = offsets_on_host(offsets);
         return loop_over_groups(swiglu(loop_over_groups(rows, w_gate_up, ends)), w_down, ends);
@@ -91,7 +272,15 @@ at::Tensor combine(const at::Tensor& expert_rows, const moe_routing& r) {
 
 at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
                    const at::Tensor& w_gate_up, const at::Tensor& w_down, std::int64_t top_k,
-                   bool normalise, moe_path path) {
+                   bool normalise, moe_path path, const call_context* ctx) {
+    if (path == moe_path::native) {
+#if FOURFOLD_WITH_KERNELS
+        return native_moe(x, router_logits, w_gate_up, w_down, top_k, normalise, ctx);
+#else
+        (void)ctx;
+        no_kernels("moe_ffn");
+#endif
+    }
     const auto r = route(router_logits, top_k, normalise);
     return combine(expert_ffn(sorted_rows(x, r), w_gate_up, w_down, r.offsets, path), r);
 }

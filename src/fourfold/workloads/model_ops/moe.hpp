@@ -5,13 +5,21 @@
 // moe_decode's op_time figures and decode's tokens/s are about the same code.
 #include <ATen/Tensor.h>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
+
+namespace fourfold::workloads {
+class call_context;
+}
 
 namespace fourfold::workloads::model_ops {
 
 enum class moe_path {
     grouped_mm, // at::_grouped_mm with the group offsets on the device: no host sync
-    host_loop   // the offsets copied to the host, then one at::mm per expert with rows
+    host_loop,  // the offsets copied to the host, then one at::mm per expert with rows
+    native      // fourfold's kernels (kernels/moe.cu): the whole block in two launches, the
+                // routing on the device; needs a call context
 };
 std::string_view to_string(moe_path p);
 
@@ -31,10 +39,12 @@ moe_routing route(const at::Tensor& router_logits, std::int64_t top_k, bool norm
 at::Tensor sorted_rows(const at::Tensor& x, const moe_routing& r);
 
 // rows @ W[e]^T over each expert's group of rows (w: (E, N, K); offsets: (E) int32 ends).
+// native: fourfold's grouped GEMV (kernels/moe.cu), the offsets read on the device; needs `ctx`.
 at::Tensor grouped_linear(const at::Tensor& rows, const at::Tensor& w, const at::Tensor& offsets,
-                          moe_path path);
+                          moe_path path, const call_context* ctx = nullptr);
 // The SwiGLU experts over rows sorted by expert: gate/up (E, 2W, H), then down (E, H, W). The
-// host loop copies the offsets to the host once for both matmuls.
+// host loop copies the offsets to the host once for both matmuls. (Not the native path: its
+// kernels take the whole block, from the router logits; moe_ffn.)
 at::Tensor expert_ffn(const at::Tensor& rows, const at::Tensor& w_gate_up, const at::Tensor& w_down,
                       const at::Tensor& offsets, moe_path path);
 // Expert outputs back in (token, slot) order, weighted and summed per token in float32, rounded
@@ -42,8 +52,19 @@ at::Tensor expert_ffn(const at::Tensor& rows, const at::Tensor& w_gate_up, const
 at::Tensor combine(const at::Tensor& expert_rows, const moe_routing& r);
 
 // The whole block: route, sort, experts, combine. x (T, H); router_logits (T, E).
+// native (needs `ctx`): kernels/moe.cu's two kernels, the routing (softmax in fp32, top-k, ties
+// to the lower expert index, renormalised when `normalise`) and the grouping on the device, each
+// active expert's weights read once per 8 tokens; more than 8 tokens (a prefill) go 8 at a time
+// (tokens are independent in the block), the workspace allocated once per call.
 at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
                    const at::Tensor& w_gate_up, const at::Tensor& w_down, std::int64_t top_k,
-                   bool normalise, moe_path path);
+                   bool normalise, moe_path path, const call_context* ctx = nullptr);
+
+// Why the native path cannot take this shape (tokens above 8 are taken 8 at a time, so they
+// are not a reason), from the kernels' own plan on 16-byte aligned, contiguous tensors; nullopt
+// when it can. `element_bytes`: of x and the weights.
+std::optional<std::string> native_moe_unsupported(std::int64_t experts, std::int64_t top_k,
+                                                  std::int64_t hidden, std::int64_t width,
+                                                  std::int64_t element_bytes);
 
 } // namespace fourfold::workloads::model_ops

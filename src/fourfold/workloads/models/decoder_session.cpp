@@ -191,7 +191,7 @@ at::Tensor decoder_mlp(const model_config& c, const layer_weights& lw, std::int6
         return project(model_ops::swiglu(project(h, lw.gate_up)), lw.down);
     // Qwen3-MoE: the router in the activations' dtype, then the block moe_decode times.
     return model_ops::moe_ffn(h, project(h, lw.router), lw.experts_gate_up, lw.experts_down,
-                              c.experts_per_token, c.norm_topk, paths.moe);
+                              c.experts_per_token, c.norm_topk, paths.moe, ctx);
 }
 
 at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w) const {

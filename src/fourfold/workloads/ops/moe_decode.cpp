@@ -3,7 +3,10 @@
 // outputs weighted by the normalised router probabilities and summed per token, as in
 // Qwen3-MoE (norm_topk_prob). The report's change is how the grouped matmul learns where each
 // expert's rows start: `generic` copies the routing offsets to the host and loops over experts
-// (the path it replaced); `stock` hands int32 offsets that stay on the device to _grouped_mm.
+// (the path it replaced); `stock` hands int32 offsets that stay on the device to _grouped_mm;
+// `native` is fourfold's own kernels (kernels/moe.cu): for part=ffn the whole block in two
+// launches with the routing on the device, for part=gate_up a grouped GEMV reading the offsets
+// on the device; each active expert's weights are read once a call.
 //
 // Two cases over the code the decoder's MoE layers run (model_ops/moe.hpp): part=ffn times the
 // whole block from router logits to the combined output; part=gate_up times the first grouped
@@ -113,9 +116,14 @@ class moe_decode_case : public workload_case {
 
     std::optional<std::string> unsupported(const std::string& variant,
                                            const backend::device& dev) const override {
+        const auto e = size_bytes(args().type);
+        if (variant == "native")
+            // (part=gate_up's grouped GEMV has no top_k limit)
+            return model_ops::native_moe_unsupported(m_experts,
+                                                     weight_matrices() == 3 ? m_top_k : 1, m_hidden,
+                                                     m_width, static_cast<std::int64_t>(e));
         if (variant != "stock")
             return std::nullopt;
-        const auto e = size_bytes(args().type);
         if ((m_hidden * e) % 16 != 0 || (m_width * e) % 16 != 0)
             return fmt::format("_grouped_mm needs 16-byte aligned strides: hidden={} and width={} "
                                "must be multiples of {} {} elements",
@@ -141,7 +149,17 @@ class moe_decode_case : public workload_case {
                {"weight_storage_bytes", m_experts * matrices * m_width * m_hidden * e},
                {"routing", "fixed per shape (seeded ranking of router logits), the same on "
                            "every device"}};
-        if (variant == "stock") {
+        if (variant == "native") {
+            f["host_sync"] = false;
+            f["offsets"] = weight_matrices() == 3
+                               ? "none: the routing and the grouping by expert on the device"
+                               : "int32 cumulative end indices, read on the device";
+            f["path"] = weight_matrices() == 3
+                            ? fmt::format("fourfold kernels/moe.cu: route + gate/up + SwiGLU, "
+                                          "then down + weighted combine (2 launches{})",
+                                          m_tokens > 8 ? ", 8 tokens at a time" : "")
+                            : "fourfold kernels/moe.cu: grouped GEMV over the active experts";
+        } else if (variant == "stock") {
             f["host_sync"] = false;
             f["offsets"] = "int32 cumulative end indices, kept on the device";
             f["path"] = "at::_grouped_mm, 2D rows x 3D expert weights";
@@ -156,17 +174,21 @@ class moe_decode_case : public workload_case {
     }
 
     at::Tensor stock(const call_context&, const input_set& in) const {
-        return run(in, moe_path::grouped_mm);
+        return run(in, moe_path::grouped_mm, nullptr);
     }
     // The path the report replaced: the offsets go to the host, which then issues one mm per
     // active expert (a sync that drains the queue, then E launches instead of one).
     at::Tensor generic(const call_context&, const input_set& in) const {
-        return run(in, moe_path::host_loop);
+        return run(in, moe_path::host_loop, nullptr);
+    }
+    // fourfold's kernels, on the call's stream; the plan lands in the records' facts.
+    at::Tensor native(const call_context& ctx, const input_set& in) const {
+        return run(in, moe_path::native, &ctx);
     }
 
   protected:
     // The part's call through model_ops, the code the decoder's MoE layers run.
-    virtual at::Tensor run(const input_set& in, moe_path path) const = 0;
+    virtual at::Tensor run(const input_set& in, moe_path path, const call_context* ctx) const = 0;
     // gate/up (2 W x H) and, for the whole block, down (H x W): expert matrices of W x H read.
     virtual std::int64_t weight_matrices() const = 0;
 
@@ -276,9 +298,9 @@ class moe_ffn_case final : public moe_decode_case {
 
   protected:
     // Every token goes to its k experts; the model's norm_topk_prob = true (Qwen3-30B-A3B).
-    at::Tensor run(const input_set& in, moe_path path) const override {
+    at::Tensor run(const input_set& in, moe_path path, const call_context* ctx) const override {
         return model_ops::moe_ffn(in["x"], in["router_logits"], in["w_gate_up"], in["w_down"],
-                                  m_top_k, true, path);
+                                  m_top_k, true, path, ctx);
     }
     std::int64_t weight_matrices() const override { return 3; }
 };
@@ -333,8 +355,8 @@ class moe_gate_up_case final : public moe_decode_case {
     }
 
   protected:
-    at::Tensor run(const input_set& in, moe_path path) const override {
-        return model_ops::grouped_linear(in["rows"], in["w_gate_up"], in["offsets"], path);
+    at::Tensor run(const input_set& in, moe_path path, const call_context* ctx) const override {
+        return model_ops::grouped_linear(in["rows"], in["w_gate_up"], in["offsets"], path, ctx);
     }
     std::int64_t weight_matrices() const override { return 2; }
 };
@@ -361,7 +383,10 @@ FOURFOLD_WORKLOAD(moe_decode_case, "moe_decode")
              {.features = {"grouped_mm"}, .ops = {"softmax", "topk", "index", "silu", "sum"}})
     .variant("generic", &moe_decode_case::generic,
              "offsets copied to the host, then one mm per active expert", /*host_sync=*/true,
-             {.ops = {"softmax", "topk", "index", "silu", "sum", "matmul"}});
+             {.ops = {"softmax", "topk", "index", "silu", "sum", "matmul"}})
+    .native_variant("native", &moe_decode_case::native,
+                    "fourfold's kernels: routing on the device, each active expert's weights "
+                    "read once (part=ffn: 2 launches; part=gate_up: a grouped GEMV)");
 
 } // namespace
 } // namespace fourfold::workloads

@@ -1,0 +1,533 @@
+// The MoE decode step's kernels (see moe.hpp).
+//
+// Both kernels run 8 warps a block on a persistent grid; warp w of the grid takes units w,
+// w + W, ... (W warps in the grid). A warp streams a unit's weight rows in 16-byte loads, lane l
+// reading vectors l, l + 32, ... so that one load instruction of the warp covers 512 contiguous
+// bytes; up to 8 vectors of each row a lane are in flight before the first multiply. The
+// activations (x, the intermediate) are a few KB to a few hundred KB, read through L1/L2.
+#include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/moe.hpp"
+
+#include <type_traits>
+
+namespace fourfold::kernels {
+namespace {
+
+using namespace device;
+
+constexpr int k_warps = k_moe_threads / 32;
+constexpr int k_max_pairs = k_moe_max_tokens * k_moe_max_top_k; // 256: one a thread
+constexpr int k_logits_per_lane = k_moe_max_experts / 32;
+static_assert(k_max_pairs == k_moe_threads, "the grouping takes one pair a thread");
+static_assert(k_moe_max_tokens <= k_warps, "the routing takes one token a warp");
+
+// A weight vector is read once and never again in this call: keep it out of L1.
+__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+
+__device__ __forceinline__ float silu(float g) {
+    return g / (1.f + expf(-g));
+}
+
+// What a block knows of the routing once route_block returns: the (token, slot) pairs grouped
+// by expert (ascending expert id, then pair order), and the active experts' groups.
+struct routing_smem {
+    int pair_expert[k_max_pairs];
+    float pair_weight[k_max_pairs];
+    int first[k_max_pairs];
+    int active_expert[k_max_pairs];
+    int active_begin[k_max_pairs];
+    int active_count[k_max_pairs];
+    int sorted_token[k_max_pairs];
+    float sorted_weight[k_max_pairs];
+    int active;
+};
+
+// Warp t routes token t: softmax over the experts in fp32 (exp(l - max) / sum, as at::softmax),
+// top_k rounds of a warp argmax (ties: the lower expert index), the k weights renormalised by
+// their sum when `normalise`. Then thread i places pair i: its sorted position is the number of
+// pairs with a lower expert plus those of its expert before it (a stable counting sort).
+template <typename L>
+__device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
+                            int top_k, bool normalise, routing_smem& s) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp < tokens) {
+        const L* row = logits + warp * ld;
+        float v[k_logits_per_lane];
+        float m = -CUDART_INF_F;
+#pragma unroll
+        for (int i = 0; i < k_logits_per_lane; ++i) {
+            const int e = lane + 32 * i;
+            v[i] = e < experts ? element<L>::to_float(row[e]) : -CUDART_INF_F;
+            m = fmaxf(m, v[i]);
+        }
+        m = warp_max(m);
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < k_logits_per_lane; ++i) {
+            v[i] = lane + 32 * i < experts ? expf(v[i] - m) : 0.f;
+            sum += v[i];
+        }
+        sum = warp_sum(sum);
+#pragma unroll
+        for (int i = 0; i < k_logits_per_lane; ++i)
+            v[i] = lane + 32 * i < experts ? v[i] / sum : -1.f; // -1: not an expert, or taken
+        float mine = 0.f;
+        int mine_expert = 0;
+        for (int slot = 0; slot < top_k; ++slot) {
+            float bv = -2.f;
+            int be = 0x7fffffff;
+#pragma unroll
+            for (int i = 0; i < k_logits_per_lane; ++i)
+                if (v[i] > bv) { // ascending i: the lane's lower index wins a tie
+                    bv = v[i];
+                    be = lane + 32 * i;
+                }
+#pragma unroll
+            for (int off = 16; off > 0; off /= 2) {
+                const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+                const int oe = __shfl_xor_sync(0xffffffffu, be, off);
+                if (ov > bv || (ov == bv && oe < be)) {
+                    bv = ov;
+                    be = oe;
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < k_logits_per_lane; ++i)
+                if (lane + 32 * i == be)
+                    v[i] = -1.f;
+            if (lane == slot) {
+                mine = bv;
+                mine_expert = be;
+            }
+        }
+        // (NaN logits select nothing: keep the index in range; the output is then NaN anyway)
+        mine_expert = mine_expert < experts ? mine_expert : 0;
+        const float total = warp_sum(lane < top_k ? mine : 0.f);
+        if (lane < top_k) {
+            s.pair_expert[warp * top_k + lane] = mine_expert;
+            s.pair_weight[warp * top_k + lane] = normalise ? mine / total : mine;
+        }
+    }
+    __syncthreads();
+    const int pairs = tokens * top_k, i = threadIdx.x;
+    int expert = 0, less = 0, before = 0, same = 0;
+    if (i < pairs) {
+        expert = s.pair_expert[i];
+#pragma unroll 8
+        for (int j = 0; j < pairs; ++j) {
+            const int ej = s.pair_expert[j];
+            less += ej < expert;
+            same += ej == expert;
+            before += ej == expert && j < i;
+        }
+        s.first[i] = before == 0;
+        const int pos = less + before;
+        s.sorted_token[pos] = i / top_k;
+        s.sorted_weight[pos] = s.pair_weight[i];
+    }
+    const int active = __syncthreads_count(i < pairs && before == 0);
+    if (i < pairs && before == 0) {
+        int a = 0;
+#pragma unroll 8
+        for (int j = 0; j < pairs; ++j)
+            a += s.first[j] && s.pair_expert[j] < expert;
+        s.active_expert[a] = expert;
+        s.active_begin[a] = less;
+        s.active_count[a] = same;
+    }
+    if (threadIdx.x == 0)
+        s.active = active;
+    __syncthreads();
+}
+
+template <typename P> __device__ __forceinline__ P* at_offset(void* base, std::int64_t off) {
+    return reinterpret_cast<P*>(static_cast<char*>(base) + off);
+}
+template <typename P>
+__device__ __forceinline__ const P* at_offset(const void* base, std::int64_t off) {
+    return reinterpret_cast<const P*>(static_cast<const char*>(base) + off);
+}
+
+// Rows w0 and w1 (w1 may be null: zeros) of nv vectors dotted with `cnt` (<= TOK) source rows
+// (row src_row[t] of `src`, ld elements apart), into a0 / a1 per source row (per lane: the
+// caller reduces over the warp). The rows are 32-bit indices, not pointers: 8 registers fewer.
+template <typename T, int TOK, int U>
+__device__ __forceinline__ void
+dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T* __restrict__ src,
+             std::int64_t ld, const int (&src_row)[TOK], int cnt, std::int64_t nv, int lane,
+             float (&a0)[TOK], float (&a1)[TOK]) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    for (std::int64_t base = lane; base < nv; base += 32 * U) {
+        uint4 r0[U], r1[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const std::int64_t v = base + 32 * u;
+            r0[u] = v < nv ? load_streaming(w0 + v) : zero;
+            r1[u] = v < nv && w1 ? load_streaming(w1 + v) : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const std::int64_t v = base + 32 * u;
+            if (v >= nv)
+                break;
+            float f0[VEC], f1[VEC];
+            P::unpack(r0[u], f0);
+            P::unpack(r1[u], f1);
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) {
+                if (t >= cnt)
+                    break; // warp-uniform
+                float xf[VEC];
+                P::unpack(__ldg(reinterpret_cast<const uint4*>(src + src_row[t] * ld) + v), xf);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) {
+                    a0[t] = fmaf(f0[j], xf[j], a0[t]);
+                    a1[t] = fmaf(f1[j], xf[j], a1[t]);
+                }
+            }
+        }
+    }
+}
+
+// Kernel 1: route, then (active expert a, column j) units: gate row j and up row W + j of the
+// expert against the x rows of its tokens; silu(gate) * up into the intermediate.
+template <typename T, typename L, int TOK>
+__global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
+    moe_route_gate_up(const T* __restrict__ x, const L* __restrict__ logits,
+                      const T* __restrict__ w, const T* __restrict__ w_down, void* __restrict__ ws,
+                      int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
+                      std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits,
+                      std::int64_t prefetch_budget) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int U = 8;
+    __shared__ routing_smem s;
+    route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
+    const int pairs = tokens * top_k;
+    const auto lay = moe_layout(pairs, width, sizeof(T));
+    if (blockIdx.x == 0) {
+        const int i = threadIdx.x;
+        if (i < pairs) {
+            at_offset<int>(ws, lay.sorted_token)[i] = s.sorted_token[i];
+            at_offset<float>(ws, lay.sorted_weight)[i] = s.sorted_weight[i];
+        }
+        if (i < s.active) {
+            at_offset<int>(ws, lay.active_expert)[i] = s.active_expert[i];
+            at_offset<int>(ws, lay.active_begin)[i] = s.active_begin[i];
+            at_offset<int>(ws, lay.active_count)[i] = s.active_count[i];
+        }
+        if (i == 0)
+            at_offset<int>(ws, lay.header)[0] = s.active;
+    }
+    T* inter = at_offset<T>(ws, lay.inter);
+    const int lane = threadIdx.x % 32;
+    const std::int64_t nv = hidden / VEC;
+    const std::int64_t units = static_cast<std::int64_t>(s.active) * width;
+    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * k_warps;
+    for (std::int64_t u = static_cast<std::int64_t>(blockIdx.x) * k_warps + threadIdx.x / 32;
+         u < units; u += warps) {
+        const int a = static_cast<int>(u / width);
+        const std::int64_t j = u - a * width;
+        const std::int64_t e = s.active_expert[a];
+        const int begin = s.active_begin[a], cnt = s.active_count[a]; // cnt <= tokens <= TOK
+        const auto* wg = reinterpret_cast<const uint4*>(w + (e * 2 * width + j) * hidden);
+        const auto* wu = reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden);
+        int src_row[TOK];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t)
+            src_row[t] = s.sorted_token[begin + (t < cnt ? t : 0)];
+        float ag[TOK], au[TOK];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t)
+            ag[t] = au[t] = 0.f;
+        dot_two_rows<T, TOK, U>(wg, wu, x, ld_x, src_row, cnt, nv, lane, ag, au);
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) {
+            if (t >= cnt)
+                break; // warp-uniform
+            const float g = warp_sum(ag[t]), up = warp_sum(au[t]);
+            if (lane == 0)
+                inter[(begin + t) * width + j] = element<T>::from_float(silu(g) * up);
+        }
+    }
+    // A thread whose units are done asks L2 for its share of the active experts' down matrices
+    // (128-byte lines, evict_last), where they fit the budget: the DRAM keeps streaming through
+    // this kernel's tail and the launch of the next, which then reads them from L2.
+    const std::int64_t down_bytes = hidden * width * static_cast<std::int64_t>(sizeof(T));
+    if (static_cast<std::int64_t>(s.active) * down_bytes <= prefetch_budget) {
+        const std::int64_t lines = (down_bytes + 127) / 128;
+        const std::int64_t total = lines * s.active;
+        const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+        for (std::int64_t l = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+             l < total; l += threads) {
+            const std::int64_t a = l / lines;
+            const char* p = reinterpret_cast<const char*>(w_down) +
+                            static_cast<std::int64_t>(s.active_expert[a]) * down_bytes +
+                            (l - a * lines) * 128;
+            asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
+        }
+    }
+}
+
+// Kernel 2: output column n of H: row n of every active expert's down matrix, G experts' rows
+// in flight at once, dotted with the intermediate rows of the expert's pairs; weight x dot
+// summed per token in a fixed order, one rounding of y.
+template <typename T, int TOK>
+__global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
+    moe_down_combine(const T* __restrict__ w, const void* __restrict__ ws, T* __restrict__ y,
+                     int tokens, int top_k, std::int64_t hidden, std::int64_t width,
+                     std::int64_t ld_y) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int G = 4, V = 4;
+    using P = packet<T, VEC>;
+    __shared__ int act_e[k_max_pairs], act_b[k_max_pairs], act_c[k_max_pairs];
+    __shared__ int s_tok[k_max_pairs];
+    __shared__ float s_w[k_max_pairs];
+    const int pairs = tokens * top_k;
+    const auto lay = moe_layout(pairs, width, sizeof(T));
+    const int active = at_offset<int>(ws, lay.header)[0];
+    {
+        const int i = threadIdx.x;
+        if (i < pairs) {
+            s_tok[i] = at_offset<int>(ws, lay.sorted_token)[i];
+            s_w[i] = at_offset<float>(ws, lay.sorted_weight)[i];
+        }
+        if (i < active) {
+            act_e[i] = at_offset<int>(ws, lay.active_expert)[i];
+            act_b[i] = at_offset<int>(ws, lay.active_begin)[i];
+            act_c[i] = at_offset<int>(ws, lay.active_count)[i];
+        }
+    }
+    __syncthreads();
+    const T* inter = at_offset<T>(ws, lay.inter);
+    const int lane = threadIdx.x % 32;
+    const std::int64_t nv = width / VEC;
+    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * k_warps;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    for (std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * k_warps + threadIdx.x / 32;
+         n < hidden; n += warps) {
+        float acc[TOK];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t)
+            acc[t] = 0.f;
+        for (int a0 = 0; a0 < active; a0 += G) {
+            for (std::int64_t base = lane; base < nv; base += 32 * V) {
+                uint4 wv[G][V];
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    const bool ok = a0 + g < active; // warp-uniform
+                    const auto* row = reinterpret_cast<const uint4*>(
+                        w +
+                        ((ok ? static_cast<std::int64_t>(act_e[a0 + g]) : 0) * hidden + n) * width);
+#pragma unroll
+                    for (int i = 0; i < V; ++i) {
+                        const std::int64_t v = base + 32 * i;
+                        wv[g][i] = ok && v < nv ? load_streaming(row + v) : zero;
+                    }
+                }
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    if (a0 + g >= active)
+                        break; // warp-uniform
+                    float wf[V][VEC];
+#pragma unroll
+                    for (int i = 0; i < V; ++i)
+                        P::unpack(wv[g][i], wf[i]);
+                    const int b = act_b[a0 + g], c = act_c[a0 + g];
+                    for (int p = b; p < b + c; ++p) {
+                        const auto* hr = reinterpret_cast<const uint4*>(inter + p * width);
+                        float d = 0.f;
+#pragma unroll
+                        for (int i = 0; i < V; ++i) {
+                            const std::int64_t v = base + 32 * i;
+                            if (v >= nv)
+                                break;
+                            float hf[VEC];
+                            P::unpack(__ldg(hr + v), hf);
+#pragma unroll
+                            for (int j = 0; j < VEC; ++j)
+                                d = fmaf(wf[i][j], hf[j], d);
+                        }
+                        const int tok = s_tok[p];
+                        const float wt = s_w[p];
+#pragma unroll
+                        for (int t = 0; t < TOK; ++t)
+                            if (t == tok)
+                                acc[t] = fmaf(wt, d, acc[t]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) {
+            if (t >= tokens)
+                break;
+            const float sum = warp_sum(acc[t]);
+            if (lane == 0)
+                y[t * ld_y + n] = element<T>::from_float(sum);
+        }
+    }
+}
+
+// The grouped GEMV: the active groups compacted from the offsets (a block-wide count over the
+// experts), then (active expert, row pair) units, TOK rows of the group per read of the weights.
+template <typename T, int TOK>
+__global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
+    grouped_gemv(const T* __restrict__ rows, const T* __restrict__ w,
+                 const std::int32_t* __restrict__ offsets, T* __restrict__ y, int experts,
+                 std::int64_t rows_count, std::int64_t n, std::int64_t k, std::int64_t ld_rows,
+                 std::int64_t ld_y) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int U = 8;
+    __shared__ int act_e[k_moe_max_experts], act_b[k_moe_max_experts], act_c[k_moe_max_experts];
+    __shared__ int warp_total[k_warps];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int active = 0;
+    for (int c0 = 0; c0 < experts; c0 += k_moe_threads) {
+        const int e = c0 + static_cast<int>(threadIdx.x);
+        std::int64_t start = 0, end = 0;
+        if (e < experts) {
+            start = e == 0 ? 0 : offsets[e - 1];
+            end = offsets[e];
+            start = start < 0 ? 0 : start > rows_count ? rows_count : start;
+            end = end > rows_count ? rows_count : end;
+        }
+        const bool flag = e < experts && end > start;
+        const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+        if (lane == 0)
+            warp_total[warp] = __popc(ballot);
+        __syncthreads();
+        int before = 0, total = 0;
+        for (int i = 0; i < k_warps; ++i) {
+            before += i < warp ? warp_total[i] : 0;
+            total += warp_total[i];
+        }
+        if (flag) {
+            const int idx = active + before + __popc(ballot & ((1u << lane) - 1u));
+            act_e[idx] = e;
+            act_b[idx] = static_cast<int>(start);
+            act_c[idx] = static_cast<int>(end - start);
+        }
+        active += total;
+        __syncthreads();
+    }
+    const std::int64_t nv = k / VEC, row_pairs = (n + 1) / 2;
+    const std::int64_t units = static_cast<std::int64_t>(active) * row_pairs;
+    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * k_warps;
+    for (std::int64_t u = static_cast<std::int64_t>(blockIdx.x) * k_warps + warp; u < units;
+         u += warps) {
+        const int a = static_cast<int>(u / row_pairs);
+        const std::int64_t r0 = 2 * (u - a * row_pairs), r1 = r0 + 1;
+        const std::int64_t e = act_e[a];
+        const auto* w0 = reinterpret_cast<const uint4*>(w + (e * n + r0) * k);
+        const auto* w1 = r1 < n ? reinterpret_cast<const uint4*>(w + (e * n + r1) * k) : nullptr;
+        for (int c0 = 0; c0 < act_c[a]; c0 += TOK) {
+            const int first = act_b[a] + c0;
+            const int cnt = act_c[a] - c0 < TOK ? act_c[a] - c0 : TOK;
+            int src_row[TOK];
+#pragma unroll
+            for (int t = 0; t < TOK; ++t)
+                src_row[t] = first + (t < cnt ? t : 0);
+            float a0[TOK], a1[TOK];
+#pragma unroll
+            for (int t = 0; t < TOK; ++t)
+                a0[t] = a1[t] = 0.f;
+            dot_two_rows<T, TOK, U>(w0, w1, rows, ld_rows, src_row, cnt, nv, lane, a0, a1);
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) {
+                if (t >= cnt)
+                    break;
+                const float s0 = warp_sum(a0[t]), s1 = warp_sum(a1[t]);
+                if (lane == 0) {
+                    T* out = y + static_cast<std::int64_t>(first + t) * ld_y;
+                    out[r0] = element<T>::from_float(s0);
+                    if (r1 < n)
+                        out[r1] = element<T>::from_float(s1);
+                }
+            }
+        }
+    }
+}
+
+template <typename T, typename L, int TOK>
+launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
+    moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
+        static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
+        static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
+        static_cast<int>(a.tokens), static_cast<int>(a.experts), static_cast<int>(a.top_k),
+        a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, p.l2_prefetch_budget);
+    if (auto s = status_of(cudaGetLastError()); !s.ok())
+        return s;
+    moe_down_combine<T, TOK><<<static_cast<unsigned>(p.down_blocks), p.threads, 0, stream>>>(
+        static_cast<const T*>(a.w_down), a.workspace, static_cast<T*>(a.y),
+        static_cast<int>(a.tokens), static_cast<int>(a.top_k), a.hidden, a.width, a.ld_y);
+    return status_of(cudaGetLastError());
+}
+
+template <typename T, typename L>
+launch_status launch_moe_tiles(const moe_plan& p, const moe_args& a, stream_t stream) {
+    switch (p.token_tile) {
+    case 1:
+        return launch_moe_typed<T, L, 1>(p, a, stream);
+    case 2:
+        return launch_moe_typed<T, L, 2>(p, a, stream);
+    case 4:
+        return launch_moe_typed<T, L, 4>(p, a, stream);
+    default:
+        return launch_moe_typed<T, L, 8>(p, a, stream);
+    }
+}
+
+} // namespace
+
+launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream) {
+    if (!p.valid.empty())
+        return invalid(p.valid);
+    return by_element(a.type, [&](auto t) {
+        using T = decltype(t);
+        if constexpr (std::is_same_v<T, float>)
+            return launch_moe_tiles<T, float>(p, a, stream);
+        else
+            return a.logits_type == elem::f32 ? launch_moe_tiles<T, float>(p, a, stream)
+                                              : launch_moe_tiles<T, T>(p, a, stream);
+    });
+}
+
+launch_status launch_grouped_gemv(const grouped_gemv_plan& p, const grouped_gemv_args& a,
+                                  stream_t stream) {
+    if (!p.valid.empty())
+        return invalid(p.valid);
+    if (p.blocks == 0)
+        return {};
+    return by_element(a.type, [&](auto t) {
+        using T = decltype(t);
+        grouped_gemv<T, 8><<<static_cast<unsigned>(p.blocks), p.threads, 0, stream>>>(
+            static_cast<const T*>(a.rows), static_cast<const T*>(a.w), a.offsets,
+            static_cast<T*>(a.y), static_cast<int>(a.experts), a.rows_count, a.n, a.k, a.ld_rows,
+            a.ld_y);
+        return status_of(cudaGetLastError());
+    });
+}
+
+} // namespace fourfold::kernels

@@ -1,0 +1,138 @@
+#pragma once
+// The MoE block at decode time (Qwen3-MoE's), in two kernels on raw pointers and a stream:
+//
+//   1. route + gate/up + SwiGLU. Every block of a persistent grid computes the routing from the
+//      router logits itself (T <= 8 tokens x E <= 512 experts: softmax in fp32, top-k, the top-k
+//      weights renormalised when norm_topk_prob) and groups the (token, slot) pairs by expert;
+//      block 0 also writes that grouping to the workspace. A warp's unit of work is (active
+//      expert, intermediate column j): it streams the expert's gate row j and up row W + j once
+//      (16-byte loads), dots them with the rows of every token that chose the expert, and writes
+//      silu(gate) * up of each of those (token, slot) pairs to the workspace's intermediate
+//      [pairs, W] (in the input dtype, the one rounding the stock path also makes there).
+//   2. down + the weighted combine. A warp's unit is an output column n of H: it reads row n of
+//      every active expert's down matrix once, dots it with that expert's pairs' intermediate
+//      rows and accumulates weight x dot per token in fp32 in a fixed order (experts in
+//      ascending id, pairs in (token, slot) order, lanes in a fixed butterfly): deterministic,
+//      no atomics; y is rounded once.
+//
+// So each selected expert's weights are read once per step however many tokens chose it. No
+// host synchronisation and no allocation in a launch (the workspace is the caller's, sized by
+// the plan): a step can be captured in a graph.
+//
+// Ties in the routing: of equal probabilities the lower expert index is taken first (at::topk
+// makes no promise on ties; the moe_decode workload's logits have none).
+//
+// The grouped GEMV (moe_decode part=gate_up): y[r] = rows[r] W[e]^T for the rows of each expert's
+// group, the groups given as int32 cumulative ends on the device (at::_grouped_mm's offsets);
+// the same streaming as kernel 1, without the SwiGLU.
+#include "fourfold/kernels/kernel_api.hpp"
+
+#include <string>
+
+#ifdef __CUDACC__
+#define FOURFOLD_HOST_DEVICE __host__ __device__
+#else
+#define FOURFOLD_HOST_DEVICE
+#endif
+
+namespace fourfold::kernels {
+
+inline constexpr int k_moe_max_tokens = 8;
+inline constexpr int k_moe_max_experts = 512; // 16 logits a lane in the routing warp
+inline constexpr int k_moe_max_top_k = 32;    // one selected expert a lane
+inline constexpr int k_moe_threads = 256;
+inline constexpr int k_moe_blocks_per_sm = 2; // __launch_bounds__ of both kernels
+inline constexpr std::int64_t k_moe_default_l2_prefetch = std::int64_t{32} << 20;
+
+struct moe_args {
+    const void* x = nullptr;         // T x H, row stride ld_x
+    const void* logits = nullptr;    // T x E router logits, row stride ld_logits
+    const void* w_gate_up = nullptr; // E x 2W x H, contiguous (gate rows first)
+    const void* w_down = nullptr;    // E x H x W, contiguous
+    void* y = nullptr;               // T x H, row stride ld_y
+    void* workspace = nullptr;       // plan.workspace_bytes, 16-byte aligned
+    std::int64_t tokens = 1, experts = 0, top_k = 1, hidden = 0, width = 0;
+    std::int64_t ld_x = 0, ld_logits = 0, ld_y = 0;
+    bool normalise = true;        // norm_topk_prob
+    elem type = elem::bf16;       // x, the weights, y
+    elem logits_type = elem::f32; // the router logits (the decoder's are in the activations')
+    // Kernel 1 asks L2 for the active experts' down matrices at its tail where they total at
+    // most this (bytes; 0: never): below the L2 (50 MB on an H100/H200), with room for the
+    // streamed gate/up rows passing through it.
+    std::int64_t l2_prefetch_bytes = k_moe_default_l2_prefetch;
+};
+
+struct moe_plan {
+    int kernels = 2;
+    int threads = k_moe_threads;
+    int token_tile = 1;                  // tokens a kernel is compiled for: 1, 2, 4 or 8
+    std::int64_t pairs = 0;              // T x k (token, slot) pairs
+    std::int64_t max_active = 0;         // experts the pairs can reach: min(E, T x k)
+    std::int64_t gate_up_units = 0;      // at most: max_active x W (expert, column) units
+    std::int64_t down_units = 0;         // H output columns
+    std::int64_t gate_up_blocks = 0;     // kernel 1's persistent grid
+    std::int64_t down_blocks = 0;        // kernel 2's
+    std::int64_t workspace_bytes = 0;    // routing (ints and floats) + intermediate [pairs, W]
+    std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
+    std::int64_t l2_prefetch_budget = 0; // the args' l2_prefetch_bytes (0: no L2 prefetch)
+    std::string valid; // empty when the plan can run; else what is wrong with the arguments
+    std::string describe() const;
+};
+
+moe_plan plan_moe(const moe_args& a, const device_limits& d);
+launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream);
+
+struct grouped_gemv_args {
+    const void* rows = nullptr;            // R x K, row stride ld_rows
+    const void* w = nullptr;               // E x N x K, contiguous
+    const std::int32_t* offsets = nullptr; // E cumulative ends of the groups, on the device
+    void* y = nullptr;                     // R x N, row stride ld_y
+    std::int64_t rows_count = 0, experts = 0, n = 0, k = 0, ld_rows = 0, ld_y = 0;
+    elem type = elem::bf16;
+};
+
+struct grouped_gemv_plan {
+    int threads = k_moe_threads;
+    int row_tile = 8; // rows of a group a warp takes with one read of its weight rows
+    std::int64_t max_active = 0;
+    std::int64_t units = 0; // at most: max_active x ceil(N / 2) (expert, row pair) units
+    std::int64_t blocks = 0;
+    std::string valid;
+    std::string describe() const;
+};
+
+grouped_gemv_plan plan_grouped_gemv(const grouped_gemv_args& a, const device_limits& d);
+launch_status launch_grouped_gemv(const grouped_gemv_plan& p, const grouped_gemv_args& a,
+                                  stream_t stream);
+
+// The workspace's layout, shared by the plan and the kernels (all offsets in bytes).
+struct moe_workspace_layout {
+    std::int64_t pairs = 0;
+    std::int64_t header = 0;        // int32: [0] active experts
+    std::int64_t active_expert = 0; // int32 [pairs]: expert id of active slot a (ascending)
+    std::int64_t active_begin = 0;  // int32 [pairs]: its first sorted pair
+    std::int64_t active_count = 0;  // int32 [pairs]: its pairs
+    std::int64_t sorted_token = 0;  // int32 [pairs]: the token of sorted pair i
+    std::int64_t sorted_weight = 0; // float [pairs]: its routing weight
+    std::int64_t inter = 0;         // elem [pairs, W]: silu(gate) * up of sorted pair i
+    std::int64_t bytes = 0;
+};
+FOURFOLD_HOST_DEVICE inline std::int64_t moe_up16(std::int64_t b) {
+    return (b + 15) / 16 * 16;
+}
+FOURFOLD_HOST_DEVICE inline moe_workspace_layout moe_layout(std::int64_t pairs, std::int64_t width,
+                                                            std::size_t es) {
+    moe_workspace_layout l;
+    l.pairs = pairs;
+    l.header = 0;
+    l.active_expert = 16;
+    l.active_begin = l.active_expert + moe_up16(4 * pairs);
+    l.active_count = l.active_begin + moe_up16(4 * pairs);
+    l.sorted_token = l.active_count + moe_up16(4 * pairs);
+    l.sorted_weight = l.sorted_token + moe_up16(4 * pairs);
+    l.inter = l.sorted_weight + moe_up16(4 * pairs);
+    l.bytes = l.inter + moe_up16(pairs * width * static_cast<std::int64_t>(es));
+    return l;
+}
+
+} // namespace fourfold::kernels

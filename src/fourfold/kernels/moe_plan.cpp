@@ -1,0 +1,143 @@
+// The host half of the MoE decode step: validity, the token tile, the two persistent grids and
+// the workspace (pure arithmetic: no CUDA call).
+#include "fourfold/kernels/moe.hpp"
+
+#include <algorithm>
+
+namespace fourfold::kernels {
+namespace {
+
+constexpr std::int64_t k_max_dim = (std::int64_t{1} << 31) - 1;
+
+int token_tile(std::int64_t tokens) {
+    return tokens <= 1 ? 1 : tokens <= 2 ? 2 : tokens <= 4 ? 4 : 8;
+}
+
+// What no vector path can take: 16-byte rows and 16-byte aligned pointers.
+std::string vector_problem(const char* what, const void* p, std::int64_t row_elems,
+                           std::int64_t es) {
+    if (alignment_of(p) < 16)
+        return std::string(what) + " is not 16-byte aligned (a view at an offset)";
+    if ((row_elems * es) % 16 != 0)
+        return std::string(what) + "'s rows of " + std::to_string(row_elems) +
+               " elements are not a multiple of 16 bytes";
+    return {};
+}
+
+std::int64_t persistent_blocks(std::int64_t units, const device_limits& d) {
+    const std::int64_t warps_per_block = k_moe_threads / 32;
+    const std::int64_t wave = static_cast<std::int64_t>(d.sm_count) * k_moe_blocks_per_sm;
+    return std::max<std::int64_t>(1,
+                                  std::min(wave, (units + warps_per_block - 1) / warps_per_block));
+}
+
+} // namespace
+
+std::string moe_plan::describe() const {
+    return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
+           std::to_string(gate_up_blocks) + " persistent blocks of " + std::to_string(threads) +
+           ", a warp per (expert, column), routing recomputed per block), down + weighted "
+           "combine (" +
+           std::to_string(down_blocks) +
+           " blocks, a warp per output column, fixed-order fp32 "
+           "sum); 16-byte loads, token tile " +
+           std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) +
+           " B, down weights prefetched to L2 where the active experts' total <= " +
+           std::to_string(l2_prefetch_budget) + " B";
+}
+
+moe_plan plan_moe(const moe_args& a, const device_limits& d) {
+    moe_plan p;
+    if (a.tokens < 1 || a.tokens > k_moe_max_tokens) {
+        p.valid = "tokens must be 1.." + std::to_string(k_moe_max_tokens);
+        return p;
+    }
+    if (a.experts < 1 || a.experts > k_moe_max_experts) {
+        p.valid = "experts must be 1.." + std::to_string(k_moe_max_experts);
+        return p;
+    }
+    if (a.top_k < 1 || a.top_k > std::min<std::int64_t>(a.experts, k_moe_max_top_k)) {
+        p.valid = "top_k must be 1..min(experts, " + std::to_string(k_moe_max_top_k) + ")";
+        return p;
+    }
+    if (a.hidden < 1 || a.width < 1 || a.hidden > k_max_dim || a.width > k_max_dim ||
+        a.experts * 2 * a.width * a.hidden > (std::int64_t{1} << 62)) {
+        p.valid = "hidden and width must be 1..2^31-1";
+        return p;
+    }
+    const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
+    for (const auto& why : {vector_problem("x", a.x, a.hidden, es),
+                            vector_problem("w_gate_up", a.w_gate_up, a.hidden, es),
+                            vector_problem("w_down", a.w_down, a.width, es)})
+        if (!why.empty()) {
+            p.valid = why;
+            return p;
+        }
+    if ((a.ld_x * es) % 16 != 0) {
+        p.valid = "x's row stride is not a multiple of 16 bytes";
+        return p;
+    }
+    if (a.ld_logits < a.experts || a.ld_y < a.hidden || a.ld_x < a.hidden) {
+        p.valid = "a row stride is shorter than its row";
+        return p;
+    }
+    if (a.logits_type != elem::f32 && a.logits_type != a.type) {
+        p.valid = "the router logits must be fp32 or the input's dtype";
+        return p;
+    }
+    if (alignment_of(a.workspace) < 16) {
+        p.valid = "the workspace is not 16-byte aligned";
+        return p;
+    }
+    p.token_tile = token_tile(a.tokens);
+    p.pairs = a.tokens * a.top_k;
+    p.max_active = std::min(a.experts, p.pairs);
+    p.gate_up_units = p.max_active * a.width;
+    p.down_units = a.hidden;
+    p.gate_up_blocks = persistent_blocks(p.gate_up_units, d);
+    p.down_blocks = persistent_blocks(p.down_units, d);
+    p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
+    p.expert_bytes = 3 * a.width * a.hidden * es;
+    p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
+    return p;
+}
+
+std::string grouped_gemv_plan::describe() const {
+    return "grouped GEMV: " + std::to_string(blocks) + " persistent blocks of " +
+           std::to_string(threads) + ", a warp per (expert, 2 rows), " + std::to_string(row_tile) +
+           " rows of a group per read of its weights; 16-byte loads";
+}
+
+grouped_gemv_plan plan_grouped_gemv(const grouped_gemv_args& a, const device_limits& d) {
+    grouped_gemv_plan p;
+    if (a.experts < 1 || a.experts > k_moe_max_experts) {
+        p.valid = "experts must be 1.." + std::to_string(k_moe_max_experts);
+        return p;
+    }
+    if (a.rows_count < 0 || a.rows_count > k_max_dim) {
+        p.valid = "rows must be 0..2^31-1";
+        return p;
+    }
+    if (a.n < 1 || a.k < 1 || a.n > k_max_dim || a.k > k_max_dim) {
+        p.valid = "n and k must be 1..2^31-1";
+        return p;
+    }
+    const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
+    for (const auto& why :
+         {vector_problem("rows", a.rows, a.k, es), vector_problem("w", a.w, a.k, es)})
+        if (!why.empty()) {
+            p.valid = why;
+            return p;
+        }
+    if ((a.ld_rows * es) % 16 != 0 || a.ld_rows < a.k || a.ld_y < a.n) {
+        p.valid = "the rows' stride is not a multiple of 16 bytes, or a stride is shorter than "
+                  "its row";
+        return p;
+    }
+    p.max_active = std::min(a.experts, a.rows_count);
+    p.units = p.max_active * ((a.n + 1) / 2);
+    p.blocks = p.units == 0 ? 0 : persistent_blocks(p.units, d);
+    return p;
+}
+
+} // namespace fourfold::kernels

@@ -1,0 +1,172 @@
+// The host half of the MoE decode kernels (kernels/moe.hpp): validity, token tiles, the two
+// persistent grids and the workspace, from the shape and the alignment alone (CPU, CI).
+#include "fourfold/kernels/moe.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace fourfold::kernels;
+
+namespace {
+
+void* at(std::uintptr_t a) {
+    return reinterpret_cast<void*>(a);
+}
+constexpr std::uintptr_t k_aligned = 1 << 20;
+
+// Qwen3-30B-A3B's MoE block: hidden 2048, expert width 768, 128 experts, top 8.
+moe_args qwen3_moe(std::int64_t tokens, elem t = elem::bf16) {
+    moe_args a;
+    a.x = at(k_aligned);
+    a.logits = at(k_aligned * 2);
+    a.w_gate_up = at(k_aligned * 4);
+    a.w_down = at(k_aligned * 8);
+    a.y = at(k_aligned * 16);
+    a.workspace = at(k_aligned * 32);
+    a.tokens = tokens;
+    a.experts = 128;
+    a.top_k = 8;
+    a.hidden = 2048;
+    a.width = 768;
+    a.ld_x = a.ld_y = 2048;
+    a.ld_logits = 128;
+    a.type = t;
+    return a;
+}
+
+} // namespace
+
+TEST(kernel_moe_plans, qwen3_moe_one_token_is_two_kernels_on_one_wave) {
+    const auto p = plan_moe(qwen3_moe(1), device_limits{});
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.kernels, 2);
+    EXPECT_EQ(p.token_tile, 1);
+    EXPECT_EQ(p.pairs, 8);
+    EXPECT_EQ(p.max_active, 8);
+    EXPECT_EQ(p.gate_up_units, 8 * 768);
+    // 6144 (expert, column) units fill the 132 x 2 blocks of 8 warps: one wave, persistent
+    EXPECT_EQ(p.gate_up_blocks, 132 * k_moe_blocks_per_sm);
+    // 2048 output columns, a warp each: 256 blocks
+    EXPECT_EQ(p.down_units, 2048);
+    EXPECT_EQ(p.down_blocks, 256);
+    // an expert: gate/up 2 x 768 x 2048 and down 2048 x 768, bf16
+    EXPECT_EQ(p.expert_bytes, 3ll * 768 * 2048 * 2);
+    EXPECT_NE(p.describe().find("2 kernels"), std::string::npos);
+}
+
+TEST(kernel_moe_plans, tokens_take_the_smallest_tile_that_holds_them) {
+    const int expect[] = {0, 1, 2, 4, 4, 8, 8, 8, 8};
+    for (int t = 1; t <= 8; ++t) {
+        const auto p = plan_moe(qwen3_moe(t), device_limits{});
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_EQ(p.token_tile, expect[t]) << t;
+        EXPECT_EQ(p.pairs, 8 * t);
+        EXPECT_EQ(p.max_active, std::min<std::int64_t>(128, 8 * t));
+    }
+}
+
+TEST(kernel_moe_plans, the_workspace_holds_the_routing_and_the_intermediate) {
+    const auto p = plan_moe(qwen3_moe(8), device_limits{});
+    const auto l = moe_layout(64, 768, 2);
+    EXPECT_EQ(p.workspace_bytes, l.bytes);
+    // five int32/float arrays of 64 pairs after a 16-byte header, then 64 x 768 bf16
+    EXPECT_EQ(l.inter, 16 + 5 * 256);
+    EXPECT_EQ(l.bytes, l.inter + 64 * 768 * 2);
+    for (auto off : {l.active_expert, l.active_begin, l.active_count, l.sorted_token,
+                     l.sorted_weight, l.inter})
+        EXPECT_EQ(off % 16, 0);
+    // fp32: the intermediate doubles
+    EXPECT_EQ(plan_moe(qwen3_moe(8, elem::f32), device_limits{}).workspace_bytes,
+              moe_layout(64, 768, 4).bytes);
+}
+
+TEST(kernel_moe_plans, a_small_block_gets_a_small_grid) {
+    // the tiny-qwen3-moe preset: 8 experts, top 2, hidden 64, width 32
+    auto a = qwen3_moe(1);
+    a.experts = 8;
+    a.top_k = 2;
+    a.hidden = 64;
+    a.width = 32;
+    a.ld_x = a.ld_y = 64;
+    a.ld_logits = 8;
+    const auto p = plan_moe(a, device_limits{});
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.gate_up_blocks, 8); // 2 experts x 32 columns / 8 warps
+    EXPECT_EQ(p.down_blocks, 8);    // 64 columns / 8 warps
+}
+
+TEST(kernel_moe_plans, refuses_what_the_kernels_cannot_take) {
+    auto check = [](moe_args a, const std::string& needle) {
+        const auto p = plan_moe(a, device_limits{});
+        EXPECT_NE(p.valid.find(needle), std::string::npos) << "'" << p.valid << "'";
+    };
+    auto a = qwen3_moe(9);
+    check(a, "tokens");
+    a = qwen3_moe(1);
+    a.experts = 513;
+    check(a, "experts");
+    a = qwen3_moe(1);
+    a.top_k = 33;
+    check(a, "top_k");
+    a = qwen3_moe(1);
+    a.experts = 4;
+    a.top_k = 5;
+    check(a, "top_k");
+    a = qwen3_moe(1);
+    a.hidden = 2047;
+    a.ld_x = a.ld_y = 2047;
+    check(a, "16 bytes");
+    a = qwen3_moe(1);
+    a.width = 767;
+    check(a, "w_down");
+    a = qwen3_moe(1);
+    a.x = at(k_aligned + 2);
+    check(a, "x is not 16-byte aligned");
+    a = qwen3_moe(1);
+    a.workspace = at(k_aligned + 8);
+    check(a, "workspace");
+    a = qwen3_moe(1);
+    a.logits_type = elem::f16; // neither fp32 nor the input's bf16
+    check(a, "router logits");
+    a = qwen3_moe(1);
+    a.logits_type = elem::bf16;
+    EXPECT_TRUE(plan_moe(a, device_limits{}).valid.empty());
+}
+
+TEST(kernel_moe_plans, grouped_gemv_takes_pairs_of_rows_of_each_active_expert) {
+    grouped_gemv_args a;
+    a.rows = at(k_aligned);
+    a.w = at(k_aligned * 2);
+    a.y = at(k_aligned * 4);
+    a.rows_count = 64;
+    a.experts = 128;
+    a.n = 1536;
+    a.k = 2048;
+    a.ld_rows = 2048;
+    a.ld_y = 1536;
+    auto p = plan_grouped_gemv(a, device_limits{});
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.max_active, 64);
+    EXPECT_EQ(p.units, 64 * 768);
+    EXPECT_EQ(p.blocks, 264);
+    a.rows_count = 0; // nothing to do: no launch
+    EXPECT_EQ(plan_grouped_gemv(a, device_limits{}).blocks, 0);
+    a.rows_count = 64;
+    a.k = 2044;
+    a.ld_rows = 2044;
+    EXPECT_NE(plan_grouped_gemv(a, device_limits{}).valid.find("16 bytes"), std::string::npos);
+    a.k = 2048;
+    a.ld_rows = 2048;
+    a.experts = 1024;
+    EXPECT_NE(plan_grouped_gemv(a, device_limits{}).valid.find("experts"), std::string::npos);
+}
+
+TEST(kernel_moe_plans, the_l2_prefetch_budget_is_the_callers_and_never_negative) {
+    auto a = qwen3_moe(1);
+    EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, k_moe_default_l2_prefetch);
+    // one token's 8 experts' down matrices (24 MiB in bf16) fit the default budget
+    EXPECT_LE(8ll * 2048 * 768 * 2, k_moe_default_l2_prefetch);
+    a.l2_prefetch_bytes = 0;
+    EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, 0);
+    a.l2_prefetch_bytes = -5;
+    EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, 0);
+}

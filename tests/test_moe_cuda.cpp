@@ -1,0 +1,422 @@
+// GPU tests (ctest label gpu) of the native MoE decode step (kernels/moe.cu through
+// model_ops::moe_ffn and grouped_linear): against a float64 reference over seeds, token counts
+// 1..8 (and a prefill's 13, taken 8 at a time) and dtypes; against the stock grouped_mm path;
+// ties in the routing; run-to-run bitwise determinism; the moe_decode workload's native variant
+// through the ledgers (graph-captured op_time, correctness PASS, the plan in its facts); the
+// decoder's MoE layers on the native path, eager and captured. Each test skips without a CUDA
+// device or in a build without native kernels.
+#include "fourfold/backend/device.hpp"
+#include "fourfold/backend/torch_features.hpp"
+#include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/model_ops/moe.hpp"
+#include "fourfold/workloads/models/decoder.hpp"
+#include "fourfold/workloads/workload.hpp"
+#include "runner_helpers.hpp"
+
+#include <ATen/ATen.h>
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <iostream>
+#include <numeric>
+#include <random>
+#include <set>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/moe.hpp"
+#include "fourfold/workloads/native.hpp"
+#endif
+
+using namespace fourfold;
+using namespace fourfold::testing;
+using fourfold::workloads::call_context;
+using fourfold::workloads::model_ops::moe_path;
+namespace mo = fourfold::workloads::model_ops;
+
+namespace {
+
+std::unique_ptr<backend::device> gpu() {
+    if (!FOURFOLD_WITH_KERNELS || backend::cuda_device_count() == 0)
+        return nullptr;
+    return backend::open_device({backend::device_kind::cuda, 0});
+}
+
+#define REQUIRE_NATIVE(dev)                                                                        \
+    auto dev = gpu();                                                                              \
+    if (!dev)                                                                                      \
+    GTEST_SKIP() << "no CUDA device visible, or a build without native kernels"
+
+struct shape {
+    std::int64_t experts, top_k, hidden, width;
+};
+const shape k_qwen3{128, 8, 2048, 768}; // Qwen3-30B-A3B
+const shape k_small{16, 4, 256, 128};
+const shape k_tiny{8, 2, 64, 32}; // the tiny-qwen3-moe preset
+
+// Expert weights on the CPU (kept for the reference) and on the device.
+struct experts {
+    at::Tensor gate_up_cpu, down_cpu, gate_up, down;
+};
+experts make_experts(const shape& s, c10::ScalarType type, std::uint64_t seed, c10::Device dev) {
+    using namespace fourfold::workloads;
+    const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
+    const double db = 1.0 / std::sqrt(static_cast<double>(s.width));
+    experts e;
+    e.gate_up_cpu = seeded_uniform({s.experts, 2 * s.width, s.hidden}, seed * 3 + 1, -gb, gb, type);
+    e.down_cpu = seeded_uniform({s.experts, s.hidden, s.width}, seed * 3 + 2, -db, db, type);
+    e.gate_up = e.gate_up_cpu.to(dev);
+    e.down = e.down_cpu.to(dev);
+    return e;
+}
+
+// Router logits with a random ranking per token and gaps of at least 3/E between any two: the
+// same top-k in fp32 and float64 (and in bf16: 2^-6 apart at most at |l| < 4).
+at::Tensor ranked_logits(std::int64_t tokens, std::int64_t experts, std::uint64_t seed) {
+    auto t = at::empty({tokens, experts}, at::TensorOptions().dtype(at::kFloat));
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> jitter(0.0, 0.5);
+    std::vector<std::int64_t> rank(static_cast<std::size_t>(experts));
+    for (std::int64_t i = 0; i < tokens; ++i) {
+        std::iota(rank.begin(), rank.end(), 0);
+        std::shuffle(rank.begin(), rank.end(), rng);
+        for (std::int64_t e = 0; e < experts; ++e)
+            t[i][e] = (static_cast<double>(rank[static_cast<std::size_t>(e)]) + jitter(rng)) *
+                          (6.0 / static_cast<double>(experts)) -
+                      3.0;
+    }
+    return t;
+}
+
+// The block in float64 on the CPU, token by token, for the given choice and weights (T, k).
+at::Tensor reference_with(const at::Tensor& x, const experts& w, const at::Tensor& chosen,
+                          const at::Tensor& weights) {
+    const auto xd = x.cpu().to(at::kDouble);
+    const auto width = w.down_cpu.size(2);
+    auto out = at::zeros({x.size(0), x.size(1)}, xd.options());
+    for (std::int64_t t = 0; t < x.size(0); ++t)
+        for (std::int64_t s = 0; s < chosen.size(1); ++s) {
+            const auto e = chosen[t][s].item<std::int64_t>();
+            const auto gu = at::mv(w.gate_up_cpu[e].to(at::kDouble), xd[t]);
+            const auto h = at::silu(gu.narrow(0, 0, width)) * gu.narrow(0, width, width);
+            out[t] += weights[t][s].item<double>() * at::mv(w.down_cpu[e].to(at::kDouble), h);
+        }
+    return out;
+}
+
+// Softmax, top-k, renormalised, all in float64 (the logits as the kernel sees them).
+at::Tensor reference(const at::Tensor& x, const at::Tensor& logits, const experts& w,
+                     std::int64_t top_k) {
+    const auto probs = at::softmax(logits.cpu().to(at::kDouble), -1);
+    const auto top = at::topk(probs, top_k, -1);
+    const auto v = std::get<0>(top);
+    return reference_with(x, w, std::get<1>(top), v / v.sum(-1, true));
+}
+
+// The largest error relative to the reference's RMS.
+double error_ratio(const at::Tensor& got, const at::Tensor& ref) {
+    const auto g = got.cpu().to(at::kDouble);
+    return (g - ref).abs().max().item<double>() / ref.pow(2).mean().sqrt().item<double>();
+}
+
+double bound_of(c10::ScalarType t) {
+    // bf16: the intermediate and the output each rounded once (2^-9 relative each), against
+    // errors measured ~0.5 % of the RMS; fp32: fp32 accumulation over 2048 terms
+    return t == at::kBFloat16 ? 2e-2 : t == at::kHalf ? 4e-3 : 1e-4;
+}
+
+at::Tensor run_native(backend::device& dev, const at::Tensor& x, const at::Tensor& logits,
+                      const experts& w, std::int64_t top_k) {
+    call_context ctx(dev);
+    return mo::moe_ffn(x, logits, w.gate_up, w.down, top_k, true, moe_path::native, &ctx);
+}
+
+} // namespace
+
+TEST(moe_cuda, native_step_matches_float64_for_1_to_8_tokens_over_seeds) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    for (const auto type : {at::kBFloat16, at::kHalf, at::kFloat}) {
+        const auto w = make_experts(k_qwen3, type, 11, d);
+        for (std::int64_t tokens = 1; tokens <= 8; ++tokens)
+            for (std::uint64_t seed = 1; seed <= (type == at::kBFloat16 ? 3u : 1u); ++seed) {
+                const auto x = workloads::seeded_normal(
+                    {tokens, k_qwen3.hidden}, seed * 100 + static_cast<std::uint64_t>(tokens), 0.0,
+                    1.0, type);
+                const auto logits = ranked_logits(tokens, k_qwen3.experts, seed * 7 + 3);
+                const auto got = run_native(*dev, x.to(d), logits.to(d), w, k_qwen3.top_k);
+                const auto err = error_ratio(got, reference(x, logits, w, k_qwen3.top_k));
+                EXPECT_LT(err, bound_of(type))
+                    << c10::toString(type) << " tokens " << tokens << " seed " << seed;
+                if (seed == 1)
+                    std::cout << c10::toString(type) << " T=" << tokens
+                              << ": max error / RMS = " << err << '\n';
+            }
+    }
+}
+
+TEST(moe_cuda, native_step_matches_float64_on_small_shapes_and_a_prefill_of_13_tokens) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    for (const auto& s : {k_small, k_tiny})
+        for (const auto type : {at::kBFloat16, at::kFloat})
+            for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+                const auto w = make_experts(s, type, seed, d);
+                for (const std::int64_t tokens : {1, 3, 8, 13}) {
+                    const auto x =
+                        workloads::seeded_normal({tokens, s.hidden}, seed * 31 + 5, 0.0, 1.0, type);
+                    const auto logits = ranked_logits(tokens, s.experts, seed);
+                    const auto got = run_native(*dev, x.to(d), logits.to(d), w, s.top_k);
+                    EXPECT_LT(error_ratio(got, reference(x, logits, w, s.top_k)), bound_of(type))
+                        << "E=" << s.experts << " H=" << s.hidden << " " << c10::toString(type)
+                        << " T=" << tokens << " seed " << seed;
+                }
+            }
+}
+
+TEST(moe_cuda, native_step_agrees_with_the_stock_paths) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    for (const auto type : {at::kBFloat16, at::kFloat}) {
+        const auto w = make_experts(k_qwen3, type, 5, d);
+        for (const std::int64_t tokens : {1, 4, 8}) {
+            const auto x =
+                workloads::seeded_normal({tokens, k_qwen3.hidden}, 77, 0.0, 1.0, type).to(d);
+            const auto logits = ranked_logits(tokens, k_qwen3.experts, 9).to(d);
+            const auto native = run_native(*dev, x, logits, w, k_qwen3.top_k);
+            // the host loop takes every dtype; _grouped_mm's fast path bf16 (where it exists)
+            const auto loop =
+                mo::moe_ffn(x, logits, w.gate_up, w.down, k_qwen3.top_k, true, moe_path::host_loop);
+            const auto ref = loop.cpu().to(at::kDouble);
+            EXPECT_LT(error_ratio(native, ref), 1.5 * bound_of(type))
+                << c10::toString(type) << " T=" << tokens << " vs host_loop";
+#if FOURFOLD_HAS_GROUPED_MM
+            if (type == at::kBFloat16 && dev->caps().missing("grouped_mm_fast") == std::nullopt) {
+                const auto stock = mo::moe_ffn(x, logits, w.gate_up, w.down, k_qwen3.top_k, true,
+                                               moe_path::grouped_mm);
+                EXPECT_LT(error_ratio(native, stock.cpu().to(at::kDouble)), 1.5 * bound_of(type))
+                    << "T=" << tokens << " vs grouped_mm";
+            }
+#endif
+        }
+    }
+}
+
+TEST(moe_cuda, native_step_is_bitwise_deterministic_and_takes_bf16_logits) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    const auto w = make_experts(k_qwen3, at::kBFloat16, 3, d);
+    const auto x = workloads::seeded_normal({8, k_qwen3.hidden}, 1, 0.0, 1.0, at::kBFloat16);
+    const auto logits = ranked_logits(8, k_qwen3.experts, 4);
+    const auto a = run_native(*dev, x.to(d), logits.to(d), w, k_qwen3.top_k);
+    for (int i = 0; i < 5; ++i)
+        EXPECT_TRUE(at::equal(a, run_native(*dev, x.to(d), logits.to(d), w, k_qwen3.top_k)));
+    // the decoder's router logits are in the activations' dtype
+    const auto lb = logits.to(at::kBFloat16);
+    const auto b = run_native(*dev, x.to(d), lb.to(d), w, k_qwen3.top_k);
+    EXPECT_LT(error_ratio(b, reference(x, lb, w, k_qwen3.top_k)), bound_of(at::kBFloat16));
+}
+
+// Equal probabilities: the kernel takes the lower expert index first (at::topk promises no order
+// on ties), so k equal logits at the top pick experts 0..k-1 with weights 1/k.
+TEST(moe_cuda, ties_in_the_routing_go_to_the_lower_expert_index) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    const auto w = make_experts(k_small, at::kFloat, 2, d);
+    const std::int64_t tokens = 3, k = k_small.top_k;
+    const auto x = workloads::seeded_normal({tokens, k_small.hidden}, 8, 0.0, 1.0, at::kFloat);
+    auto logits = at::zeros({tokens, k_small.experts}, at::kFloat); // all tied
+    logits[2].fill_(-1.0);
+    logits[2][9] = 1.0; // token 2: expert 9 first, then the ties among the rest: 0, 1, 2
+    const auto got = run_native(*dev, x.to(d), logits.to(d), w, k);
+    auto chosen = at::empty({tokens, k}, at::kLong);
+    auto weights = at::full({tokens, k}, 1.0 / static_cast<double>(k), at::kDouble);
+    for (std::int64_t t = 0; t < tokens; ++t)
+        for (std::int64_t s = 0; s < k; ++s)
+            chosen[t][s] = s;
+    chosen[2][0] = 9;
+    for (std::int64_t s = 1; s < k; ++s)
+        chosen[2][s] = s - 1;
+    const auto p = at::softmax(logits[2].to(at::kDouble), -1);
+    const double top = p[9].item<double>(), rest = p[0].item<double>();
+    const double sum = top + (k - 1) * rest;
+    weights[2][0] = top / sum;
+    for (std::int64_t s = 1; s < k; ++s)
+        weights[2][s] = rest / sum;
+    EXPECT_LT(error_ratio(got, reference_with(x, w, chosen, weights)), 1e-4);
+}
+
+TEST(moe_cuda, grouped_gemv_matches_float64_with_empty_and_long_groups) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    for (const auto type : {at::kBFloat16, at::kFloat}) {
+        const std::int64_t experts = 16, n = 250, k = 512;
+        const auto w = workloads::seeded_uniform({experts, n, k}, 4, -0.05, 0.05, type);
+        // group sizes: empty groups, one of 20 rows (more than the 8 a warp takes at once)
+        const std::vector<std::int32_t> sizes{0, 3, 20, 0, 1, 0, 0, 8, 9, 0, 0, 2, 0, 0, 0, 1};
+        std::vector<std::int32_t> ends(sizes.size());
+        std::partial_sum(sizes.begin(), sizes.end(), ends.begin());
+        const std::int64_t rows_count = ends.back();
+        const auto rows = workloads::seeded_normal({rows_count, k}, 6, 0.0, 1.0, type);
+        call_context ctx(*dev);
+        const auto got =
+            mo::grouped_linear(rows.to(d), w.to(d), at::tensor(ends).to(d), moe_path::native, &ctx);
+        auto ref = at::zeros({rows_count, n}, at::kDouble);
+        std::int64_t start = 0;
+        for (std::int64_t e = 0; e < experts; ++e) {
+            const std::int64_t stop = ends[static_cast<std::size_t>(e)];
+            if (stop > start)
+                ref.narrow(0, start, stop - start)
+                    .copy_(at::matmul(rows.narrow(0, start, stop - start).to(at::kDouble),
+                                      w[e].to(at::kDouble).t()));
+            start = stop;
+        }
+        EXPECT_LT(error_ratio(got, ref), type == at::kFloat ? 1e-5 : 1e-2) << c10::toString(type);
+    }
+}
+
+TEST(moe_cuda, moe_decode_native_passes_in_graph_mode_and_records_its_plan) {
+    REQUIRE_NATIVE(dev);
+    std::vector<runner::job_spec> jobs;
+    for (const std::int64_t tokens : {1, 8})
+        for (const char* part : {"ffn", "gate_up"})
+            jobs.push_back({"moe_decode",
+                            json{{"tokens", tokens}, {"part", part}},
+                            dtype::bf16,
+                            {"stock", "native"},
+                            ""});
+    jobs.push_back(
+        {"moe_decode",
+         json{{"tokens", 4}, {"experts", 8}, {"top_k", 2}, {"hidden", 64}, {"width", 32}},
+         dtype::fp32,
+         {"generic", "native"},
+         ""});
+    const auto r = run_jobs(*dev, jobs, "op_time,correctness");
+    int native_timed = 0;
+    for (const auto& rec : r.records) {
+        if (rec.job.variant != "native")
+            continue;
+        const auto what = rec.job.params.dump();
+        ASSERT_EQ(rec.status, record_status::ok) << what << ": " << rec.reason;
+        EXPECT_TRUE(rec.figures["facts"].contains("kernel")) << rec.figures.dump();
+        EXPECT_EQ(rec.figures["facts"]["host_sync"], false);
+        if (rec.which == ledger::correctness) {
+            EXPECT_EQ(rec.figures["verdict"], "PASS") << what << " " << rec.figures.dump();
+        }
+        if (rec.which == ledger::op_time) {
+            ++native_timed;
+            EXPECT_EQ(rec.figures["mode"], "graph");
+            std::cout << "moe_decode native " << what << ": median "
+                      << rec.figures["stats"]["median"] << " us; "
+                      << rec.figures["facts"]["kernel"]["path"] << '\n';
+        }
+    }
+    EXPECT_EQ(native_timed, 5);
+    for (const auto& rec : r.records)
+        if (rec.which == ledger::op_time && rec.job.variant == "stock" &&
+            rec.status == record_status::ok)
+            std::cout << "moe_decode stock " << rec.job.params.dump() << ": median "
+                      << rec.figures["stats"]["median"] << " us\n";
+}
+
+TEST(moe_cuda, decoder_moe_layers_on_the_native_path_eager_and_captured) {
+    REQUIRE_NATIVE(dev);
+    using namespace fourfold::workloads::models;
+    const auto w = std::make_shared<const decoder_weights>(
+        random_weights(*find_preset("tiny-qwen3-moe"), at::kBFloat16, dev->torch_device(), 9));
+    const auto tokens = at::arange(20, at::TensorOptions().dtype(at::kLong))
+                            .mul(31)
+                            .remainder(w->config.vocab)
+                            .to(dev->torch_device());
+    auto teacher_forced = [&](moe_path moe, bool capture) {
+        decoder_paths paths;
+        paths.moe = moe;
+        decoder_session s(w, 64, paths, call_context(*dev));
+        std::vector<at::Tensor> rows{s.prefill_teacher_forced(tokens, 6)};
+        if (capture)
+            s.capture(*dev);
+        for (std::int64_t p = 6; p < tokens.size(0); ++p) {
+            s.step();
+            rows.push_back(s.logits().clone());
+        }
+        return at::cat(rows, 0).to(at::kFloat);
+    };
+    const auto loop = teacher_forced(moe_path::host_loop, false);
+    const auto rel = [&](const at::Tensor& a) {
+        return (a - loop).norm().item<double>() / loop.norm().item<double>();
+    };
+    const auto eager = teacher_forced(moe_path::native, false);
+    const auto graph = teacher_forced(moe_path::native, true);
+    EXPECT_LT(rel(eager), 2e-2);
+    EXPECT_LT(rel(graph), 2e-2);
+    EXPECT_LT((graph - eager).norm().item<double>() / eager.norm().item<double>(), 2e-2);
+}
+
+// The L2 prefetch of the down weights at kernel 1's tail is a matter of time only: the same bits
+// with and without it. Prints the step's µs either way (graph replays of 20 steps, device events)
+// and the byte time of the experts read at the device's measured copy bandwidth.
+TEST(moe_cuda, the_l2_prefetch_of_the_down_weights_changes_no_bit_and_both_times_are_printed) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const auto d = dev->torch_device();
+    const auto w = make_experts(k_qwen3, at::kBFloat16, 1, d);
+    const auto bw = dev->measure_copy_bandwidth().bytes_per_s;
+    call_context ctx(*dev);
+    for (const std::int64_t tokens : {1, 2, 4, 8}) {
+        const auto x =
+            workloads::seeded_normal({tokens, k_qwen3.hidden}, 3, 0.0, 1.0, at::kBFloat16).to(d);
+        const auto logits = ranked_logits(tokens, k_qwen3.experts, 21).to(d);
+        std::vector<at::Tensor> outs;
+        for (const std::int64_t budget : {std::int64_t{0}, kernels::k_moe_default_l2_prefetch}) {
+            auto y = at::empty_like(x);
+            kernels::moe_args a;
+            a.x = x.data_ptr();
+            a.logits = logits.data_ptr();
+            a.w_gate_up = w.gate_up.data_ptr();
+            a.w_down = w.down.data_ptr();
+            a.y = y.data_ptr();
+            a.tokens = tokens;
+            a.experts = k_qwen3.experts;
+            a.top_k = k_qwen3.top_k;
+            a.hidden = k_qwen3.hidden;
+            a.width = k_qwen3.width;
+            a.ld_x = a.ld_y = k_qwen3.hidden;
+            a.ld_logits = k_qwen3.experts;
+            a.l2_prefetch_bytes = budget;
+            a.type = kernels::elem::bf16;
+            a.logits_type = kernels::elem::f32;
+            auto plan = kernels::plan_moe(a, workloads::native::limits(ctx));
+            ASSERT_TRUE(plan.valid.empty()) << plan.valid;
+            const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
+            a.workspace = ws.data_ptr();
+            plan = kernels::plan_moe(a, workloads::native::limits(ctx));
+            constexpr int steps = 20;
+            auto graph = dev->capture([&] {
+                for (int i = 0; i < steps; ++i)
+                    workloads::native::check(
+                        kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
+            });
+            graph->replay(); // warm
+            auto start = dev->make_event(), stop = dev->make_event();
+            double best = 1e30;
+            for (int r = 0; r < 10; ++r) {
+                start->record();
+                graph->replay();
+                stop->record();
+                dev->synchronize();
+                best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
+            }
+            // the experts this routing reaches, and their bytes
+            const auto chosen = std::get<1>(at::topk(logits.cpu(), k_qwen3.top_k, -1));
+            std::set<std::int64_t> reached;
+            for (std::int64_t i = 0; i < chosen.numel(); ++i)
+                reached.insert(chosen.reshape({-1})[i].item<std::int64_t>());
+            const auto active = static_cast<std::int64_t>(reached.size());
+            const double bytes = static_cast<double>(active) * 3 * 768 * 2048 * 2;
+            std::cout << "moe native T=" << tokens << " l2_prefetch=" << budget << ": " << best
+                      << " us a step (best of 10 x " << steps << " replays); " << active
+                      << " experts, " << bytes / 1e6 << " MB = " << bytes / bw * 1e6
+                      << " us at the measured " << bw / 1e12 << " TB/s\n";
+            outs.push_back(y);
+        }
+        EXPECT_TRUE(at::equal(outs[0], outs[1])) << "T=" << tokens;
+    }
+#endif
+}
