@@ -146,27 +146,81 @@ __global__ void __launch_bounds__(k_attention_threads)
     }
 }
 
-// One block a query head, a thread an element: the live splits merged by their maxima.
+// The combine threads of a head: head_dim x CG, the live splits shared out CG ways.
+template <int HD> constexpr int combine_groups() {
+    return HD >= 128 ? 1024 / HD : 8;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+
+__device__ __forceinline__ float warp_add(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// One block a query head. The live splits' maxima and sums are read in parallel (a thread a
+// split) and reduced over the block; each split's weight exp2(m - M) goes to shared memory;
+// then thread (d, g) sums element d over the splits g, g + CG, ... (independent loads, so a
+// long context costs a few load rounds, not one per split) and the CG partial sums are added.
 template <typename T, int HD>
 __global__ void combine_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits) {
+    constexpr int CG = combine_groups<HD>();
+    __shared__ float weight[k_attention_max_splits];
+    __shared__ float scratch[32];
+    __shared__ float parts[CG][HD];
     const std::int64_t head = blockIdx.x;
-    const int d = threadIdx.x;
-    if (d >= HD)
-        return;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int warps = blockDim.x / 32;
     const std::int64_t len = attended_length(a);
-    const std::int64_t live = (len + chunk - 1) / chunk;
+    const int live = static_cast<int>((len + chunk - 1) / chunk);
     const float* ws = a.workspace;
     const std::int64_t hs = a.heads * splits;
+    const float* ms = ws + head * splits;
+    const float* ls = ws + hs + head * splits;
+    const float* acc = ws + 2 * hs + head * splits * HD;
+
     float big = -CUDART_INF_F;
-    for (std::int64_t s = 0; s < live; ++s)
-        big = fmaxf(big, ws[head * splits + s]);
-    float sum = 0.f, val = 0.f;
-    for (std::int64_t s = 0; s < live; ++s) {
-        const float w = exp2f(ws[head * splits + s] - big);
-        sum += ws[hs + head * splits + s] * w;
-        val += ws[2 * hs + (head * splits + s) * HD + d] * w;
+    for (int s = tid; s < live; s += blockDim.x)
+        big = fmaxf(big, ms[s]);
+    big = warp_max(big);
+    if (lane == 0)
+        scratch[warp] = big;
+    __syncthreads();
+    big = warp_max(lane < warps ? scratch[lane] : -CUDART_INF_F);
+    __syncthreads(); // scratch is reused below
+
+    float sum = 0.f;
+    for (int s = tid; s < live; s += blockDim.x) {
+        const float w = exp2f(ms[s] - big);
+        weight[s] = w;
+        sum += ls[s] * w;
     }
-    static_cast<T*>(a.out)[head * HD + d] = element<T>::from_float(val / sum);
+    sum = warp_add(sum);
+    if (lane == 0)
+        scratch[warp] = sum;
+    __syncthreads(); // also publishes weight[]
+    sum = warp_add(lane < warps ? scratch[lane] : 0.f);
+
+    const int d = tid % HD, g = tid / HD;
+    float val = 0.f;
+#pragma unroll 4
+    for (int s = g; s < live; s += CG)
+        val += acc[static_cast<std::int64_t>(s) * HD + d] * weight[s];
+    parts[g][d] = val;
+    __syncthreads();
+    if (g == 0) {
+#pragma unroll
+        for (int j = 1; j < CG; ++j)
+            val += parts[j][d];
+        static_cast<T*>(a.out)[head * HD + d] = element<T>::from_float(val / sum);
+    }
 }
 
 template <typename T, int HD>
@@ -177,8 +231,9 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
     if (p.combine) {
         if (const auto e = cudaGetLastError(); e != cudaSuccess)
             return status_of(e);
-        combine_kernel<T, HD> < <<static_cast<unsigned>(a.heads), HD<32 ? 32 : HD, 0, stream>>>(
-                                    a, p.chunk, p.splits);
+        constexpr int threads = HD * combine_groups<HD>();
+        combine_kernel<T, HD>
+            <<<static_cast<unsigned>(a.heads), threads, 0, stream>>>(a, p.chunk, p.splits);
     }
     return status_of(cudaGetLastError());
 }

@@ -15,6 +15,7 @@ namespace fourfold::kernels {
 inline constexpr int k_attention_max_group = 8; // query heads per kv head
 inline constexpr int k_attention_threads = 128; // 4 warps a block
 inline constexpr std::int64_t k_attention_min_chunk = 32;
+inline constexpr std::int64_t k_attention_max_splits = 1024; // the combine's shared weights
 
 struct decode_attention_args {
     const void* q = nullptr;       // heads x head_dim (contiguous)

@@ -43,7 +43,8 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     // rounded up to 32. llama3-8b (8 kv heads) on 132 SMs: a cache of 576 positions is 18
     // splits of 32 (144 blocks), 2112 is 66 splits of 32 (528 blocks).
     const std::int64_t by_chunk = (a.capacity + k_attention_min_chunk - 1) / k_attention_min_chunk;
-    const std::int64_t cap = std::max<std::int64_t>(1, 4 * d.sm_count / a.kv_heads);
+    const std::int64_t cap = std::clamp<std::int64_t>(4 * std::int64_t{d.sm_count} / a.kv_heads, 1,
+                                                      k_attention_max_splits);
     p.splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
     p.chunk = (a.capacity + p.splits - 1) / p.splits;
     p.chunk = (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk * k_attention_min_chunk;
