@@ -53,9 +53,25 @@ template <typename T> __global__ void argmax_kernel(argmax_args a) {
     __shared__ bool last;
     const T* x = static_cast<const T*>(a.x);
     best r{0.f, -1};
-    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < a.n;
-         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-        r = pick(r, best{element<T>::to_float(x[i]), static_cast<int>(i)});
+    // 8 values a thread a round, all loaded before the first comparison (one load round, not
+    // eight, for a 128256-value vocabulary)
+    constexpr int per = 8;
+    const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * per;
+    for (std::int64_t base = blockIdx.x * stride + threadIdx.x; base < a.n;
+         base += stride * gridDim.x) {
+        float v[per];
+#pragma unroll
+        for (int k = 0; k < per; ++k) {
+            const std::int64_t i = base + static_cast<std::int64_t>(k) * blockDim.x;
+            v[k] = i < a.n ? element<T>::to_float(x[i]) : 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < per; ++k) {
+            const std::int64_t i = base + static_cast<std::int64_t>(k) * blockDim.x;
+            if (i < a.n)
+                r = pick(r, best{v[k], static_cast<int>(i)});
+        }
+    }
     r = block_best(r, scratch);
     auto* counter = static_cast<unsigned int*>(a.workspace);
     auto* pairs = reinterpret_cast<best*>(static_cast<char*>(a.workspace) + 16);
