@@ -403,7 +403,11 @@ TEST(decode_workload, what_cannot_run_here_is_a_skip_with_its_reason) {
         EXPECT_NE(rec.status, record_status::failed) << rec.reason;
         const auto mode = rec.job.params["mode"].get<std::string>();
         const auto model = rec.job.params["model"].get<std::string>();
-        if (model == "tiny-llama" && rec.job.variant == "generic") {
+        if (rec.job.variant == "native") {
+            // fourfold's kernels: CUDA only, whatever the mode
+            EXPECT_EQ(rec.status, record_status::skipped);
+            EXPECT_NE(rec.reason.find("cuda"), std::string::npos) << rec.reason;
+        } else if (model == "tiny-llama" && rec.job.variant == "generic") {
             EXPECT_EQ(rec.status, record_status::skipped);
             EXPECT_NE(rec.reason.find("dense"), std::string::npos) << rec.reason;
         } else if (mode == "graph") {

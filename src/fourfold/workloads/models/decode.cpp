@@ -123,6 +123,14 @@ class logit_metrics final : public extra_metrics {
     at::Tensor m_out, m_ref;
 };
 
+// What the native variant's step takes for attention and RMSNorm, for its records.
+constexpr const char* native_attention =
+    "kernels/decode_attention.cu: one query token over the cache positions 0..pos read from the "
+    "device, the query heads of a kv head one block's rows, split over the context with a "
+    "log-sum-exp combine, fp32 accumulation";
+constexpr const char* native_norm =
+    "kernels/rmsnorm.cu: fp32 sums, the residual add and the embedding gather fused";
+
 class decode_case final : public model_case<decoder_weights> {
   public:
     explicit decode_case(const case_args& a)
@@ -206,9 +214,9 @@ class decode_case final : public model_case<decoder_weights> {
                 if (const auto why = dev.caps().missing("grouped_mm_fast"))
                     return "mode=graph: " + *why;
         }
-        if (variant == "stock" && moe)
+        if ((variant == "stock" || variant == "native") && moe)
             if (const auto why = dev.caps().missing("grouped_mm"))
-                return "the stock MoE path needs at::_grouped_mm: " + *why;
+                return "the " + variant + " MoE path needs at::_grouped_mm: " + *why;
         return memory_shortfall(dev, fmt::format("{} in {}", m_model, to_string(args().type)),
                                 weights_bytes(), "KV cache", kv_cache_bytes());
     }
@@ -277,13 +285,21 @@ class decode_case final : public model_case<decoder_weights> {
             {"kv_cache_positions", cache_capacity()},
             {"kv_cache_bytes_per_position",
              static_cast<double>(c.kv_elements_per_position()) * element_bytes()},
-            {"attention", attention_path()},
-            {"rms_norm", rms_norm_path()},
-            {"mode", m_graph
+            {"attention", variant == "native" ? native_attention : attention_path()},
+            {"rms_norm", variant == "native" ? native_norm : rms_norm_path()},
+            {"mode", variant == "native"
+                         ? (m_graph ? "graph: one decode step of fourfold's kernels captured as a "
+                                      "CUDA graph, replayed per token"
+                                    : "eager: fourfold's kernels launched per step")
+                     : m_graph
                          ? "graph: one decode step captured as a CUDA graph, replayed per token; "
                            "attention over the whole cache with a position mask"
                          : "eager: ops launched per step; attention over the filled prefix"},
-            {"sampling", "greedy: softmax over the vocabulary in float32, argmax, on the device"},
+            {"sampling", variant == "native"
+                             ? "greedy: argmax of the logits on the device (kernels/argmax.cu), "
+                               "the token written and the position advanced in the same launch"
+                             : "greedy: softmax over the vocabulary in float32, argmax, on the "
+                               "device"},
             {"correctness_twin",
              json{{"layers", twin_layers()},
                   {"tokens", k_twin_tokens},
@@ -296,6 +312,19 @@ class decode_case final : public model_case<decoder_weights> {
             {"memory_pass", "the full model's session (weights, KV cache, captured step in graph "
                             "mode) made first; each call one whole decode: prefill, every decode "
                             "step"}};
+        if (variant == "native") {
+            f["decode_step"] =
+                "fourfold's kernels: the embedding gather fused into the first RMSNorm; per layer "
+                "RMSNorm (the residual add of an MoE block's output fused), the q/k/v GEMV, "
+                "rope_kv (Qwen3's q/k norm, RoPE, the KV-cache append at the device-side "
+                "position), decode_attention (+ its combine when split), the o GEMV with the "
+                "residual as its bias, RMSNorm, then the gate/up GEMV, swiglu and the down GEMV "
+                "with the residual as its bias (dense) or model_ops::moe_ffn (MoE); the final "
+                "RMSNorm, the LM head GEMV, argmax. The GEMVs are model_ops::linear's native "
+                "path (kernels/gemv.cu, what linear_decode's native variant times); the launches "
+                "and plans of one step are in the throughput record's figures.native_step";
+            f["prefill"] = "libtorch's ops (stock): the GEMV takes 1..8 tokens";
+        }
         if (c.has_moe())
             f["moe"] =
                 variant == "generic"
@@ -372,6 +401,8 @@ class decode_case final : public model_case<decoder_weights> {
             {"pct_of_bandwidth_limit", limit > 0 ? 100.0 * tokens_per_s / limit : 0},
             {"kv_cache_bytes", s.kv_cache_bytes()},
             {"generated_tokens", gen}});
+        if (!s.native_step_facts().empty())
+            r.figures["native_step"] = s.native_step_facts();
         r.samples_ms = timing.step_ms;
         return r;
     }
@@ -400,6 +431,9 @@ class decode_case final : public model_case<decoder_weights> {
     }
     at::Tensor generic(const call_context& ctx, const input_set& in) const {
         return twin_logits(ctx, in, paths("generic"));
+    }
+    at::Tensor native(const call_context& ctx, const input_set& in) const {
+        return twin_logits(ctx, in, paths("native"));
     }
 
   protected:
@@ -438,14 +472,25 @@ class decode_case final : public model_case<decoder_weights> {
     }
     std::uint64_t weights_seed() const { return random_weights_seed(m_seed); }
     static bool own_variant(const std::string& variant) {
-        return variant == "stock" || variant == "generic";
+        return variant == "stock" || variant == "generic" || variant == "native";
     }
     // The model_ops paths a variant takes: libtorch's own ops, the MoE layers through the
-    // grouped matmul (stock) or the host loop (generic).
+    // grouped matmul (stock) or the host loop (generic); native: the decode step of fourfold's
+    // kernels, every projection through the native GEMV, the prefill through libtorch's ops.
     static decoder_paths paths(const std::string& variant) {
         if (!own_variant(variant))
             throw std::invalid_argument(
-                "decode runs whole decodes for stock and generic only, not " + variant);
+                "decode runs whole decodes for stock, generic and native only, not " + variant);
+        if (variant == "native") {
+            decoder_paths p;
+            // THE MoE path of the native decode: model_ops::moe_ffn through at::_grouped_mm
+            // until the native MoE kernel (moe_path::native) is merged; change it here.
+            p.moe = moe_path::grouped_mm;
+            p.linear = model_ops::op_path::native;
+            p.step = model_ops::op_path::native;
+            p.prefill_linear = model_ops::op_path::stock;
+            return p;
+        }
         return {variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm};
     }
 
@@ -463,6 +508,9 @@ class decode_case final : public model_case<decoder_weights> {
             s.step();
             rows.push_back(s.logits().clone());
         }
+        if (!s.native_step_facts().empty())
+            ctx.fact("native_step_twin",
+                     json{{"layers", twin_layers()}, {"step", s.native_step_facts()}});
         return at::cat(rows, 0);
     }
 
@@ -497,7 +545,11 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
     .variant(
         "generic", &decode_case::generic,
         "MoE layers through a host loop over the experts hit (expert counts copied to the host)",
-        true, {.ops = {"matmul", "softmax", "silu", "index"}});
+        true, {.ops = {"matmul", "softmax", "silu", "index"}})
+    .native_variant("native", &decode_case::native,
+                    "fourfold's kernels for the decode step (RMSNorm, rope_kv, decode attention, "
+                    "SwiGLU, argmax) and the native GEMV for every projection; MoE layers through "
+                    "at::_grouped_mm");
 
 } // namespace
 } // namespace fourfold::workloads

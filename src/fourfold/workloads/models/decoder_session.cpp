@@ -6,11 +6,21 @@
 #include "fourfold/workloads/model_ops/softmax.hpp"
 #include "fourfold/workloads/model_ops/swiglu.hpp"
 #include "fourfold/workloads/models/rope.hpp"
+#include "fourfold/workloads/native.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/argmax.hpp"
+#include "fourfold/kernels/decode_attention.hpp"
+#include "fourfold/kernels/gemv.hpp"
+#include "fourfold/kernels/rmsnorm.hpp"
+#include "fourfold/kernels/rope_kv.hpp"
+#include "fourfold/kernels/swiglu.hpp"
+#endif
 
 #if __has_include(<ATen/ops/rms_norm.h>)
 #define FOURFOLD_HAS_RMS_NORM 1
@@ -154,9 +164,12 @@ decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
     const auto& c = m_w->config;
     if (capacity < 1)
         throw std::invalid_argument("decoder_session: capacity must be >= 1");
-    if (!m_ctx &&
-        (paths.linear == model_ops::op_path::native || paths.softmax == model_ops::op_path::native))
+    using model_ops::op_path;
+    if (!m_ctx && (paths.linear == op_path::native || paths.softmax == op_path::native ||
+                   paths.step == op_path::native || prefill_linear() == op_path::native))
         throw std::invalid_argument("decoder_session: a native path needs a call context");
+    if (paths.step == op_path::composite)
+        throw std::invalid_argument("decoder_session: the decode step is stock or native");
     const auto opts = at::TensorOptions().device(m_w->device());
     m_k = at::zeros({c.layers, c.kv_heads, capacity, c.head_dim}, opts.dtype(m_w->dtype()));
     m_v = at::zeros_like(m_k);
@@ -170,6 +183,34 @@ decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
     m_pos = at::zeros({1}, opts.dtype(at::kLong));
     m_positions = at::arange(capacity, opts.dtype(at::kLong));
     m_logits = at::zeros({1, c.vocab}, opts.dtype(m_w->dtype()));
+    if (paths.step == op_path::native) {
+#if FOURFOLD_WITH_KERNELS
+        // The workspaces a native step's kernels are planned for, made once: a launch allocates
+        // nothing, and a captured step keeps their addresses.
+        const auto& lim = native::limits(*m_ctx);
+        kernels::decode_attention_args aa;
+        aa.heads = c.heads;
+        aa.kv_heads = c.kv_heads;
+        aa.head_dim = c.head_dim;
+        aa.capacity = capacity;
+        aa.pos = m_pos.data_ptr<std::int64_t>();
+        const auto ap = kernels::plan_decode_attention(aa, lim);
+        if (!ap.valid.empty())
+            throw std::invalid_argument("decoder_session: native decode attention: " + ap.valid);
+        m_attention_workspace =
+            at::empty({std::max<std::int64_t>(1, ap.workspace_bytes / 4)}, opts.dtype(at::kFloat));
+        kernels::argmax_args ga;
+        ga.n = c.vocab;
+        ga.tokens = m_seq.data_ptr<std::int64_t>();
+        const auto gp = kernels::plan_argmax(ga, lim);
+        if (!gp.valid.empty())
+            throw std::invalid_argument("decoder_session: native argmax: " + gp.valid);
+        m_argmax_workspace = at::zeros({gp.workspace_bytes}, opts.dtype(at::kByte));
+#else
+        throw std::invalid_argument(
+            "decoder_session: a native decode step needs a build with native kernels");
+#endif
+    }
 }
 
 decoder_session::~decoder_session() = default;
@@ -195,7 +236,12 @@ at::Tensor decoder_mlp(const model_config& c, const layer_weights& lw, std::int6
 }
 
 at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w) const {
-    return model_ops::linear(x, w, Tensor(), m_paths.linear, context());
+    return project(x, w, m_paths.linear);
+}
+
+at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w,
+                                    model_ops::op_path path) const {
+    return model_ops::linear(x, w, Tensor(), path, context());
 }
 
 at::Tensor decoder_session::probabilities(const at::Tensor& logits) const {
@@ -204,10 +250,11 @@ at::Tensor decoder_session::probabilities(const at::Tensor& logits) const {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
 decoder_session::attention_inputs(const layer_weights& lw, const at::Tensor& x,
-                                  const at::Tensor& cos, const at::Tensor& sin) const {
+                                  const at::Tensor& cos, const at::Tensor& sin,
+                                  model_ops::op_path linear) const {
     const auto& c = m_w->config;
     const auto t = x.size(0);
-    const auto qkv = project(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv);
+    const auto qkv = project(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv, linear);
     auto q = qkv.narrow(1, 0, c.q_dim()).view({t, c.heads, c.head_dim});
     auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
     const auto v =
@@ -227,19 +274,21 @@ at::Tensor decoder_session::forward_prefill(const at::Tensor& tokens, bool all_l
     auto x = m_w->embed.index_select(0, tokens);
     const auto cos = m_cos.narrow(0, 0, t).unsqueeze(1);
     const auto sin = m_sin.narrow(0, 0, t).unsqueeze(1);
+    auto paths = m_paths;
+    paths.linear = prefill_linear();
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
-        const auto [q, k, v] = attention_inputs(lw, x, cos, sin);
+        const auto [q, k, v] = attention_inputs(lw, x, cos, sin, paths.linear);
         const auto kt = k.transpose(0, 1), vt = v.transpose(0, 1); // [kv_heads, T, hd]
         m_k[l].narrow(1, 0, t).copy_(kt);
         m_v[l].narrow(1, 0, t).copy_(vt);
-        x = x + project(attention_prefill(q, kt, vt, groups, scale), lw.o);
-        x = x + decoder_mlp(c, lw, l, rms_norm(x, lw.post_attention_norm, c.rms_eps), m_paths,
-                            context());
+        x = x + project(attention_prefill(q, kt, vt, groups, scale), lw.o, paths.linear);
+        x = x +
+            decoder_mlp(c, lw, l, rms_norm(x, lw.post_attention_norm, c.rms_eps), paths, context());
     }
     if (!all_logits)
         x = x.narrow(0, t - 1, 1);
-    return project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head);
+    return project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head, paths.linear);
 }
 
 at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t layer, at::Tensor x,
@@ -247,7 +296,7 @@ at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t lay
                                        bool static_shapes, const at::Tensor& mask) {
     const auto& c = m_w->config;
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-    const auto [q, k, v] = attention_inputs(lw, x, cos, sin);
+    const auto [q, k, v] = attention_inputs(lw, x, cos, sin, m_paths.linear);
     auto kc = m_k[layer], vc = m_v[layer];
     // The new key and value go in at the device-side position: no host value in the step.
     kc.index_copy_(1, m_pos, k.transpose(0, 1));
@@ -263,6 +312,8 @@ at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t lay
 }
 
 void decoder_session::step_body(bool static_shapes) {
+    if (m_paths.step == model_ops::op_path::native)
+        return step_native();
     const auto& c = m_w->config;
     const auto token = m_seq.index_select(0, m_pos);
     auto x = m_w->embed.index_select(0, token);
@@ -282,6 +333,226 @@ void decoder_session::step_body(bool static_shapes) {
         m_seq.index_copy_(0, m_pos + 1, next);
     }
     m_pos.add_(1);
+}
+
+#if FOURFOLD_WITH_KERNELS
+namespace {
+
+// What a native step launched, for the records: per kernel, the launches and the distinct
+// plans (the first step's; every later step, replayed or eager, launches the same).
+class step_log {
+  public:
+    explicit step_log(bool on) : m_on(on) {}
+    void add(const std::string& kernel, const std::string& plan, int launches = 1) {
+        m_total += launches;
+        if (!m_on)
+            return;
+        auto& k = m_kernels[kernel];
+        k["launches"] = k.value("launches", 0) + launches;
+        auto& plans = k["plans"];
+        if (!plans.is_array())
+            plans = json::array();
+        if (std::find(plans.begin(), plans.end(), plan) == plans.end())
+            plans.push_back(plan);
+    }
+    json finish(const std::string& others) const {
+        return json{
+            {"kernels", m_kernels},
+            {"launches_per_step", m_total},
+            {"launches_counted", "fourfold's kernels and the GEMVs of the projections" + others}};
+    }
+    bool on() const { return m_on; }
+
+  private:
+    bool m_on;
+    int m_total = 0;
+    json m_kernels = json::object();
+};
+
+std::string gemv_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                         const call_context& ctx) {
+    kernels::gemv_args a;
+    a.x = x.data_ptr();
+    a.w = w.data_ptr();
+    a.bias = bias.defined() ? bias.data_ptr() : nullptr;
+    a.tokens = x.size(0);
+    a.n = w.size(0);
+    a.k = w.size(1);
+    a.ld_x = x.stride(0);
+    a.ld_w = w.stride(0);
+    a.ld_y = w.size(0);
+    a.type = native::elem_of(x.scalar_type());
+    return fmt::format("{}x{}: {}", a.n, a.k,
+                       kernels::plan_gemv(a, native::limits(ctx)).describe());
+}
+
+} // namespace
+#endif
+
+void decoder_session::step_native() {
+#if FOURFOLD_WITH_KERNELS
+    using model_ops::op_path;
+    const auto& c = m_w->config;
+    const auto& ctx = *context();
+    const auto& lim = native::limits(ctx);
+    const auto stream = native::stream(ctx);
+    const auto type = native::elem_of(m_w->dtype());
+    const auto opts = m_k.options();
+    step_log log(m_native_facts.empty());
+    auto* pos = m_pos.data_ptr<std::int64_t>();
+
+    // x (the residual stream) + pending (an MoE block's output, or undefined), normalised by
+    // `weight` into a new tensor; x is updated in place when pending is added.
+    auto norm = [&](at::Tensor& x, const at::Tensor& pending, const at::Tensor& weight,
+                    bool gather) {
+        auto h = at::empty({1, c.hidden}, opts);
+        kernels::rmsnorm_args a;
+        a.x = gather ? m_w->embed.data_ptr() : x.data_ptr();
+        a.residual = pending.defined() ? pending.data_ptr() : nullptr;
+        a.weight = weight.data_ptr();
+        a.out = gather || pending.defined() ? x.data_ptr() : nullptr;
+        a.normed = h.data_ptr();
+        if (gather) {
+            a.index = m_seq.data_ptr<std::int64_t>();
+            a.at = pos;
+            a.gather_rows = c.vocab;
+            a.ld_x = m_w->embed.stride(0);
+        } else {
+            a.ld_x = c.hidden;
+        }
+        a.rows = 1;
+        a.cols = c.hidden;
+        a.ld_residual = a.ld_out = a.ld_normed = c.hidden;
+        a.eps = c.rms_eps;
+        a.type = type;
+        const auto p = kernels::plan_rmsnorm(a, lim);
+        if (log.on())
+            log.add(gather              ? "rmsnorm (embedding gather fused)"
+                    : pending.defined() ? "rmsnorm (residual add fused)"
+                                        : "rmsnorm",
+                    p.describe());
+        else
+            log.add("", "");
+        native::check(kernels::launch_rmsnorm(p, a, stream), "rmsnorm");
+        return h;
+    };
+    auto linear = [&](const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                      const char* what) {
+        if (log.on())
+            log.add(fmt::format("gemv {}", what), m_paths.linear == op_path::native
+                                                      ? gemv_plan_of(x, w, bias, ctx)
+                                                      : std::string(to_string(m_paths.linear)));
+        else
+            log.add("", "");
+        return model_ops::linear(x, w, bias, m_paths.linear, &ctx);
+    };
+
+    auto x = at::empty({1, c.hidden}, opts);
+    at::Tensor pending;
+    at::Tensor h;
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+        const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
+        h = norm(x, pending, lw.input_norm, l == 0);
+        pending = at::Tensor();
+        const auto qkv = linear(h, lw.qkv, Tensor(), "qkv");
+
+        auto q = at::empty({1, c.q_dim()}, opts);
+        auto kc = m_k[l], vc = m_v[l];
+        kernels::rope_kv_args ra;
+        ra.qkv = qkv.data_ptr();
+        ra.ld_qkv = qkv.stride(0);
+        if (c.qk_norm) {
+            ra.q_norm = lw.q_norm.data_ptr();
+            ra.k_norm = lw.k_norm.data_ptr();
+        }
+        ra.eps = c.rms_eps;
+        ra.cos = m_cos.data_ptr();
+        ra.sin = m_sin.data_ptr();
+        ra.pos = pos;
+        ra.q_out = q.data_ptr();
+        ra.k_cache = kc.data_ptr();
+        ra.v_cache = vc.data_ptr();
+        ra.tokens = 1;
+        ra.heads = c.heads;
+        ra.kv_heads = c.kv_heads;
+        ra.head_dim = c.head_dim;
+        ra.capacity = m_capacity;
+        ra.type = type;
+        const auto rp = kernels::plan_rope_kv(ra, lim);
+        log.add("rope_kv", log.on() ? rp.describe() : "");
+        native::check(kernels::launch_rope_kv(rp, ra, stream), "rope_kv");
+
+        auto attn = at::empty({1, c.q_dim()}, opts);
+        kernels::decode_attention_args aa;
+        aa.q = q.data_ptr();
+        aa.k_cache = kc.data_ptr();
+        aa.v_cache = vc.data_ptr();
+        aa.pos = pos;
+        aa.out = attn.data_ptr();
+        aa.workspace = m_attention_workspace.data_ptr<float>();
+        aa.heads = c.heads;
+        aa.kv_heads = c.kv_heads;
+        aa.head_dim = c.head_dim;
+        aa.capacity = m_capacity;
+        aa.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+        aa.type = type;
+        const auto ap = kernels::plan_decode_attention(aa, lim);
+        log.add("decode_attention", log.on() ? ap.describe() : "", ap.combine ? 2 : 1);
+        native::check(kernels::launch_decode_attention(ap, aa, stream), "decode_attention");
+
+        // the residual add as the o projection's bias: x + o(attn), rounded once
+        x = linear(attn, lw.o, x.view({c.hidden}), "o (+ residual as bias)");
+        h = norm(x, Tensor(), lw.post_attention_norm, false);
+        if (c.is_moe_layer(l)) {
+            // added to the residual stream by the next norm (residual add fused)
+            pending = decoder_mlp(c, lw, l, h, m_paths, &ctx);
+            // the MoE path is the decode variant's (decode.cpp: paths("native"))
+            log.add("moe_ffn (model_ops, libtorch ops)",
+                    log.on() ? std::string(to_string(m_paths.moe)) : "", 0);
+            continue;
+        }
+        const auto gu = linear(h, lw.gate_up, Tensor(), "gate_up");
+        const auto width = gu.size(1) / 2;
+        auto act = at::empty({1, width}, opts);
+        kernels::swiglu_args sa;
+        sa.gate_up = gu.data_ptr();
+        sa.out = act.data_ptr();
+        sa.tokens = 1;
+        sa.width = width;
+        sa.ld_in = gu.stride(0);
+        sa.ld_out = width;
+        sa.type = type;
+        const auto sp = kernels::plan_swiglu(sa, lim);
+        log.add("swiglu", log.on() ? sp.describe() : "");
+        native::check(kernels::launch_swiglu(sp, sa, stream), "swiglu");
+        x = linear(act, lw.down, x.view({c.hidden}), "down (+ residual as bias)");
+    }
+    h = norm(x, pending, m_w->final_norm, false);
+    const auto logits = linear(h, m_w->lm_head, Tensor(), "lm_head");
+    m_logits = logits; // a captured step's logits stay where the graph writes them
+    if (!m_teacher_forced) {
+        kernels::argmax_args ga;
+        ga.x = logits.data_ptr();
+        ga.n = c.vocab;
+        ga.tokens = m_seq.data_ptr<std::int64_t>();
+        ga.at = pos;
+        ga.advance = pos; // the position moves on in the same launch
+        ga.workspace = m_argmax_workspace.data_ptr();
+        ga.type = type;
+        const auto gp = kernels::plan_argmax(ga, lim);
+        log.add("argmax (token written, position advanced)", log.on() ? gp.describe() : "");
+        native::check(kernels::launch_argmax(gp, ga, stream), "argmax");
+    } else {
+        m_pos.add_(1);
+        log.add("position += 1 (teacher forced: libtorch add_)", "at::Tensor::add_");
+    }
+    if (log.on())
+        m_native_facts = log.finish(
+            c.has_moe() ? "; not counted: the libtorch ops of model_ops::moe_ffn in each MoE layer"
+                        : "");
+#else
+    throw std::logic_error("a native decode step ran in a build without native kernels");
+#endif
 }
 
 at::Tensor decoder_session::prefill(const at::Tensor& prompt) {

@@ -26,6 +26,15 @@ struct decoder_paths {
     moe_path moe = moe_path::grouped_mm;
     model_ops::op_path linear = model_ops::op_path::stock;  // every projection and the LM head
     model_ops::op_path softmax = model_ops::op_path::stock; // sampling; attention without SDPA
+    // native: the decode step is fourfold's kernels (kernels/: the embedding gather and RMSNorm
+    // with the residual add, rope_kv, decode_attention, swiglu, argmax), the projections and
+    // the LM head through model_ops::linear with `linear`, the residual adds of the o and down
+    // projections as their bias, the MoE layers through model_ops::moe_ffn with `moe`.
+    // Attention reads the position from the device, in eager and graph mode alike.
+    model_ops::op_path step = model_ops::op_path::stock;
+    // The prefill's projections where they are not `linear` (the native GEMV takes 1..8 tokens,
+    // a prefill is the whole prompt).
+    std::optional<model_ops::op_path> prefill_linear = std::nullopt;
 };
 
 // The MLP of layer `layer` on its normalised hidden states h [T, hidden]: the dense SwiGLU
@@ -76,20 +85,27 @@ class decoder_session {
     const at::Tensor& logits() const { return m_logits; } // the last step's [1, vocab]
     const at::Tensor& tokens() const { return m_seq; }    // prompt, then sampled tokens
     std::int64_t kv_cache_bytes() const;
+    // A native step's kernels: per kernel, its launches a step and its plan(s) (described as
+    // the plans say), the launches a step in all; empty before the first native step.
+    const json& native_step_facts() const { return m_native_facts; }
 
   private:
     at::Tensor forward_prefill(const at::Tensor& tokens, bool all_logits);
     void step_body(bool static_shapes);
+    void step_native(); // paths.step == native
+    model_ops::op_path prefill_linear() const {
+        return m_paths.prefill_linear.value_or(m_paths.linear);
+    }
     at::Tensor layer_step(const layer_weights& lw, std::int64_t layer, at::Tensor x,
                           const at::Tensor& cos, const at::Tensor& sin, bool static_shapes,
                           const at::Tensor& mask);
     // q [T, heads, hd], k and v [T, kv_heads, hd] of layer `lw` on x [T, hidden]: normalised
     // (Qwen3's q/k norm) and rotated (RoPE by `cos`, `sin` [T, 1, hd]).
-    std::tuple<at::Tensor, at::Tensor, at::Tensor> attention_inputs(const layer_weights& lw,
-                                                                    const at::Tensor& x,
-                                                                    const at::Tensor& cos,
-                                                                    const at::Tensor& sin) const;
+    std::tuple<at::Tensor, at::Tensor, at::Tensor>
+    attention_inputs(const layer_weights& lw, const at::Tensor& x, const at::Tensor& cos,
+                     const at::Tensor& sin, model_ops::op_path linear) const;
     at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;
+    at::Tensor project(const at::Tensor& x, const at::Tensor& w, model_ops::op_path path) const;
     at::Tensor probabilities(const at::Tensor& logits) const; // float32 softmax, last dim
     const call_context* context() const { return m_ctx ? &*m_ctx : nullptr; }
 
@@ -97,12 +113,15 @@ class decoder_session {
     std::int64_t m_capacity;
     decoder_paths m_paths;
     std::optional<call_context> m_ctx;
-    at::Tensor m_k, m_v;     // [layers, kv_heads, capacity, head_dim]
-    at::Tensor m_cos, m_sin; // [capacity, head_dim], in the weights' dtype
-    at::Tensor m_seq;        // int64 [capacity + 1]
-    at::Tensor m_pos;        // int64 [1]: the position the next step processes
-    at::Tensor m_positions;  // int64 [capacity]: 0..capacity-1, for the static mask
-    at::Tensor m_logits;     // [1, vocab]
+    at::Tensor m_k, m_v;              // [layers, kv_heads, capacity, head_dim]
+    at::Tensor m_cos, m_sin;          // [capacity, head_dim], in the weights' dtype
+    at::Tensor m_seq;                 // int64 [capacity + 1]
+    at::Tensor m_pos;                 // int64 [1]: the position the next step processes
+    at::Tensor m_positions;           // int64 [capacity]: 0..capacity-1, for the static mask
+    at::Tensor m_logits;              // [1, vocab]
+    at::Tensor m_attention_workspace; // native step: decode_attention's split partials (float)
+    at::Tensor m_argmax_workspace;    // native step: argmax's counter and block pairs (zeroed)
+    json m_native_facts;
     std::int64_t m_host_pos = 0;
     bool m_teacher_forced = false;
     captured_step m_step;

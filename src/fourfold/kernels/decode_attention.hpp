@@ -1,0 +1,47 @@
+#pragma once
+// Decode attention for one query token over a static KV cache (flash-decoding): the query heads
+// that share a kv head (GQA) are one block's rows; the cache positions 0..*pos, read FROM THE
+// DEVICE, are split in chunks over the blocks of a grid sized for the cache's capacity (chunks
+// past the position return at once); each block keeps a running (max, sum, weighted values) in
+// fp32 per query head, merged over its warps in shared memory. With more than one chunk the
+// blocks write their partial (max, sum, values) to a workspace and a combine kernel merges them
+// by log-sum-exp; with one, the block writes the output itself. bf16/fp16/fp32 in and out.
+#include "fourfold/kernels/kernel_api.hpp"
+
+#include <string>
+
+namespace fourfold::kernels {
+
+inline constexpr int k_attention_max_group = 8; // query heads per kv head
+inline constexpr int k_attention_threads = 128; // 4 warps a block
+inline constexpr std::int64_t k_attention_min_chunk = 32;
+inline constexpr std::int64_t k_attention_max_splits = 1024; // the combine's shared weights
+
+struct decode_attention_args {
+    const void* q = nullptr;       // heads x head_dim (contiguous)
+    const void* k_cache = nullptr; // kv_heads x capacity x head_dim (contiguous)
+    const void* v_cache = nullptr;
+    const std::int64_t* pos = nullptr; // device: the last position attended (0..capacity-1)
+    void* out = nullptr;               // heads x head_dim (contiguous)
+    float* workspace = nullptr;        // plan.workspace_bytes, with more than one split
+    std::int64_t heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
+    double scale = 0; // 0: 1 / sqrt(head_dim)
+    elem type = elem::bf16;
+};
+
+struct decode_attention_plan {
+    int threads = k_attention_threads;
+    std::int64_t chunk = 0;  // cache positions a block takes
+    std::int64_t splits = 0; // chunks of the capacity: blocks = kv_heads x splits
+    std::int64_t blocks = 0;
+    bool combine = false; // a second launch merges the splits
+    std::int64_t workspace_bytes = 0;
+    std::string valid;
+    std::string describe() const;
+};
+
+decode_attention_plan plan_decode_attention(const decode_attention_args& a, const device_limits& d);
+launch_status launch_decode_attention(const decode_attention_plan& p,
+                                      const decode_attention_args& a, stream_t stream);
+
+} // namespace fourfold::kernels

@@ -1,0 +1,60 @@
+// The host half of decode attention: how the cache is split over the blocks.
+#include "fourfold/kernels/decode_attention.hpp"
+
+#include <algorithm>
+
+namespace fourfold::kernels {
+
+std::string decode_attention_plan::describe() const {
+    std::string s = std::to_string(blocks) + " block(s) of " + std::to_string(threads) + ", " +
+                    std::to_string(splits) + " split(s) of " + std::to_string(chunk) +
+                    " cache positions";
+    s += combine ? ", log-sum-exp combine (second launch)" : ", no combine";
+    return s;
+}
+
+decode_attention_plan plan_decode_attention(const decode_attention_args& a,
+                                            const device_limits& d) {
+    decode_attention_plan p;
+    if (a.heads < 1 || a.kv_heads < 1 || a.capacity < 1) {
+        p.valid = "heads, kv_heads and capacity must be at least 1";
+        return p;
+    }
+    if (a.heads % a.kv_heads != 0 || a.heads / a.kv_heads > k_attention_max_group) {
+        p.valid = "heads must be a multiple of kv_heads, at most " +
+                  std::to_string(k_attention_max_group) + " query heads per kv head";
+        return p;
+    }
+    const auto hd = a.head_dim;
+    if (hd != 16 && hd != 32 && hd != 64 && hd != 128 && hd != 256) {
+        p.valid = "head_dim must be 16, 32, 64, 128 or 256, not " + std::to_string(hd);
+        return p;
+    }
+    if (!a.pos) {
+        p.valid = "the position pointer (device) is required";
+        return p;
+    }
+    if (!(a.scale >= 0)) {
+        p.valid = "scale must be >= 0 (0: 1/sqrt(head_dim))";
+        return p;
+    }
+    // Chunks of at least 32 positions (8 a warp, two rounds of 4 loads in flight), as many as
+    // give 4 blocks a multiprocessor over the kv heads; a chunk then is ceil(capacity / splits)
+    // rounded up to 32. llama3-8b (8 kv heads) on 132 SMs: a cache of 576 positions is 18
+    // splits of 32 (144 blocks), 2112 is 66 splits of 32 (528 blocks).
+    const std::int64_t by_chunk = (a.capacity + k_attention_min_chunk - 1) / k_attention_min_chunk;
+    const std::int64_t cap = std::clamp<std::int64_t>(4 * std::int64_t{d.sm_count} / a.kv_heads, 1,
+                                                      k_attention_max_splits);
+    p.splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
+    p.chunk = (a.capacity + p.splits - 1) / p.splits;
+    p.chunk = (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk * k_attention_min_chunk;
+    p.splits = (a.capacity + p.chunk - 1) / p.chunk;
+    p.blocks = a.kv_heads * p.splits;
+    p.combine = p.splits > 1;
+    // per query head and split: max, sum, then head_dim values
+    p.workspace_bytes =
+        p.combine ? a.heads * p.splits * (2 + hd) * static_cast<std::int64_t>(sizeof(float)) : 0;
+    return p;
+}
+
+} // namespace fourfold::kernels

@@ -1,0 +1,66 @@
+// rope_kv kernels (see rope_kv.hpp). Block b of token t: heads [0, H) are q, [H, H + KVH) k,
+// [H + KVH, H + 2 KVH) v. Thread i holds element i of the head (head_dim <= 1024); the rotation
+// reads its partner (i +- head_dim / 2) through shared memory.
+#include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/reduce.cuh"
+#include "fourfold/kernels/rope_kv.hpp"
+
+namespace fourfold::kernels {
+namespace {
+
+using namespace device;
+
+template <typename T> __global__ void rope_kv_kernel(rope_kv_args a) {
+    __shared__ float scratch[32];
+    __shared__ float head[1024];
+    const std::int64_t heads_all = a.heads + 2 * a.kv_heads;
+    const std::int64_t t = blockIdx.x / heads_all;
+    const std::int64_t h = blockIdx.x % heads_all;
+    const int i = threadIdx.x;
+    const std::int64_t hd = a.head_dim;
+    const std::int64_t p = *a.pos + t;
+    const bool is_q = h < a.heads, is_k = !is_q && h < a.heads + a.kv_heads;
+    const T* src = static_cast<const T*>(a.qkv) + t * a.ld_qkv + h * hd;
+    float v = i < hd ? element<T>::to_float(src[i]) : 0.f;
+    if (!is_q && !is_k) { // v: copied into the cache as it is
+        if (i < hd && p >= 0 && p < a.capacity)
+            static_cast<T*>(a.v_cache)[((h - a.heads - a.kv_heads) * a.capacity + p) * hd + i] =
+                element<T>::from_float(v);
+        return;
+    }
+    const T* norm_w = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
+    if (norm_w) { // every thread of the block takes part in the reduction
+        const float ss = block_sum(v * v, scratch);
+        const float inv = rsqrtf(ss / static_cast<float>(hd) + static_cast<float>(a.eps));
+        if (i < hd)
+            v = v * inv * element<T>::to_float(norm_w[i]);
+    }
+    if (i < hd)
+        head[i] = v;
+    __syncthreads();
+    if (i >= hd || p < 0 || p >= a.capacity)
+        return;
+    const std::int64_t half = hd / 2;
+    const float rotated = i < half ? -head[i + half] : head[i - half];
+    const float c = element<T>::to_float(static_cast<const T*>(a.cos)[p * hd + i]);
+    const float s = element<T>::to_float(static_cast<const T*>(a.sin)[p * hd + i]);
+    const T out = element<T>::from_float(v * c + rotated * s);
+    if (is_q)
+        static_cast<T*>(a.q_out)[(t * a.heads + h) * hd + i] = out;
+    else
+        static_cast<T*>(a.k_cache)[((h - a.heads) * a.capacity + p) * hd + i] = out;
+}
+
+} // namespace
+
+launch_status launch_rope_kv(const rope_kv_plan& p, const rope_kv_args& a, stream_t stream) {
+    if (!p.valid.empty())
+        return invalid(p.valid);
+    return by_element(a.type, [&](auto t) {
+        rope_kv_kernel<decltype(t)>
+            <<<static_cast<unsigned>(p.blocks), static_cast<unsigned>(p.threads), 0, stream>>>(a);
+        return status_of(cudaGetLastError());
+    });
+}
+
+} // namespace fourfold::kernels

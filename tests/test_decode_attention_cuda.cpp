@@ -1,0 +1,131 @@
+// GPU tests (label gpu) of kernels/decode_attention.cu against float64 attention over the
+// cache positions 0..pos (what the stock step's masked scaled_dot_product_attention computes):
+// GQA groups 1..8, head dims 16..256, one split and many (the log-sum-exp combine), positions at
+// the edges of a split; a graph captured once and replayed at later positions (the position is
+// read on the device); the plan of llama3-8b's shape.
+#include "decoder_kernels_cuda.hpp"
+#include "fourfold/workloads/models/captured_step.hpp"
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/decode_attention.hpp"
+#endif
+
+#include <cmath>
+
+using namespace fourfold;
+using namespace fourfold::testing::decoder_kernels;
+
+namespace {
+
+// q [H, hd], k/v [KVH, cap, hd]: float64 attention of each head over positions 0..pos.
+at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     std::int64_t pos) {
+    const auto heads = q.size(0), kvh = k.size(0), hd = q.size(1);
+    const auto q64 = q.cpu().to(at::kDouble);
+    const auto k64 = k.cpu().to(at::kDouble).narrow(1, 0, pos + 1);
+    const auto v64 = v.cpu().to(at::kDouble).narrow(1, 0, pos + 1);
+    const auto kk = k64.repeat_interleave(heads / kvh, 0); // [H, L, hd]
+    const auto vv = v64.repeat_interleave(heads / kvh, 0);
+    const auto s = at::bmm(kk, q64.unsqueeze(2)).squeeze(2) / std::sqrt(static_cast<double>(hd));
+    const auto p = at::softmax(s, -1);
+    return at::bmm(p.unsqueeze(1), vv).squeeze(1);
+}
+
+#if FOURFOLD_WITH_KERNELS
+struct attention_case {
+    at::Tensor q, k, v, pos, out, ws;
+    kernels::decode_attention_args args;
+    kernels::decode_attention_plan plan;
+};
+
+attention_case make(backend::device& dev, at::ScalarType t, std::int64_t heads,
+                    std::int64_t kv_heads, std::int64_t hd, std::int64_t cap) {
+    attention_case c;
+    const auto o = at::TensorOptions().dtype(t).device(dev.torch_device());
+    c.q = at::randn({heads, hd}, o);
+    c.k = at::randn({kv_heads, cap, hd}, o);
+    c.v = at::randn({kv_heads, cap, hd}, o);
+    c.pos = at::zeros({1}, o.dtype(at::kLong));
+    c.out = at::empty({heads, hd}, o);
+    auto& a = c.args;
+    a.q = c.q.data_ptr();
+    a.k_cache = c.k.data_ptr();
+    a.v_cache = c.v.data_ptr();
+    a.pos = c.pos.data_ptr<std::int64_t>();
+    a.out = c.out.data_ptr();
+    a.heads = heads;
+    a.kv_heads = kv_heads;
+    a.head_dim = hd;
+    a.capacity = cap;
+    a.type = workloads::native::elem_of(t);
+    workloads::call_context ctx(dev);
+    c.plan = kernels::plan_decode_attention(a, workloads::native::limits(ctx));
+    c.ws = at::empty({std::max<std::int64_t>(1, c.plan.workspace_bytes / 4)}, o.dtype(at::kFloat));
+    a.workspace = c.ws.data_ptr<float>();
+    return c;
+}
+
+void launch(backend::device& dev, const attention_case& c) {
+    workloads::call_context ctx(dev);
+    ASSERT_TRUE(c.plan.valid.empty()) << c.plan.valid;
+    workloads::native::check(
+        kernels::launch_decode_attention(c.plan, c.args, workloads::native::stream(ctx)),
+        "decode_attention");
+}
+#endif
+
+} // namespace
+
+TEST(decode_attention_cuda, matches_float64_attention_over_the_filled_prefix) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    struct shape {
+        std::int64_t heads, kv_heads, hd, cap;
+    };
+    const std::vector<shape> shapes{{4, 2, 16, 64},    {4, 2, 32, 64},     {4, 4, 64, 33},
+                                    {32, 8, 128, 576}, {32, 4, 128, 2112}, {16, 2, 256, 100},
+                                    {8, 8, 128, 1},    {8, 1, 128, 4096}};
+    for (const auto t : types())
+        for (const auto& s : shapes) {
+            const auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap);
+            for (const std::int64_t p : std::vector<std::int64_t>{
+                     0, std::min<std::int64_t>(31, s.cap - 1),
+                     std::min<std::int64_t>(32, s.cap - 1), s.cap / 2, s.cap - 1}) {
+                c.pos.fill_(p);
+                launch(*dev, c);
+                EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+                    << c10::toString(t) << " " << s.heads << "/" << s.kv_heads << "x" << s.hd
+                    << " cap " << s.cap << " pos " << p << " (" << c.plan.describe() << ")";
+            }
+        }
+#endif
+}
+
+TEST(decode_attention_cuda, a_captured_launch_replays_at_the_position_on_the_device) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    if (!dev->caps().graphs)
+        GTEST_SKIP() << "no graph capture on this device";
+    const auto c = make(*dev, at::kBFloat16, 32, 8, 128, 2112);
+    ASSERT_TRUE(c.plan.combine) << c.plan.describe();
+    workloads::models::captured_step step;
+    c.pos.fill_(10);
+    step.capture(*dev, [&] { launch(*dev, c); });
+    for (const std::int64_t p : {0, 63, 64, 1000, 2111}) {
+        c.pos.fill_(p);
+        step.run([] { FAIL() << "not captured"; });
+        EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(at::kBFloat16))
+            << "pos " << p;
+    }
+#endif
+}
+
+TEST(decode_attention_cuda, the_plan_splits_the_context_for_long_caches) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const auto short_c = make(*dev, at::kBFloat16, 32, 8, 128, 32);
+    EXPECT_FALSE(short_c.plan.combine) << short_c.plan.describe();
+    const auto long_c = make(*dev, at::kBFloat16, 32, 8, 128, 2112);
+    EXPECT_GT(long_c.plan.splits, 8) << long_c.plan.describe();
+    EXPECT_GE(long_c.plan.workspace_bytes, 32 * long_c.plan.splits * 130 * 4);
+#endif
+}

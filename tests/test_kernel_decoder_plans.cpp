@@ -1,0 +1,181 @@
+// Host-side tests of the decoder kernels' plans (pure arithmetic, no device): rmsnorm,
+// rope_kv, decode_attention, argmax and swiglu; built wherever the kernels are.
+#include "fourfold/kernels/argmax.hpp"
+#include "fourfold/kernels/decode_attention.hpp"
+#include "fourfold/kernels/rmsnorm.hpp"
+#include "fourfold/kernels/rope_kv.hpp"
+#include "fourfold/kernels/swiglu.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace fourfold::kernels;
+
+namespace {
+
+const device_limits h200{}; // 132 SMs
+
+} // namespace
+
+TEST(decoder_kernel_plans, rmsnorm_spreads_a_row_over_at_most_1024_threads) {
+    rmsnorm_args a;
+    a.rows = 1;
+    a.cols = 4096;
+    auto p = plan_rmsnorm(a, h200);
+    EXPECT_TRUE(p.valid.empty());
+    EXPECT_EQ(p.per_thread, 8);
+    EXPECT_EQ(p.threads, 512);
+    EXPECT_EQ(p.blocks, 1);
+    a.cols = 16384;
+    p = plan_rmsnorm(a, h200);
+    EXPECT_EQ(p.per_thread, 16);
+    EXPECT_EQ(p.threads, 1024);
+    a.rows = 32;
+    a.cols = 128; // Qwen3's per-head norm
+    p = plan_rmsnorm(a, h200);
+    EXPECT_EQ(p.per_thread, 1);
+    EXPECT_EQ(p.threads, 128);
+    EXPECT_EQ(p.blocks, 32);
+    a.cols = 7;
+    p = plan_rmsnorm(a, h200);
+    EXPECT_EQ(p.threads, 32);
+    for (const std::int64_t cols : {1, 100, 1000, 5000, 10000, 16384}) {
+        a.cols = cols;
+        p = plan_rmsnorm(a, h200);
+        EXPECT_GE(static_cast<std::int64_t>(p.threads) * p.per_thread, cols);
+        EXPECT_LE(p.threads, 1024);
+    }
+    a.cols = 16385;
+    EXPECT_NE(plan_rmsnorm(a, h200).valid.find("exceeds"), std::string::npos);
+    a.cols = 0;
+    EXPECT_FALSE(plan_rmsnorm(a, h200).valid.empty());
+    a.cols = 64;
+    std::int64_t idx = 0;
+    a.index = &idx;
+    EXPECT_FALSE(plan_rmsnorm(a, h200).valid.empty()); // gather without its table size
+    a.gather_rows = 10;
+    EXPECT_TRUE(plan_rmsnorm(a, h200).valid.empty());
+}
+
+TEST(decoder_kernel_plans, rope_kv_takes_a_block_a_head_and_checks_its_shape) {
+    const std::int64_t pos = 0;
+    rope_kv_args a;
+    a.heads = 32;
+    a.kv_heads = 8;
+    a.head_dim = 128;
+    a.capacity = 576;
+    a.ld_qkv = (32 + 16) * 128;
+    a.pos = &pos;
+    auto p = plan_rope_kv(a, h200);
+    EXPECT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.blocks, 48);
+    EXPECT_EQ(p.threads, 128);
+    EXPECT_FALSE(p.qk_norm);
+    a.head_dim = 16;
+    a.ld_qkv = 48 * 16;
+    EXPECT_EQ(plan_rope_kv(a, h200).threads, 32);
+    int w = 1;
+    a.q_norm = &w;
+    EXPECT_FALSE(plan_rope_kv(a, h200).valid.empty()); // q norm without k norm
+    a.k_norm = &w;
+    EXPECT_TRUE(plan_rope_kv(a, h200).qk_norm);
+    a.head_dim = 15;
+    EXPECT_FALSE(plan_rope_kv(a, h200).valid.empty());
+    a.head_dim = 16;
+    a.ld_qkv = 10;
+    EXPECT_FALSE(plan_rope_kv(a, h200).valid.empty());
+    a.ld_qkv = 48 * 16;
+    a.pos = nullptr;
+    EXPECT_FALSE(plan_rope_kv(a, h200).valid.empty());
+}
+
+TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_more) {
+    const std::int64_t pos = 0;
+    decode_attention_args a;
+    a.heads = 32;
+    a.kv_heads = 8;
+    a.head_dim = 128;
+    a.pos = &pos;
+    a.capacity = 576; // llama3-8b at ctx 512 + 64 tokens
+    auto p = plan_decode_attention(a, h200);
+    EXPECT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.chunk, 32);
+    EXPECT_EQ(p.splits, 18);
+    EXPECT_EQ(p.blocks, 144);
+    EXPECT_TRUE(p.combine);
+    EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4);
+    a.capacity = 2112; // ctx 2048 + 64
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.splits, 66);
+    EXPECT_EQ(p.blocks, 528);
+    a.capacity = 40960; // capped at 4 blocks an SM: longer chunks
+    p = plan_decode_attention(a, h200);
+    EXPECT_LE(p.splits, 4 * 132 / 8);
+    EXPECT_GE(p.chunk * p.splits, a.capacity);
+    EXPECT_LT((p.chunk) * (p.splits - 1), a.capacity);
+    EXPECT_EQ(p.chunk % 32, 0);
+    a.capacity = 20;
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.splits, 1);
+    EXPECT_FALSE(p.combine);
+    EXPECT_EQ(p.workspace_bytes, 0);
+    for (const std::int64_t cap : {1, 31, 33, 64, 100, 1000, 4097, 65536}) {
+        a.capacity = cap;
+        p = plan_decode_attention(a, h200);
+        EXPECT_GE(p.chunk * p.splits, cap);
+        EXPECT_LT(p.chunk * (p.splits - 1), cap) << cap; // no split starts past the cache
+    }
+    a.head_dim = 96;
+    EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
+    a.head_dim = 128;
+    a.heads = 36; // 36 / 8 is not whole
+    EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
+    a.heads = 80;
+    a.kv_heads = 8; // 10 a group: more than 8
+    EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
+}
+
+TEST(decoder_kernel_plans, argmax_uses_a_block_per_2048_values_up_to_two_a_multiprocessor) {
+    std::int64_t tokens[2] = {0, 0};
+    argmax_args a;
+    a.tokens = tokens;
+    a.n = 128256;
+    auto p = plan_argmax(a, h200);
+    EXPECT_TRUE(p.valid.empty());
+    EXPECT_EQ(p.blocks, 63);
+    EXPECT_EQ(p.workspace_bytes, 16 + 63 * 8);
+    a.n = 1;
+    EXPECT_EQ(plan_argmax(a, h200).blocks, 1);
+    a.n = 1 << 24;
+    EXPECT_EQ(plan_argmax(a, h200).blocks, 264);
+    a.n = 0;
+    EXPECT_FALSE(plan_argmax(a, h200).valid.empty());
+    a.n = 10;
+    a.tokens = nullptr;
+    EXPECT_FALSE(plan_argmax(a, h200).valid.empty());
+}
+
+TEST(decoder_kernel_plans, swiglu_takes_packets_where_alignment_allows) {
+    alignas(16) static std::uint16_t in[2 * 2 * 64 + 8], out[2 * 64 + 8];
+    swiglu_args a;
+    a.gate_up = in;
+    a.out = out;
+    a.tokens = 2;
+    a.width = 64;
+    a.ld_in = 128;
+    a.ld_out = 64;
+    auto p = plan_swiglu(a, h200);
+    EXPECT_TRUE(p.valid.empty());
+    EXPECT_EQ(p.vec, 8);
+    EXPECT_TRUE(p.why_scalar.empty());
+    a.gate_up = in + 1; // a view at an odd offset
+    p = plan_swiglu(a, h200);
+    EXPECT_EQ(p.vec, 1);
+    EXPECT_FALSE(p.why_scalar.empty());
+    a.gate_up = in;
+    a.width = 60;
+    a.ld_in = 120;
+    a.ld_out = 60;
+    EXPECT_EQ(plan_swiglu(a, h200).vec, 1);
+    a.ld_in = 100;
+    EXPECT_FALSE(plan_swiglu(a, h200).valid.empty());
+}
