@@ -16,7 +16,8 @@ ExternalProject_Add(fourfold_fuzz
                ${_fuzz_launcher}
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON)
-foreach(_t channel stored_figures store_bytes)
+foreach(_t channel stored_figures store_bytes model_config safetensors_header plan_grammar
+           settings_request)
     set(_corpus ${PROJECT_SOURCE_DIR}/fuzz/corpus/${_t})
     add_test(NAME fuzz.${_t}.corpus COMMAND ${_fuzz_bin}/fuzz_${_t} -runs=0 ${_corpus})
     add_test(NAME fuzz.${_t}.short

@@ -243,3 +243,110 @@ TEST(safetensors, hostile_or_broken_indexes_are_refused) {
     write_safetensors(dir / "b.safetensors", {{"x", at::randn({2})}});
     EXPECT_THROW(checkpoint{dir.path()}, bad_input);
 }
+
+// safetensors_header.hpp: the same checks without a file or libtorch (what the file reader
+// calls, and what fuzz_safetensors_header feeds arbitrary bytes).
+TEST(safetensors, the_header_parses_from_bytes_as_the_file_reader_reads_it) {
+    temp_dir dir;
+    const auto good = dir / "good.safetensors";
+    write_safetensors(good, {{"a", at::randn({8, 3})}, {"b", at::randn({5}).to(at::kBFloat16)}},
+                      json{{"format", "pt"}});
+    const auto bytes = fourfold::testing::read_file(good);
+    const safetensors_file f(good);
+    const auto h = parse_safetensors_bytes(bytes, "in memory");
+    ASSERT_EQ(h.entries.size(), f.entries().size());
+    for (std::size_t i = 0; i < h.entries.size(); ++i) {
+        EXPECT_EQ(h.entries[i].name, f.entries()[i].name);
+        EXPECT_EQ(h.entries[i].dtype, f.entries()[i].dtype);
+        EXPECT_EQ(h.entries[i].shape, f.entries()[i].shape);
+        EXPECT_EQ(h.entries[i].begin, f.entries()[i].begin);
+        EXPECT_EQ(h.entries[i].end, f.entries()[i].end);
+    }
+    EXPECT_EQ(h.metadata, f.metadata());
+    EXPECT_EQ(h.entries[0].name, "a");
+    EXPECT_EQ(h.entries[0].dtype, "F32");
+    EXPECT_EQ(h.entries[0].shape, (std::vector<std::int64_t>{8, 3}));
+    EXPECT_EQ(h.entries[0].numel(), 24);
+    EXPECT_EQ(h.entries[1].dtype, "BF16");
+    EXPECT_EQ(h.entries[1].end - h.entries[1].begin, 10u);
+}
+
+TEST(safetensors, header_refusals_name_the_source_and_the_problem_without_a_file) {
+    auto refused = [](const std::string& bytes, const std::string& needle) {
+        try {
+            (void)parse_safetensors_bytes(bytes, "source.st");
+            ADD_FAILURE() << "accepted: " << bytes;
+        } catch (const bad_input& e) {
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("source.st"), std::string::npos) << msg;
+            EXPECT_NE(msg.find(needle), std::string::npos) << "'" << needle << "' not in " << msg;
+        }
+    };
+    refused("", "too short");
+    refused("1234567", "too short");
+    refused(raw_file("{}", "", 1000), "past the end");
+    refused(raw_file("{}", "", ~std::uint64_t{0}), "past the end");
+    refused(raw_file("{}", "", 1), "cannot hold");
+    refused(raw_file("[1]", ""), "not a JSON object");
+    refused(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234"),
+            "past the end of the data");
+    refused(raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "12345678"),
+            "cover 4");
+    refused(raw_file(std::string(100, '{'), ""), "nests deeper than 64");
+    // a header of 17 dimensions, one more than accepted
+    std::string shape = "[1";
+    for (int i = 0; i < 16; ++i)
+        shape += ",1";
+    refused(raw_file(R"({"w":{"dtype":"U8","shape":)" + shape + R"(],"data_offsets":[0,1]}})", "x"),
+            "at most 16");
+    // the header's length checks alone
+    const unsigned char huge[8] = {0, 0, 0, 0, 0, 0, 0, 0x80};
+    EXPECT_THROW((void)safetensors_header_length(huge, 16, "f"), bad_input);
+    const unsigned char two[8] = {2, 0, 0, 0, 0, 0, 0, 0};
+    EXPECT_EQ(safetensors_header_length(two, 10, "f"), 2u);
+    EXPECT_THROW((void)safetensors_header_length(two, 9, "f"), bad_input);
+    // above the 100 MiB limit in a file large enough to hold it
+    const auto over = k_safetensors_max_header_bytes + 1;
+    unsigned char big[8];
+    for (int i = 0; i < 8; ++i)
+        big[i] = static_cast<unsigned char>((over >> (8 * i)) & 0xff);
+    try {
+        (void)safetensors_header_length(big, over + 8, "f");
+        ADD_FAILURE() << "a header above the limit was accepted";
+    } catch (const bad_input& e) {
+        EXPECT_NE(std::string(e.what()).find("above the"), std::string::npos) << e.what();
+    }
+}
+
+TEST(safetensors, a_header_text_is_validated_against_its_data_section) {
+    const std::string two =
+        R"({"b":{"dtype":"I64","shape":[1],"data_offsets":[4,12]},)"
+        R"("a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"__metadata__":{"k":"v"}})";
+    const auto h = parse_safetensors_header(two, 12, "t");
+    ASSERT_EQ(h.entries.size(), 2u);
+    EXPECT_EQ(h.metadata, (json{{"k", "v"}}));
+    EXPECT_THROW((void)parse_safetensors_header(two, 13, "t"), bad_input); // a byte left over
+    EXPECT_THROW((void)parse_safetensors_header(two, 11, "t"), bad_input); // past the end
+    // an empty header holds no tensors and covers an empty data section only
+    EXPECT_TRUE(parse_safetensors_header("{}", 0, "t").entries.empty());
+    EXPECT_THROW((void)parse_safetensors_header("{}", 1, "t"), bad_input);
+    // a zero-size tensor covers nothing
+    EXPECT_EQ(parse_safetensors_header(
+                  R"({"z":{"dtype":"F32","shape":[0,3],"data_offsets":[0,0]}})", 0, "t")
+                  .entries.front()
+                  .numel(),
+              0);
+}
+
+TEST(safetensors, dtype_table_and_json_nesting) {
+    EXPECT_EQ(safetensors_dtype_bytes("BF16"), 2);
+    EXPECT_EQ(safetensors_dtype_bytes("F8_E5M2"), 1);
+    EXPECT_EQ(safetensors_dtype_bytes("U64"), 8);
+    EXPECT_EQ(safetensors_dtype_bytes("bf16"), 0); // names are case-sensitive, as the format's
+    EXPECT_EQ(safetensors_dtype_names().size(), 15u);
+    EXPECT_EQ(safetensors_dtype_list().substr(0, 12), "BOOL, U8, I8");
+    EXPECT_EQ(json_nesting_depth("{}"), 1);
+    EXPECT_EQ(json_nesting_depth(R"({"a":[{"b":1}]})"), 3);
+    EXPECT_EQ(json_nesting_depth(R"({"a":"[[[[\"[[["})"), 1); // brackets inside strings
+    EXPECT_EQ(json_nesting_depth(""), 0);
+}

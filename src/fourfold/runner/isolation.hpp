@@ -10,6 +10,7 @@
 // fresh process, and so does the next group.
 #include "fourfold/runner/plan.hpp"
 #include "fourfold/runner/runner.hpp"
+#include "fourfold/runner/settings_request.hpp"
 
 #include <string>
 
@@ -28,11 +29,6 @@ struct isolation_settings {
     settings_request settings;
     double watchdog_margin_s = k_default_watchdog_margin_s;
 };
-
-// The settings a user gave, as the channel carries them to a job's process, and back (which
-// throws bad_input for a request that is not one).
-json to_json(const settings_request& r);
-settings_request settings_request_from_json(const json& j);
 
 // This process's executable (Linux: /proc/self/exe); empty where it cannot be found.
 std::string this_executable();

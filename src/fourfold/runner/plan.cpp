@@ -11,7 +11,6 @@ namespace fourfold::runner {
 namespace {
 
 using workloads::param_kind;
-using workloads::param_spec;
 using workloads::workload;
 
 const workload& find_workload(const std::string& name) {
@@ -22,113 +21,11 @@ const workload& find_workload(const std::string& name) {
     return *w;
 }
 
-// A comma list; `what` names it in the message when an item is empty ("rows=1,,2", "--dtype ,").
-std::vector<std::string> split_list(const std::string& text, const std::string& what) {
-    std::vector<std::string> out;
-    for (const auto& part : split(text, ',')) {
-        auto t = trim(part);
-        if (t.empty())
-            throw bad_input(fmt::format("{} has an empty item; give a comma list of values with "
-                                        "none empty (e.g. a,b)",
-                                        what));
-        out.push_back(std::move(t));
-    }
-    return out;
-}
-
-json parse_integer(const workload& w, const param_spec& p, const std::string& text) {
-    std::uint64_t v = 0;
-    if (!parse_uint(text, v))
-        throw bad_input(
-            fmt::format("{}={} is not a whole number; valid: {}..{}", p.name, text, p.min, p.max));
-    if (v < static_cast<std::uint64_t>(p.min) || v > static_cast<std::uint64_t>(p.max))
-        throw bad_input(fmt::format("{}={} is out of range for {}; valid: {}..{}", p.name, text,
-                                    w.name, p.min, p.max));
-    return static_cast<std::int64_t>(v);
-}
-
-json parse_boolean(const param_spec& p, const std::string& text) {
-    if (text == "true" || text == "1" || text == "yes" || text == "on")
-        return true;
-    if (text == "false" || text == "0" || text == "no" || text == "off")
-        return false;
-    throw bad_input(fmt::format("{}={} is not a boolean; valid: true, false", p.name, text));
-}
-
-// One parameter's text (a list, possibly with ranges) -> its values.
-std::vector<json> parse_values(const workload& w, const param_spec& p, const std::string& text) {
-    std::vector<json> out;
-    const auto items = split_list(text, fmt::format("{}={}", p.name, text));
-    for (const auto& item : items) {
-        switch (p.kind) {
-        case param_kind::integer: {
-            const auto dots = item.find("..");
-            if (dots == std::string::npos) {
-                out.push_back(parse_integer(w, p, item));
-                break;
-            }
-            const auto lo = parse_integer(w, p, item.substr(0, dots)).get<std::int64_t>();
-            const auto hi = parse_integer(w, p, item.substr(dots + 2)).get<std::int64_t>();
-            if (hi < lo || hi - lo > 4096)
-                throw bad_input(fmt::format("range {}={} must be ascending and hold at most 4097 "
-                                            "values",
-                                            p.name, item));
-            for (auto v = lo; v <= hi; ++v)
-                out.push_back(v);
-            break;
-        }
-        case param_kind::boolean:
-            out.push_back(parse_boolean(p, item));
-            break;
-        case param_kind::text: {
-            if (!p.choices.empty() &&
-                std::find(p.choices.begin(), p.choices.end(), item) == p.choices.end())
-                throw bad_input(fmt::format("{}={} is not allowed; valid: {}", p.name, item,
-                                            join(p.choices, ", ")));
-            out.push_back(item);
-            break;
-        }
-        }
-    }
-    return out;
-}
-
 std::string param_names(const workload& w) {
     std::vector<std::string> names;
     for (const auto& p : w.params)
         names.push_back(p.name);
     return join(names, ", ");
-}
-
-// "1x128256" -> {rows: 1, vocab: 128256}
-json parse_shape(const workload& w, const std::string& text) {
-    if (w.shape_params.empty())
-        throw bad_input(
-            fmt::format("workload {} takes no --shape; use --param ({})", w.name, param_names(w)));
-    const auto dims = split(text, 'x');
-    const auto form = join(w.shape_params, "x");
-    if (dims.size() != w.shape_params.size())
-        throw bad_input(fmt::format("shape '{}' has {} dimension(s); {} takes {} ({})", text,
-                                    dims.size(), w.name, w.shape_params.size(), form));
-    json out = json::object();
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-        const auto& name = w.shape_params[i];
-        const auto* p = w.find_param(name);
-        std::uint64_t v = 0;
-        if (!parse_uint(trim(dims[i]), v))
-            throw bad_input(fmt::format("shape '{}': '{}' is not a positive whole number; {} "
-                                        "takes {} with each dimension >= 1",
-                                        text, dims[i], w.name, form));
-        if (v == 0)
-            throw bad_input(fmt::format("shape '{}': dimension {} ({}) is 0; each dimension must "
-                                        "be >= 1",
-                                        text, i + 1, name));
-        if (v > static_cast<std::uint64_t>(p->max))
-            throw bad_input(fmt::format("shape '{}': {}={} is above the largest {} allows ({})",
-                                        text, name, dims[i], w.name, p->max));
-        out[name] = static_cast<std::int64_t>(v);
-    }
-    return out;
 }
 
 void cartesian(const std::vector<std::pair<std::string, std::vector<json>>>& axes, std::size_t i,
@@ -141,15 +38,6 @@ void cartesian(const std::vector<std::pair<std::string, std::vector<json>>>& axe
         current[axes[i].first] = v;
         cartesian(axes, i + 1, current, out);
     }
-}
-
-// A value a suite or the CLI gave, checked like its text form (range, kind, choices).
-json checked_value(const workload& w, const param_spec& p, const json& v) {
-    const auto values = parse_values(w, p, v.is_string() ? v.get<std::string>() : v.dump());
-    if (values.size() != 1)
-        throw bad_input(
-            fmt::format("parameter {} of {} needs one value, got '{}'", p.name, w.name, v.dump()));
-    return values.front();
 }
 
 } // namespace
@@ -185,46 +73,49 @@ std::size_t plan::job_count() const {
     return n;
 }
 
-ledger_set parse_ledgers(const std::string& text) {
-    if (trim(text) == "all")
-        return ledger_set::all();
-    ledger_set set;
-    for (const auto& item : split_list(text, "--ledgers '" + text + "'")) {
-        const auto l = parse_ledger(item);
-        if (!l)
-            throw bad_input(
-                fmt::format("ledger '{}' is unknown; valid: {} (or all)", item, ledger_names()));
-        set.add(*l);
+request_grammar grammar_of(const workload& w) {
+    request_grammar g;
+    g.workload = w.name;
+    for (const auto& p : w.params) {
+        value_rule rule;
+        rule.name = p.name;
+        switch (p.kind) {
+        case param_kind::integer:
+            rule.kind = value_kind::integer;
+            break;
+        case param_kind::boolean:
+            rule.kind = value_kind::boolean;
+            break;
+        case param_kind::text:
+            rule.kind = value_kind::text;
+            break;
+        }
+        rule.min = p.min;
+        rule.max = p.max;
+        rule.choices = p.choices;
+        g.params.push_back(std::move(rule));
     }
-    if (set.empty())
-        throw bad_input(fmt::format("--ledgers is empty; valid: {}", ledger_names()));
-    return set;
+    g.shape_params = w.shape_params;
+    return g;
 }
 
 std::vector<job_spec> expand_request(const workload_request& request) {
     const auto& w = find_workload(request.workload);
+    const auto grammar = grammar_of(w);
     std::vector<std::pair<std::string, std::vector<json>>> axes;
     std::set<std::string> named;
     for (const auto& text : request.params) {
-        const auto eq = text.find('=');
-        if (eq == std::string::npos || eq == 0)
-            throw bad_input(fmt::format("--param '{}' is not NAME=VALUE; {} takes: {}", text,
-                                        w.name, param_names(w)));
-        const auto name = trim(text.substr(0, eq));
-        const auto* p = w.find_param(name);
-        if (!p)
-            throw bad_input(fmt::format("parameter '{}' is unknown to {}; valid: {}", name, w.name,
-                                        param_names(w)));
-        if (!named.insert(name).second)
+        const auto a = split_param(grammar, text);
+        if (!named.insert(a.name).second)
             throw bad_input(fmt::format("parameter {} is given twice; give one list instead "
                                         "({}=a,b)",
-                                        name, name));
-        axes.emplace_back(name, parse_values(w, *p, text.substr(eq + 1)));
+                                        a.name, a.name));
+        axes.emplace_back(a.name, parse_values(grammar, *a.rule, a.value));
     }
     std::vector<json> shapes;
     for (const auto& text : request.shapes)
         for (const auto& one : split_list(text, "--shape '" + text + "'"))
-            shapes.push_back(parse_shape(w, one));
+            shapes.push_back(parse_shape(grammar, one));
     if (!shapes.empty())
         for (const auto& name : w.shape_params)
             if (named.count(name))
@@ -303,12 +194,15 @@ plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
         g.args.workload = w.name;
         g.args.type = spec.type;
         g.args.params = json::object();
+        const auto grammar = grammar_of(w);
         for (const auto& p_spec : w.params) {
+            const auto& rule = *grammar.find(p_spec.name);
             if (spec.params.contains(p_spec.name)) {
-                g.args.params[p_spec.name] = checked_value(w, p_spec, spec.params.at(p_spec.name));
+                g.args.params[p_spec.name] =
+                    checked_value(grammar, rule, spec.params.at(p_spec.name));
                 continue;
             }
-            g.args.params[p_spec.name] = parse_values(w, p_spec, p_spec.default_value).front();
+            g.args.params[p_spec.name] = parse_values(grammar, rule, p_spec.default_value).front();
         }
         for (auto it = spec.params.begin(); it != spec.params.end(); ++it)
             if (!w.find_param(it.key()))
@@ -396,14 +290,6 @@ std::size_t plan::record_count() const {
         n += g.variants.size() * ledgers.list().size();
     }
     return n;
-}
-
-int parse_threads(const std::string& text) {
-    std::uint64_t v = 0;
-    if (!parse_uint(text, v) || v < 1 || v > k_max_threads)
-        throw bad_input(
-            fmt::format("--threads '{}' is out of range; valid: 1..{}", text, k_max_threads));
-    return static_cast<int>(v);
 }
 
 run_settings make_settings(const settings_request& r, const backend::device& dev) {

@@ -8,6 +8,8 @@
 #include "fourfold/core/ledger.hpp"
 #include "fourfold/core/record.hpp"
 #include "fourfold/measure/timing.hpp"
+#include "fourfold/runner/plan_grammar.hpp"
+#include "fourfold/runner/settings_request.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <cstdint>
@@ -38,23 +40,10 @@ struct run_settings {
     json to_json() const;
 };
 
-// The settings a user gave, as text (CLI option values): make_settings checks every one and
-// says what is wrong in fourfold's words. Empty optionals take the defaults.
-struct settings_request {
-    std::string ledgers = "all";
-    std::optional<std::string> timing, cache;
-    std::optional<std::string> min_time_s, timeout_s, max_rel_stdev, warmup_s, min_samples;
-    std::optional<std::string> seed, threads;
-    double suite_timeout_s = 0; // a suite's own budget per job (0: none)
-};
-
-// The device's defaults, the suite's budget, then the user's values; throws bad_input for a
+// settings_request (settings_request.hpp): the settings a user gave, as text. The device's
+// defaults, the suite's budget, then the user's values; throws bad_input for a
 // value out of range or settings that contradict each other (--min-time above --timeout).
 run_settings make_settings(const settings_request& request, const backend::device& dev);
-
-// Most threads --threads takes, and its parser (bad_input naming the value and the range).
-inline constexpr int k_max_threads = 4096;
-int parse_threads(const std::string& text);
 
 // All variants of one case: they share inputs (one seed) and are timed interleaved.
 struct job_group {
@@ -94,12 +83,12 @@ struct workload_request {
 };
 
 std::vector<job_spec> expand_request(const workload_request& request);
+// A workload's parameters as the request grammar (plan_grammar.hpp) checks them.
+request_grammar grammar_of(const workloads::workload& w);
 // Fills defaults, checks every value against the workload and the device, builds the cases.
 // A value no device could take is a bad_input; a case this device cannot hold is a skipped
 // record (plan::skipped).
 plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
                const backend::device& dev);
-// Parses "op_time,correctness" (or "all").
-ledger_set parse_ledgers(const std::string& text);
 
 } // namespace fourfold::runner

@@ -5,6 +5,7 @@
 #include "fourfold/core/text.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
@@ -14,6 +15,10 @@ namespace fourfold::workloads::models {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The most positions a model may declare (max_position_embeddings, and llama3 rope scaling's
+// original_max_position_embeddings).
+constexpr std::int64_t k_max_positions = std::int64_t{1} << 24;
 
 // --- config.json fields -------------------------------------------------------------------
 
@@ -108,6 +113,13 @@ rope_config parse_rope(const config_reader& r) {
             rope.low_freq_factor = r.number(*scaling, "low_freq_factor", 1.0);
             rope.high_freq_factor = r.number(*scaling, "high_freq_factor", 4.0);
             const double orig = r.number(*scaling, "original_max_position_embeddings", 8192.0);
+            // checked before the conversion: a double outside int64's range converts to an
+            // undefined value (UBSan, under fuzz_model_config)
+            if (!(orig >= 1 && orig <= static_cast<double>(k_max_positions)) ||
+                orig != std::floor(orig))
+                throw bad_input(fmt::format("{}: original_max_position_embeddings = {} is not a "
+                                            "whole number in 1..{}",
+                                            r.where(), orig, k_max_positions));
             rope.original_max_positions = static_cast<std::int64_t>(orig);
         }
     }
@@ -210,7 +222,7 @@ void model_config::validate() const {
     check_range(w, "num_key_value_heads", kv_heads, 1, heads);
     check_range(w, "head_dim", head_dim, 2, 4096);
     check_range(w, "vocab_size", vocab, 1, std::int64_t{1} << 24);
-    check_range(w, "max_position_embeddings", max_positions, 1, std::int64_t{1} << 24);
+    check_range(w, "max_position_embeddings", max_positions, 1, k_max_positions);
     if (head_dim % 2 != 0)
         throw bad_input(
             fmt::format("{}: head_dim = {} must be even for rotary embeddings", w, head_dim));

@@ -3,8 +3,10 @@
 // N, N bytes of JSON {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__"},
 // then the data. Every length, offset, size and name is checked against the file before a byte
 // of data is read, so a malformed, truncated or hostile file is a bad_input that names the file
-// and the problem, never a crash or an out-of-bounds read.
+// and the problem, never a crash or an out-of-bounds read. The header's checks are
+// safetensors_header.hpp's, which need no libtorch.
 #include "fourfold/core/json.hpp"
+#include "fourfold/workloads/models/safetensors_header.hpp"
 
 #include <ATen/Tensor.h>
 #include <c10/core/ScalarType.h>
@@ -20,27 +22,16 @@
 
 namespace fourfold::workloads::models {
 
-// Bytes per element of a safetensors dtype ("BF16" -> 2); 0 when the name is unknown.
-std::int64_t safetensors_dtype_bytes(std::string_view dtype);
 // The libtorch type of a safetensors dtype, where this build has one.
 std::optional<c10::ScalarType> scalar_type_of_safetensors(std::string_view dtype);
 std::optional<std::string> safetensors_dtype_of(c10::ScalarType type);
 
-struct safetensors_entry {
-    std::string name;
-    std::string dtype; // as the file names it: "BF16", "F8_E4M3", ...
-    std::vector<std::int64_t> shape;
-    std::uint64_t begin = 0; // byte offsets within the data section
-    std::uint64_t end = 0;
-    std::int64_t numel() const;
-};
-
 class safetensors_file {
   public:
     // Headers larger than this are refused (the reference implementation's limit).
-    static constexpr std::uint64_t k_max_header_bytes = std::uint64_t{100} << 20;
+    static constexpr std::uint64_t k_max_header_bytes = k_safetensors_max_header_bytes;
     // JSON nesting deeper than this is refused before parsing (a valid header nests 3 deep).
-    static constexpr int k_max_json_depth = 64;
+    static constexpr int k_max_json_depth = k_safetensors_max_json_depth;
 
     // Opens and validates the whole header; throws bad_input naming the file and the problem.
     explicit safetensors_file(std::filesystem::path path);
