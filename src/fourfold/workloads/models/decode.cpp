@@ -483,9 +483,9 @@ class decode_case final : public model_case<decoder_weights> {
                 "decode runs whole decodes for stock, generic and native only, not " + variant);
         if (variant == "native") {
             decoder_paths p;
-            // THE MoE path of the native decode: model_ops::moe_ffn through at::_grouped_mm
-            // until the native MoE kernel (moe_path::native) is merged; change it here.
-            p.moe = moe_path::grouped_mm;
+            // the MoE layers through fourfold's MoE step (kernels/moe.cu: routing on the
+            // device, two launches), the code moe_decode's native variant times
+            p.moe = moe_path::native;
             p.linear = model_ops::op_path::native;
             p.step = model_ops::op_path::native;
             p.prefill_linear = model_ops::op_path::stock;
