@@ -205,16 +205,16 @@ class decode_case final : public model_case<decoder_weights> {
             if (variant == "generic")
                 return "mode=graph: the generic MoE path copies the expert counts to the host in "
                        "every MoE layer, and a CUDA graph cannot capture a host sync";
-            if (moe && args().type != dtype::bf16)
+            if (moe && variant == "stock" && args().type != dtype::bf16)
                 return fmt::format("mode=graph: _grouped_mm has its fast path for bf16 only; in {} "
                                    "it loops over the groups with a host sync, which a CUDA graph "
                                    "cannot capture",
                                    to_string(args().type));
-            if (moe)
+            if (moe && variant == "stock")
                 if (const auto why = dev.caps().missing("grouped_mm_fast"))
                     return "mode=graph: " + *why;
         }
-        if ((variant == "stock" || variant == "native") && moe)
+        if (variant == "stock" && moe)
             if (const auto why = dev.caps().missing("grouped_mm"))
                 return "the " + variant + " MoE path needs at::_grouped_mm: " + *why;
         return memory_shortfall(dev, fmt::format("{} in {}", m_model, to_string(args().type)),
@@ -327,7 +327,11 @@ class decode_case final : public model_case<decoder_weights> {
         }
         if (c.has_moe())
             f["moe"] =
-                variant == "generic"
+                variant == "native"
+                    ? "fourfold's MoE step (kernels/moe.cu): routing, gate/up, SwiGLU, down and "
+                      "the weighted combine in two launches, no host sync (model_ops::moe_ffn, "
+                      "the code moe_decode's native variant times)"
+                : variant == "generic"
                     ? "host loop: expert offsets copied to the host (a sync per MoE layer), "
                       "then per expert hit one at::mm for gate/up and one for down "
                       "(model_ops::moe_ffn, the code moe_decode's generic variant times)"
