@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build git pkg-config
           libtorch-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
-          googletest libgtest-dev)
+          googletest libgtest-dev
+          # the Python package (python/, issue 17): Debian's python3-torch links the system
+          # libtorch the build uses; pytest runs its tests, pandas is optional at import
+          python3-dev pybind11-dev python3-torch python3-pytest python3-pandas)
 # the report's browser test (ctest label `browser`) loads the HTML report in headless Chromium
 # the format check (scripts/check_format.sh) runs Debian's clang-format, and the parsers'
 # libFuzzer targets (fuzz/, FOURFOLD_FUZZ) build with Debian's clang

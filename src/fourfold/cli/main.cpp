@@ -117,11 +117,19 @@ std::string parse_message(CLI::App& app, const CLI::ParseError& e) {
 
 } // namespace
 
+namespace fourfold::cli {
+bool wants_python_run(int argc, char** argv); // python_command.cpp
+int python_run_command(int argc, char** argv);
+} // namespace fourfold::cli
+
 int main(int argc, char** argv) {
     using namespace fourfold;
     // The hidden job mode of an isolated run: its request on stdin, frames out on fd 3.
     if (argc == 2 && std::string(argv[1]) == runner::k_job_mode_argument)
         return runner::job_process_main(0, 3);
+    // A workload defined in Python: the package's interpreter runs it (python_command.cpp).
+    if (cli::wants_python_run(argc, argv))
+        return cli::python_run_command(argc, argv);
     CLI::App app{
         "fourfold: did this backend change make my model faster, still correct, and no "
         "bigger in memory? Four separate ledgers: throughput, op_time, correctness, memory."};
@@ -146,6 +154,10 @@ int main(int argc, char** argv) {
     cli::run_options ro;
     auto* run = app.add_subcommand("run", "measure a suite or a workload into the store");
     run->add_option("--suite", ro.suite, "a named suite (fourfold list)");
+    std::string python_file; // handled before parsing: python_command.cpp
+    run->add_option("--python", python_file,
+                    "FILE.py defining fourfold.Workload classes: the run (with --workload NAME and "
+                    "the options here) goes to the Python package's interpreter");
     run->add_option(
         "--workload", ro.workload,
         "one workload (fourfold list); with --suite, the suite's jobs of these workloads "
