@@ -20,7 +20,12 @@ stage_build() {
         -DSQLite3_LIBRARY=/lib/x86_64-linux-gnu/libsqlite3.so.0 \
         -DFOURFOLD_GIT_SHA="${FOURFOLD_GIT_SHA:-unknown}" -DFOURFOLD_GIT_DIRTY="${FOURFOLD_GIT_DIRTY:--1}" \
         >"$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; return 1; }
-    ninja -C $BUILD >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60; return 1; }
+    # FOURFOLD_NINJA_ARGS="-k 0": go on past a failing target (the Python module) and say so
+    ninja -C $BUILD ${FOURFOLD_NINJA_ARGS:-} >"$OUT/build.log" 2>&1 || {
+        grep -E "error|FAILED" -A3 "$OUT/build.log" | head -60
+        [ -x "$BIN" ] && [ -x "$BUILD/tests/fourfold_gpu_tests" ] && [ -n "${FOURFOLD_NINJA_ARGS:-}" ] || return 1
+        echo "build: some targets failed (above); the CLI and the gpu tests were built"
+    }
     echo "build ok"
 }
 
