@@ -8,7 +8,7 @@ using namespace fourfold::kernels;
 
 namespace {
 
-void* at(std::uintptr_t a) {
+void* addr(std::uintptr_t a) {
     return reinterpret_cast<void*>(a);
 }
 constexpr std::uintptr_t k_aligned = 1 << 20;
@@ -16,12 +16,12 @@ constexpr std::uintptr_t k_aligned = 1 << 20;
 // Qwen3-30B-A3B's MoE block: hidden 2048, expert width 768, 128 experts, top 8.
 moe_args qwen3_moe(std::int64_t tokens, elem t = elem::bf16) {
     moe_args a;
-    a.x = at(k_aligned);
-    a.logits = at(k_aligned * 2);
-    a.w_gate_up = at(k_aligned * 4);
-    a.w_down = at(k_aligned * 8);
-    a.y = at(k_aligned * 16);
-    a.workspace = at(k_aligned * 32);
+    a.x = addr(k_aligned);
+    a.logits = addr(k_aligned * 2);
+    a.w_gate_up = addr(k_aligned * 4);
+    a.w_down = addr(k_aligned * 8);
+    a.y = addr(k_aligned * 16);
+    a.workspace = addr(k_aligned * 32);
     a.tokens = tokens;
     a.experts = 128;
     a.top_k = 8;
@@ -119,10 +119,10 @@ TEST(kernel_moe_plans, refuses_what_the_kernels_cannot_take) {
     a.width = 767;
     check(a, "w_down");
     a = qwen3_moe(1);
-    a.x = at(k_aligned + 2);
+    a.x = addr(k_aligned + 2);
     check(a, "x is not 16-byte aligned");
     a = qwen3_moe(1);
-    a.workspace = at(k_aligned + 8);
+    a.workspace = addr(k_aligned + 8);
     check(a, "workspace");
     a = qwen3_moe(1);
     a.logits_type = elem::f16; // neither fp32 nor the input's bf16
@@ -134,9 +134,9 @@ TEST(kernel_moe_plans, refuses_what_the_kernels_cannot_take) {
 
 TEST(kernel_moe_plans, grouped_gemv_takes_pairs_of_rows_of_each_active_expert) {
     grouped_gemv_args a;
-    a.rows = at(k_aligned);
-    a.w = at(k_aligned * 2);
-    a.y = at(k_aligned * 4);
+    a.rows = addr(k_aligned);
+    a.w = addr(k_aligned * 2);
+    a.y = addr(k_aligned * 4);
     a.rows_count = 64;
     a.experts = 128;
     a.n = 1536;

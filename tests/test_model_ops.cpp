@@ -217,20 +217,20 @@ TEST(model_ops, the_native_moe_path_is_a_clear_error_without_kernels_and_a_skip_
     // moe_decode's native variant on the CPU: a skipped record with its reason, both parts
     auto dev = cpu();
     for (const char* part : {"ffn", "gate_up"}) {
-        const auto r = testing::run_jobs(*dev,
-                                         {{"moe_decode",
-                                           json{{"tokens", 2},
-                                                {"experts", 8},
-                                                {"top_k", 2},
-                                                {"hidden", 64},
-                                                {"width", 32},
-                                                {"part", part}},
-                                           dtype::fp32,
-                                           {"generic", "native"},
-                                           ""}},
-                                         "correctness");
-        const auto* native = testing::find_record(r, ledger::correctness, "native");
-        const auto* generic = testing::find_record(r, ledger::correctness, "generic");
+        const auto r = fourfold::testing::run_jobs(*dev,
+                                                   {{"moe_decode",
+                                                     json{{"tokens", 2},
+                                                          {"experts", 8},
+                                                          {"top_k", 2},
+                                                          {"hidden", 64},
+                                                          {"width", 32},
+                                                          {"part", part}},
+                                                     dtype::fp32,
+                                                     {"generic", "native"},
+                                                     ""}},
+                                                   "correctness");
+        const auto* native = fourfold::testing::find_record(r, ledger::correctness, "native");
+        const auto* generic = fourfold::testing::find_record(r, ledger::correctness, "generic");
         ASSERT_TRUE(native && generic) << part;
         EXPECT_EQ(native->status, record_status::skipped) << part;
         EXPECT_FALSE(native->reason.empty()) << part;

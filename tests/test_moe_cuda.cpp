@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -54,6 +55,17 @@ const shape k_tiny{8, 2, 64, 32}; // the tiny-qwen3-moe preset
 // Expert weights on the CPU (kept for the reference) and on the device.
 struct experts {
     at::Tensor gate_up_cpu, down_cpu, gate_up, down;
+    // expert e's matrices in float64, converted once (the reference's cost on the qwen3 shape)
+    mutable std::map<std::int64_t, std::pair<at::Tensor, at::Tensor>> in_double;
+    const std::pair<at::Tensor, at::Tensor>& f64(std::int64_t e) const {
+        auto it = in_double.find(e);
+        if (it == in_double.end())
+            it = in_double
+                     .emplace(e, std::make_pair(gate_up_cpu[e].to(at::kDouble),
+                                                down_cpu[e].to(at::kDouble)))
+                     .first;
+        return it->second;
+    }
 };
 experts make_experts(const shape& s, c10::ScalarType type, std::uint64_t seed, c10::Device dev) {
     using namespace fourfold::workloads;
@@ -94,9 +106,10 @@ at::Tensor reference_with(const at::Tensor& x, const experts& w, const at::Tenso
     for (std::int64_t t = 0; t < x.size(0); ++t)
         for (std::int64_t s = 0; s < chosen.size(1); ++s) {
             const auto e = chosen[t][s].item<std::int64_t>();
-            const auto gu = at::mv(w.gate_up_cpu[e].to(at::kDouble), xd[t]);
+            const auto& [gate_up, down] = w.f64(e);
+            const auto gu = at::mv(gate_up, xd[t]);
             const auto h = at::silu(gu.narrow(0, 0, width)) * gu.narrow(0, width, width);
-            out[t] += weights[t][s].item<double>() * at::mv(w.down_cpu[e].to(at::kDouble), h);
+            out[t] += weights[t][s].item<double>() * at::mv(down, h);
         }
     return out;
 }
