@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/gemv_fp8.hpp"
