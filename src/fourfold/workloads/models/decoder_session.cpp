@@ -348,7 +348,9 @@ class step_log {
         if (!m_on)
             return;
         auto& k = m_kernels[kernel];
-        k["launches"] = k.value("launches", 0) + launches;
+        // (a new entry is null, and json::value() throws on null)
+        const int before = k.is_object() && k.contains("launches") ? k["launches"].get<int>() : 0;
+        k["launches"] = before + launches;
         auto& plans = k["plans"];
         if (!plans.is_array())
             plans = json::array();
