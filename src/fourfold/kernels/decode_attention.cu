@@ -8,6 +8,7 @@
 // query head in fp32; the block's parts are merged in shared memory.
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/reduce.cuh"
 
 namespace fourfold::kernels {
 namespace {
@@ -151,20 +152,6 @@ template <int HD> constexpr int combine_groups() {
     return HD >= 128 ? 1024 / HD : 8;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-    return v;
-}
-
-__device__ __forceinline__ float warp_add(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
-
 // One block a query head. The live splits' maxima and sums are read in parallel (a thread a
 // split) and reduced over the block; each split's weight exp2(m - M) goes to shared memory;
 // then thread (d, g) sums element d over the splits g, g + CG, ... (independent loads, so a
@@ -202,11 +189,11 @@ __global__ void combine_kernel(decode_attention_args a, std::int64_t chunk, std:
         weight[s] = w;
         sum += ls[s] * w;
     }
-    sum = warp_add(sum);
+    sum = warp_sum(sum);
     if (lane == 0)
         scratch[warp] = sum;
     __syncthreads(); // also publishes weight[]
-    sum = warp_add(lane < warps ? scratch[lane] : 0.f);
+    sum = warp_sum(lane < warps ? scratch[lane] : 0.f);
 
     const int d = tid % HD, g = tid / HD;
     float val = 0.f;

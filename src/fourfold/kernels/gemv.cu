@@ -8,27 +8,12 @@
 // in shared memory; the bias is added in fp32 before the one rounding to the output dtype.
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/gemv.hpp"
+#include "fourfold/kernels/reduce.cuh"
 
 namespace fourfold::kernels {
 namespace {
 
 using namespace device;
-
-// A weight vector is read once and never again in this call: keep it out of L1.
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
 
 // The bias of the row lane `lane` writes (lane r * tok + t writes row row0 + r), loaded before
 // the row's weights so that its latency hides under theirs (read after the reduction, it was

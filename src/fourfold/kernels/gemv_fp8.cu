@@ -9,6 +9,7 @@
 // bf16.
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/gemv_fp8.hpp"
+#include "fourfold/kernels/reduce.cuh"
 
 #include <cuda_fp8.h>
 
@@ -17,22 +18,6 @@ namespace {
 
 using namespace device;
 using bf16 = __nv_bfloat16;
-
-// A weight vector is read once and never again in this call: keep it out of L1.
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
 
 // Two e4m3 values (the low and high byte of `pair`) as two floats, exactly.
 __device__ __forceinline__ float2 e4m3x2_to_float2(unsigned short pair) {

@@ -7,6 +7,7 @@
 // activations (x, the intermediate) are a few KB to a few hundred KB, read through L1/L2.
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/moe.hpp"
+#include "fourfold/kernels/reduce.cuh"
 
 #include <type_traits>
 
@@ -20,29 +21,6 @@ constexpr int k_max_pairs = k_moe_max_tokens * k_moe_max_top_k; // 256: one a th
 constexpr int k_logits_per_lane = k_moe_max_experts / 32;
 static_assert(k_max_pairs == k_moe_threads, "the grouping takes one pair a thread");
 static_assert(k_moe_max_tokens <= k_warps, "the routing takes one token a warp");
-
-// A weight vector is read once and never again in this call: keep it out of L1.
-__device__ __forceinline__ uint4 load_streaming(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-    return v;
-}
 
 __device__ __forceinline__ float silu(float g) {
     return g / (1.f + expf(-g));
