@@ -118,8 +118,8 @@ TEST(rope_kv_cuda, the_plan_refuses_what_the_kernel_cannot_do) {
     a.head_dim = 16;
     a.capacity = 8;
     a.ld_qkv = 160;
-    const std::int64_t dummy = 0;
-    a.pos = &dummy;
+    const std::int64_t dummy = 0; // the plan only checks that a position pointer is given: it
+    a.pos = &dummy;               // never launches, so a host address stands in for the device one
     workloads::call_context ctx(*dev);
     EXPECT_FALSE(kernels::plan_rope_kv(a, workloads::native::limits(ctx)).valid.empty());
 #endif
