@@ -8,6 +8,7 @@
 #include "runner_helpers.hpp"
 
 #include <ATen/ATen.h>
+#include <cstdio>
 #include <gtest/gtest.h>
 
 using namespace fourfold;
@@ -25,14 +26,6 @@ std::unique_ptr<backend::device> gpu() {
     auto dev = gpu();                                                                              \
     if (!dev)                                                                                      \
     GTEST_SKIP() << "no CUDA device visible, or a build without native kernels"
-
-decoder_paths native_paths() {
-    decoder_paths p;
-    p.linear = workloads::model_ops::op_path::native;
-    p.step = workloads::model_ops::op_path::native;
-    p.prefill_linear = workloads::model_ops::op_path::stock;
-    return p;
-}
 
 // Teacher-forced logits [steps + 1, vocab] (float32) of a session over `tokens` after a prompt
 // of 6; captured when `graph`.
@@ -115,16 +108,27 @@ TEST(decode_native_cuda, tiny_presets_pass_against_the_reference_in_both_modes) 
     EXPECT_EQ(native_throughput, 6);
 }
 
+// The native step is held against the stock one by their distance from the same model in
+// float32 (the same seed: the weights before their bf16 rounding), not by a fixed bound between
+// the two: a MoE model's routing turns a last-bit difference into a different expert now and
+// then, in either path. Native may be no further from float32 than 1.5x stock is (plus 2e-3).
 TEST(decode_native_cuda, native_logits_follow_stock_teacher_forced_eager_and_replayed) {
     REQUIRE_NATIVE(dev);
     for (const char* name : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"}) {
+        const auto& preset = *find_preset(name);
         const auto w = std::make_shared<const decoder_weights>(
-            random_weights(*find_preset(name), at::kBFloat16, dev->torch_device(), 5));
+            random_weights(preset, at::kBFloat16, dev->torch_device(), 5));
+        const auto w32 = std::make_shared<const decoder_weights>(
+            random_weights(preset, at::kFloat, dev->torch_device(), 5));
         const auto tokens = tokens_for(*w, 40, *dev);
+        const auto f32 = teacher_forced(w32, tokens, decoder_paths{}, *dev, false);
         const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
-        const auto eager = teacher_forced(w, tokens, native_paths(), *dev, false);
-        const auto graph = teacher_forced(w, tokens, native_paths(), *dev, true);
-        EXPECT_LT(rel_l2(eager, stock), 2e-2) << name;
+        const auto eager = teacher_forced(w, tokens, native_decoder_paths(), *dev, false);
+        const auto graph = teacher_forced(w, tokens, native_decoder_paths(), *dev, true);
+        const double stock_err = rel_l2(stock, f32), native_err = rel_l2(eager, f32);
+        std::printf("%s: rel L2 from float32: stock %.4g, native %.4g; native from stock %.4g\n",
+                    name, stock_err, native_err, rel_l2(eager, stock));
+        EXPECT_LE(native_err, 1.5 * stock_err + 2e-3) << name;
         EXPECT_LT(rel_l2(graph, eager), 1e-6) << name; // the same kernels, replayed
         // top-1 agreement where stock leads clearly (random weights give near-ties)
         const auto top = stock.topk(2, -1);
@@ -142,8 +146,8 @@ TEST(decode_native_cuda, greedy_tokens_agree_with_stock) {
             random_weights(*find_preset(name), at::kFloat, dev->torch_device(), 3));
         const auto prompt = tokens_for(*w, 12, *dev);
         const auto stock = greedy(w, prompt, decoder_paths{}, *dev, false, 64);
-        const auto eager = greedy(w, prompt, native_paths(), *dev, false, 64);
-        const auto graph = greedy(w, prompt, native_paths(), *dev, true, 64);
+        const auto eager = greedy(w, prompt, native_decoder_paths(), *dev, false, 64);
+        const auto graph = greedy(w, prompt, native_decoder_paths(), *dev, true, 64);
         int same = 0;
         for (std::size_t i = 0; i < stock.size(); ++i)
             same += stock[i] == eager[i];

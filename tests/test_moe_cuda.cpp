@@ -281,7 +281,10 @@ TEST(moe_cuda, grouped_gemv_matches_float64_with_empty_and_long_groups) {
                                       w[e].to(at::kDouble).t()));
             start = stop;
         }
-        EXPECT_LT(error_ratio(got, ref), type == at::kFloat ? 1e-5 : 1e-2) << c10::toString(type);
+        // bf16: the output is rounded once, half an ulp is 2^-8 of a value, and the largest of
+        // these ~11,000 outputs is ~4 RMS: up to ~1.6e-2 of the RMS (0.0117 measured on the H200)
+        EXPECT_LT(error_ratio(got, ref), type == at::kFloat ? 1e-5 : bound_of(type))
+            << c10::toString(type);
     }
 }
 

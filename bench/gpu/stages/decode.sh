@@ -77,13 +77,14 @@ stage_decode_native() {
 
 # One graph-replayed native step of llama3-8b under Nsight Compute (clocks as they are): the
 # eager warm-up step before the capture, then the replays; the first ~2 steps' kernels are
-# profiled (--launch-count), so the summary gives the kernels a step launches and the µs of each.
-# Only fourfold's kernels are named (the prefill is libtorch's). About 2-3 minutes.
+# profiled (--launch-count: one step of llama3-8b is ~300 of them), so the summary gives the
+# kernels a step launches and the µs of each. Only fourfold's kernels are named (the prefill is
+# libtorch's). About 2-3 minutes.
 stage_decode_profile() {
     local db=/tmp/decode-profile-$$.db
-    timeout 230 ncu --clock-control none --target-processes all --section SpeedOfLight \
+    timeout 180 ncu --clock-control none --target-processes all --section SpeedOfLight \
         --kernel-name regex:"rmsnorm|rope_kv|attention_kernel|combine_kernel|swiglu|argmax|gemv" \
-        --launch-count 700 --print-summary per-kernel \
+        --launch-count ${PROFILE_LAUNCHES:-320} --print-summary per-kernel \
         $BIN decode --model llama3-8b --variants native --mode graph --ctx 512 --tokens 2 \
         --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" --quiet \
         >"$OUT/decode_profile.txt" 2>&1
@@ -95,11 +96,11 @@ stage_decode_profile() {
 
 # The native kernels' GPU tests and the native decode's (tiny presets), quick after a build.
 stage_decode_native_test() {
-    $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='rmsnorm_cuda.*:rope_kv_cuda.*:decode_attention_cuda.*:argmax_cuda.*:swiglu_cuda.*:decode_native_cuda.*' \
+    timeout 150 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='rmsnorm_cuda.*:rope_kv_cuda.*:decode_attention_cuda.*:argmax_cuda.*:swiglu_cuda.*:decode_native_cuda.*:moe_cuda.*' \
         >"$OUT/decode_native_tests.txt" 2>&1
     local rc=$?
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Failure|Expected|Which is|error" \
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Failure|Expected|Which is|error|rel L2" \
         "$OUT/decode_native_tests.txt" | head -80
     return $rc
 }

@@ -479,22 +479,13 @@ class decode_case final : public model_case<decoder_weights> {
         return variant == "stock" || variant == "generic" || variant == "native";
     }
     // The model_ops paths a variant takes: libtorch's own ops, the MoE layers through the
-    // grouped matmul (stock) or the host loop (generic); native: the decode step of fourfold's
-    // kernels, every projection through the native GEMV, the prefill through libtorch's ops.
+    // grouped matmul (stock) or the host loop (generic); native: native_decoder_paths().
     static decoder_paths paths(const std::string& variant) {
         if (!own_variant(variant))
             throw std::invalid_argument(
                 "decode runs whole decodes for stock, generic and native only, not " + variant);
-        if (variant == "native") {
-            decoder_paths p;
-            // the MoE layers through fourfold's MoE step (kernels/moe.cu: routing on the
-            // device, two launches), the code moe_decode's native variant times
-            p.moe = moe_path::native;
-            p.linear = model_ops::op_path::native;
-            p.step = model_ops::op_path::native;
-            p.prefill_linear = model_ops::op_path::stock;
-            return p;
-        }
+        if (variant == "native")
+            return native_decoder_paths();
         return {variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm};
     }
 

@@ -153,6 +153,15 @@ std::string rms_norm_path() {
 #endif
 }
 
+decoder_paths native_decoder_paths() {
+    decoder_paths p;
+    p.moe = moe_path::native;
+    p.linear = model_ops::op_path::native;
+    p.step = model_ops::op_path::native;
+    p.prefill_linear = model_ops::op_path::stock;
+    return p;
+}
+
 decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
                                  std::int64_t capacity, moe_path moe)
     : decoder_session(std::move(weights), capacity, decoder_paths{moe}) {}
@@ -508,7 +517,7 @@ void decoder_session::step_native() {
         if (c.is_moe_layer(l)) {
             // added to the residual stream by the next norm (residual add fused)
             pending = decoder_mlp(c, lw, l, h, m_paths, &ctx);
-            // the MoE path is the decode variant's (decode.cpp: paths("native"))
+            // the MoE path is the decode variant's (native_decoder_paths())
             log.add("moe_ffn (model_ops, libtorch ops)",
                     log.on() ? std::string(to_string(m_paths.moe)) : "", 0);
             continue;

@@ -37,6 +37,12 @@ struct decoder_paths {
     std::optional<model_ops::op_path> prefill_linear = std::nullopt;
 };
 
+// The paths of the decode workload's `native` variant: the decode step of fourfold's kernels,
+// every projection through the native GEMV, the MoE layers through fourfold's MoE step
+// (kernels/moe.cu: routing on the device, two launches), the prefill through libtorch's ops.
+// One definition, so the tests run what `fourfold decode --variants native` runs.
+decoder_paths native_decoder_paths();
+
 // The MLP of layer `layer` on its normalised hidden states h [T, hidden]: the dense SwiGLU
 // (model_ops::linear, swiglu) or the MoE block (the router through model_ops::linear, then
 // model_ops::moe_ffn), with `paths`. What every session step runs; tests hold it against the op
