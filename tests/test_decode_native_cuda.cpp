@@ -139,6 +139,48 @@ TEST(decode_native_cuda, native_logits_follow_stock_teacher_forced_eager_and_rep
     }
 }
 
+// A Llama-shaped model big enough for the GEMV's balanced path (hidden 1024, q/k/v 3072 rows,
+// gate/up 3072, vocab 4096): the input, post-attention and final norms go into the q/k/v,
+// gate/up and LM-head GEMVs (one launch each, the step's facts say so), and the logits are as
+// close to float32 as stock's (the criterion above).
+TEST(decode_native_cuda, norms_fused_into_the_gemv_follow_float32_like_stock) {
+    REQUIRE_NATIVE(dev);
+    auto c = *find_preset("tiny-llama");
+    c.hidden = 1024;
+    c.intermediate = 1536;
+    c.heads = 8;
+    c.kv_heads = 8;
+    c.head_dim = 128;
+    c.vocab = 4096;
+    const auto w = std::make_shared<const decoder_weights>(
+        random_weights(c, at::kBFloat16, dev->torch_device(), 7));
+    const auto w32 = std::make_shared<const decoder_weights>(
+        random_weights(c, at::kFloat, dev->torch_device(), 7));
+    const auto tokens = tokens_for(*w, 24, *dev);
+    const auto f32 = teacher_forced(w32, tokens, decoder_paths{}, *dev, false);
+    const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
+    const auto eager = teacher_forced(w, tokens, native_decoder_paths(), *dev, false);
+    const auto graph = teacher_forced(w, tokens, native_decoder_paths(), *dev, true);
+    const double stock_err = rel_l2(stock, f32), native_err = rel_l2(eager, f32);
+    std::printf("fused norms: rel L2 from float32: stock %.4g, native %.4g\n", stock_err,
+                native_err);
+    EXPECT_LE(native_err, 1.5 * stock_err + 2e-3);
+    EXPECT_LT(rel_l2(graph, eager), 1e-6);
+
+    decoder_session s(w, 64, native_decoder_paths(), workloads::call_context(*dev));
+    s.prefill(tokens.narrow(0, 0, 6));
+    s.step();
+    const auto& k = s.native_step_facts()["kernels"];
+    ASSERT_TRUE(k.is_object()) << s.native_step_facts().dump();
+    for (const char* fused : {"gemv qkv (RMSNorm fused)", "gemv gate_up (RMSNorm fused)",
+                              "gemv lm_head (RMSNorm fused)"})
+        EXPECT_TRUE(k.contains(fused)) << fused << ": " << k.dump();
+    // the only norm left is layer 0's, with the embedding gather
+    EXPECT_EQ(k["rmsnorm (embedding gather fused)"]["launches"], 1) << k.dump();
+    EXPECT_FALSE(k.contains("rmsnorm")) << k.dump();
+    EXPECT_EQ(k["gemv qkv (RMSNorm fused)"]["launches"], c.layers - 1) << k.dump();
+}
+
 TEST(decode_native_cuda, greedy_tokens_agree_with_stock) {
     REQUIRE_NATIVE(dev);
     for (const char* name : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"}) {

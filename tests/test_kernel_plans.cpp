@@ -96,6 +96,13 @@ gemv_args gemv_of(std::int64_t t, std::int64_t n, std::int64_t k, std::uintptr_t
     return a;
 }
 
+// a with an RMSNorm weight (at address `where`) fused in front
+gemv_args with_norm(gemv_args a, std::uintptr_t where = k_aligned * 3) {
+    a.norm_weight = at(where);
+    a.norm_eps = 1e-5;
+    return a;
+}
+
 } // namespace
 
 TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
@@ -138,6 +145,25 @@ TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
     EXPECT_EQ(plan_gemv(gemv_of(1, 4096, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 14336, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 262144, 1152), h200()).k_split, 1);
+}
+
+TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
+    const auto qkv = plan_gemv(with_norm(gemv_of(1, 6144, 4096)), h200());
+    EXPECT_TRUE(qkv.valid.empty()) << qkv.valid;
+    EXPECT_TRUE(qkv.balanced);
+    EXPECT_TRUE(qkv.fused_norm);
+    EXPECT_NE(qkv.describe().find("RMSNorm fused"), std::string::npos) << qkv.describe();
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 6144, 4096), h200()).fused_norm);
+    // off the balanced path the plan refuses, and says where the norm must go
+    const auto small = plan_gemv(with_norm(gemv_of(1, 768, 2048)), h200());
+    EXPECT_FALSE(small.fused_norm);
+    EXPECT_NE(small.valid.find("run the norm on its own"), std::string::npos) << small.valid;
+    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(4, 4096, 4096)), h200()).valid.empty()); // MMAs
+    const auto odd = with_norm(gemv_of(1, 6144, 4096), k_aligned * 3 + 2);
+    EXPECT_NE(plan_gemv(odd, h200()).valid.find("16-byte aligned"), std::string::npos);
+    auto bad_eps = with_norm(gemv_of(1, 6144, 4096));
+    bad_eps.norm_eps = -1;
+    EXPECT_FALSE(plan_gemv(bad_eps, h200()).valid.empty());
 }
 
 TEST(kernel_plans, gemv_balances_rows_over_each_blocks_warps_from_four_rows_a_block) {

@@ -98,7 +98,64 @@ FOURFOLD_WORKLOAD(kept_graph_case, "kept_graph_probe")
     .dtypes({dtype::fp32})
     .variant("stock", &kept_graph_case::stock, "at::matmul");
 
+// A test-only workload whose first call alone takes a 64 MiB transient (as a library's
+// algorithm search takes its workspaces on a shape's first call, cudnn.benchmark's), freed
+// before it returns; later calls take only their output.
+class first_call_case final : public workloads::workload_case {
+  public:
+    explicit first_call_case(const workloads::case_args& a) : workload_case(a) {}
+    workloads::cost declared_cost() const override { return {4096 * 4, 4096 * 4, 4096, "x * 2"}; }
+    workloads::input_set make_inputs(std::uint64_t seed) const override {
+        return workloads::input_set().add(
+            "x", workloads::seeded_uniform({4096}, seed, -1.0, 1.0, at::kFloat));
+    }
+    workloads::reference_plan reference(const workloads::input_set& in) const override {
+        const auto x = in["x"];
+        return workloads::chunked_reference(
+            0, 4096, 8, "x * 2 in float64", [x](std::int64_t start, std::int64_t length) {
+                return x.narrow(0, start, length).to(at::kDouble) * 2;
+            });
+    }
+    at::Tensor stock(const workloads::call_context&, const workloads::input_set& in) const {
+        if (m_first) {
+            m_first = false;
+            auto t = at::ones({16 << 20}, in["x"].options()); // 64 MiB, once
+            (void)t.sum().item<float>();
+        }
+        return in["x"] * 2;
+    }
+
+  private:
+    mutable bool m_first = true;
+};
+
+FOURFOLD_WORKLOAD(first_call_case, "first_call_probe")
+    .describe("tests only: the first call takes a 64 MiB transient, later calls none")
+    .dtypes({dtype::fp32})
+    .variant("stock", &first_call_case::stock, "x * 2, a 64 MiB transient on the first call");
+
 } // namespace
+
+// The memory record keeps the variant's first call apart (figures.first_call, watched in the
+// correctness pass): a transient only the first call takes is there and not in the steady-state
+// peaks, where a pass that starts after that call cannot see it.
+TEST(memory, the_first_call_is_watched_apart_from_the_steady_state) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    const auto r = run_jobs(
+        *dev, {{"first_call_probe", json::object(), dtype::fp32, {"stock"}, ""}}, "memory");
+    const auto* rec = find_record(r, ledger::memory, "stock");
+    ASSERT_NE(rec, nullptr);
+    ASSERT_EQ(rec->status, record_status::ok) << rec->reason;
+    ASSERT_TRUE(rec->figures.contains("first_call")) << rec->figures.dump();
+    const auto& first = rec->figures["first_call"];
+    EXPECT_GE(first["calls_before_in_process"].get<std::int64_t>(), 0);
+    EXPECT_EQ(first["calls"], 1);
+    const auto& first_delta = first["delta_peak_bytes"]["allocated"];
+    const auto& steady_delta = rec->figures["delta_peak_bytes"]["allocated"];
+    ASSERT_TRUE(first_delta.is_number() && steady_delta.is_number()) << rec->figures.dump();
+    EXPECT_GE(first_delta.get<std::int64_t>(), std::int64_t{64} << 20) << first.dump();
+    EXPECT_LT(steady_delta.get<std::int64_t>(), std::int64_t{16} << 20) << rec->figures.dump();
+}
 
 TEST(memory, the_pass_frees_nothing_between_building_what_a_job_keeps_and_its_first_call) {
     std::vector<std::unique_ptr<backend::device>> devices;

@@ -232,6 +232,37 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
                         json{{"tokens", s.t}, {"n", s.n}, {"k", s.k}, {"bias", bias}}, t);
 }
 
+// RMSNorm fused into the GEMV (rms_norm=1): PASS against RMSNorm-then-linear in float64 with
+// stock's tolerance where the balanced path takes it (one token from 4 rows a block of the wave,
+// 2 or more tokens off the tensor-core path: K not a multiple of 32), a skip with its reason
+// where it does not.
+TEST(native, gemv_with_the_rms_norm_fused_matches_the_float64_reference) {
+    REQUIRE_NATIVE(dev);
+    const std::int64_t wave = 4 * dev->caps().sm_count; // one token's resident blocks
+    for (const auto t : k_types) {
+        const std::int64_t k = t == dtype::fp32 ? 520 : 1032;
+        for (const auto& [tokens, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+                 {1, 4 * wave}, {1, 4 * wave + 13}, {3, 2 * wave + 7}}) {
+            if (too_big(n * k))
+                continue;
+            expect_native_passes(*dev, "linear_decode",
+                                 json{{"tokens", tokens}, {"n", n}, {"k", k}, {"rms_norm", true}},
+                                 t);
+        }
+    }
+    const auto r = run_native(*dev,
+                              {{"linear_decode",
+                                json{{"tokens", 1}, {"n", 768}, {"k", 2048}, {"rms_norm", true}},
+                                dtype::bf16,
+                                {"stock", "native"},
+                                ""}},
+                              "correctness");
+    const auto* native = find_record(r, ledger::correctness, "native");
+    ASSERT_TRUE(native);
+    EXPECT_EQ(native->status, record_status::skipped);
+    EXPECT_NE(native->reason.find("balanced path"), std::string::npos) << native->reason;
+}
+
 TEST(native, gemv_of_offset_views_takes_the_scalar_path_and_agrees_with_stock) {
     REQUIRE_NATIVE(dev);
     for (const auto t : k_types) {

@@ -297,11 +297,18 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 // one block barrier that last warp adds them in warp order (deterministic) and writes the row.
 // Why: with rows as the unit of work, N rows over W resident warps take ceil(N / W) row times
 // where N / W would do (14336 rows: 4 where 3.4 would; 6144: 2 where 1.45 would).
-template <typename T, int TOK>
+//
+// NORM: x holds un-normalised rows (the residual stream) and the GEMV multiplies RMSNorm(x) by W:
+// every block first sums each token's squares over K (a fixed thread order and reduction tree,
+// so every block derives the same 1 / rms), then each x element is taken as
+// round_T(x * inv * norm_weight), the value and the one rounding kernels/rmsnorm.cu writes: the
+// norm's launch, its write and the GEMV's read of it go.
+template <typename T, int TOK, bool NORM>
 __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                   T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
-                  std::int64_t ld_w, std::int64_t ld_y) {
+                  std::int64_t ld_w, std::int64_t ld_y, const T* __restrict__ norm_weight,
+                  float norm_eps) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4;
     using P = packet<T, VEC>;
@@ -342,20 +349,38 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
         acc[t] = 0.f;
+    // the run's first two steps into L2 while the kernel before may still run, then wait
+    for (int i = lo; i < lo + 2 && i < hi; ++i)
+        if (lane % 8 == 0)
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int v = (i % steps) * 32 * U + u * 32 + lane;
+                if (v < kv)
+                    prefetch_l2(w0 + (i / steps) * ldv + v);
+            }
+    dependency_wait();
+    float inv[TOK]; // 1 / rms of each token's row (NORM)
+    const uint4* nv = reinterpret_cast<const uint4*>(norm_weight);
+    if constexpr (NORM) {
+        __shared__ float scratch[32];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) {
+            float ss = 0.f;
+            for (int v = threadIdx.x; v < kv; v += blockDim.x) {
+                float xf[VEC];
+                P::unpack(__ldg(xv[t] + v), xf);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    ss = fmaf(xf[j], xf[j], ss);
+            }
+            ss = block_sum(ss, scratch);
+            inv[t] = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
+        }
+    }
     if (lo < hi) {
         int row = lo / steps, s = lo % steps;
         const int first_row = row;
         const bool first_cut = s != 0; // the run starts inside its first row
-        // the run's first two steps into L2 while the kernel before may still run, then wait
-        for (int i = lo; i < lo + 2 && i < hi; ++i)
-            if (lane % 8 == 0)
-#pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    const int v = (i % steps) * 32 * U + u * 32 + lane;
-                    if (v < kv)
-                        prefetch_l2(w0 + (i / steps) * ldv + v);
-                }
-        dependency_wait();
         float bias_cur = bias_of(row), bias_next = 0.f;
         uint4 cur[U], nxt[U];
         fetch(cur, row, s);
@@ -376,12 +401,19 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
                 const int v = s * 32 * U + u * 32 + lane;
                 if (v >= kv)
                     continue; // (the loads were zero alike)
-                float wf[VEC];
+                float wf[VEC], nf[VEC];
                 P::unpack(cur[u], wf);
+                if constexpr (NORM)
+                    P::unpack(__ldg(nv + v), nf);
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float xf[VEC];
                     P::unpack(__ldg(xv[t] + v), xf);
+                    if constexpr (NORM)
+#pragma unroll
+                        for (int j = 0; j < VEC; ++j)
+                            xf[j] = element<T>::to_float(
+                                element<T>::from_float(xf[j] * inv[t] * nf[j]));
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
                         acc[t] = fmaf(wf[j], xf[j], acc[t]);
@@ -420,8 +452,7 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
             row = row2;
             s = s2;
         }
-    } else
-        dependency_wait();
+    }
     __syncthreads();
     const int hr = head_row[warp];
     if (hr >= 0 && lane < TOK) {
@@ -596,8 +627,13 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
         return status_of(launch_serialised_after(kernel, grid, block, stream, dep, x, w, b, y, a.n,
                                                  nkv, a.ld_x, a.ld_w, a.ld_y, extra...));
     };
-    if (p.balanced)
-        return launch(gemv_balanced<T, TOK>);
+    if (p.balanced) {
+        const auto* nw = static_cast<const T*>(a.norm_weight);
+        const auto eps = static_cast<float>(a.norm_eps);
+        if (p.fused_norm)
+            return launch(gemv_balanced<T, TOK, true>, nw, eps);
+        return launch(gemv_balanced<T, TOK, false>, nw, eps);
+    }
     if (p.streamed) {
         switch (p.rows_per_warp) {
         case 4:

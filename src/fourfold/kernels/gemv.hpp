@@ -30,6 +30,12 @@ struct gemv_args {
     std::int64_t ld_x = 0, ld_w = 0, ld_y = 0; // row strides in elements
     std::int64_t inc_x = 1, inc_w = 1; // element strides along K (the scalar path takes any)
     elem type = elem::bf16;
+    // RMSNorm fused in front (K elements, or nullptr): x holds the un-normalised rows and the
+    // GEMV multiplies round(x / rms(x) * norm_weight) by W, the value kernels/rmsnorm.cu writes
+    // (rms over each token's K, + norm_eps inside the root). The balanced path only: where the
+    // plan takes another, it refuses (`valid`), and the caller runs the norm on its own.
+    const void* norm_weight = nullptr;
+    double norm_eps = 1e-6;
 };
 
 struct gemv_plan {
@@ -46,6 +52,7 @@ struct gemv_plan {
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)
     bool dependent_launch = false;
+    bool fused_norm = false; // gemv_args::norm_weight applied inside (gemv_balanced)
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

@@ -19,6 +19,8 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
+    if (fused_norm)
+        s += ", RMSNorm fused";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
@@ -103,6 +105,23 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.rows_per_warp = 1;
         p.unroll = 4;
         p.blocks = static_cast<std::int64_t>(capacity);
+        if (a.norm_weight) {
+            if (alignment_of(a.norm_weight) < 16) {
+                p.valid = "a fused RMSNorm's weight must be 16-byte aligned";
+                return p;
+            }
+            if (!(a.norm_eps >= 0)) {
+                p.valid = "a fused RMSNorm's eps must be >= 0";
+                return p;
+            }
+            p.fused_norm = true;
+        }
+        return p;
+    }
+    if (a.norm_weight) {
+        p.valid = "a fused RMSNorm takes the balanced path only (16-byte rows of 2 KB or more, "
+                  "one token at least 4 rows a block of the wave, no tensor cores): run the "
+                  "norm on its own";
         return p;
     }
     // Unsplit on the FMA path: the streaming kernel. Rows shorter than 256 vectors (8 a lane)

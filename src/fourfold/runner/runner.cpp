@@ -66,6 +66,51 @@ int rotation_sets(const measure::timing_settings& t, const backend::capabilities
     return static_cast<int>(std::clamp<std::int64_t>(want, 1, most));
 }
 
+// Workload calls made so far by this process (every group, every variant): the first call of a
+// job is its one-time work's only chance to show (library autotuning such as cudnn.benchmark's
+// algorithm search, lazy module loading, workspaces kept for later calls) only if it is also the
+// process's first call of that kind, which the memory record says.
+std::int64_t g_calls_in_process = 0;
+
+// The memory levels around one call (a variant's first, in the correctness pass, when the job
+// measures memory): the baseline before it, the peaks and the sampled timeline during it.
+class call_watch {
+  public:
+    explicit call_watch(backend::device& dev)
+        : m_dev(dev), m_probe(dev.memory()), m_sampler(m_probe, m_probe.target_poll_hz()) {
+        m_dev.synchronize();
+        m_baseline = m_probe.now();
+        m_probe.reset_peaks();
+        m_sampler.start();
+    }
+    json finish(std::int64_t calls_before, std::int64_t inputs_bytes) {
+        m_dev.synchronize();
+        const auto last = m_probe.now();
+        const auto report = m_sampler.stop();
+        measure::memory_reading reading{m_probe.driver_level(),
+                                        m_probe.device_wide(),
+                                        m_probe.unavailable(),
+                                        m_baseline,
+                                        last,
+                                        m_probe.counter_peaks(),
+                                        report,
+                                        1,
+                                        inputs_bytes};
+        auto f = measure::memory_figures(reading);
+        f["calls_before_in_process"] = calls_before;
+        f["what"] = "the variant's first call (the correctness pass's), watched from just before "
+                    "it: one-time work shows here, not in the steady-state peaks, where no call "
+                    "before it in this process (calls_before_in_process) did that work already";
+        return f;
+    }
+
+  private:
+    backend::device& m_dev;
+    backend::memory_probe& m_probe;
+    measure::memory_sampler m_sampler;
+    backend::memory_sample m_baseline;
+};
+
 json sample_json(const backend::memory_sample& s) {
     auto level = [](const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); };
     return json{{"driver_bytes", level(s.driver)},
@@ -243,9 +288,15 @@ class group_runner {
             const bool ok = guarded({v}, std::nullopt, "", [&] {
                 json said = json::object();
                 const workloads::call_context call(m_ctx.dev, &said);
+                std::optional<call_watch> watch;
+                if (m_ledgers.has(ledger::memory))
+                    watch.emplace(m_ctx.dev);
+                const auto before = g_calls_in_process++;
                 auto out = m_g.w->run(v, *m_g.c, call, dev_inputs);
                 m_call_facts[v] = std::move(said);
                 m_ctx.dev.synchronize();
+                if (watch)
+                    m_first_call[v] = watch->finish(before, dev_inputs.bytes());
                 if (check)
                     outputs[v] = out.to(at::kCPU);
             });
@@ -471,6 +522,8 @@ class group_runner {
                                             dev_inputs.bytes()};
             auto r = record::make(ledger::memory, id(variant));
             r.figures = measure::memory_figures(reading);
+            if (const auto it = m_first_call.find(variant); it != m_first_call.end())
+                r.figures["first_call"] = it->second;
             emit(r);
         });
     }
@@ -481,6 +534,7 @@ class group_runner {
     run_summary& m_summary;
     ledger_set m_ledgers;
     std::map<std::string, json> m_call_facts; // per variant, from its correctness-pass call
+    std::map<std::string, json> m_first_call; // per variant: memory around that call
     std::string m_pass = "inputs";
 };
 

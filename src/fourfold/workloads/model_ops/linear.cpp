@@ -17,30 +17,40 @@ static_assert(k_native_linear_max_tokens == kernels::k_gemv_max_tokens);
 #endif
 
 // fourfold's GEMV (kernels/gemv.cu): the weight streamed once in 16-byte loads, the bias fused
-// into the one rounding of the output.
+// into the one rounding of the output; with `norm` defined, RMSNorm(x) with that weight fused in
+// front, or an undefined tensor where the plan does not take it.
 at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                         const call_context* ctx) {
+                         const call_context* ctx, const at::Tensor& norm = {}, double eps = 0) {
 #if FOURFOLD_WITH_KERNELS
     if (!ctx)
         throw std::logic_error("the native linear needs a call context (its stream)");
     if (b.defined() && b.stride(0) != 1)
         throw std::logic_error("linear native: bias must be contiguous");
-    auto y = at::empty({x.size(0), w.size(0)}, x.options());
+    if (norm.defined() && (norm.dim() != 1 || norm.size(0) != x.size(1) || norm.stride(0) != 1 ||
+                           norm.scalar_type() != x.scalar_type()))
+        throw std::logic_error("linear native: the norm weight must be [K], contiguous, x's dtype");
     kernels::gemv_args a;
     a.x = x.data_ptr();
     a.w = w.data_ptr();
     a.bias = b.defined() ? b.data_ptr() : nullptr;
-    a.y = y.data_ptr();
     a.tokens = x.size(0);
     a.n = w.size(0);
     a.k = w.size(1);
     a.ld_x = x.stride(0);
     a.ld_w = w.stride(0);
-    a.ld_y = y.stride(0);
     a.inc_x = x.stride(1);
     a.inc_w = w.stride(1);
     a.type = native::elem_of(x.scalar_type());
+    if (norm.defined()) {
+        a.norm_weight = norm.data_ptr();
+        a.norm_eps = eps;
+    }
     const auto plan = kernels::plan_gemv(a, native::limits(*ctx));
+    if (norm.defined() && !plan.fused_norm)
+        return {};
+    auto y = at::empty({x.size(0), w.size(0)}, x.options());
+    a.y = y.data_ptr();
+    a.ld_y = y.stride(0);
     if (ctx->wants_facts())
         ctx->fact("kernel", json{{"path", plan.describe()},
                                  {"vectorised", plan.vectorised},
@@ -50,7 +60,8 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
                                  {"split_k", plan.k_split},
                                  {"blocks", plan.blocks},
                                  {"threads_per_block", plan.threads},
-                                 {"bias", b.defined() ? "fused" : "none"}});
+                                 {"bias", b.defined() ? "fused" : "none"},
+                                 {"rms_norm", plan.fused_norm ? "fused" : "none"}});
     native::check(kernels::launch_gemv(plan, a, native::stream(*ctx)), "gemv");
     return y;
 #else
@@ -58,11 +69,20 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
     (void)w;
     (void)b;
     (void)ctx;
+    (void)norm;
+    (void)eps;
     throw std::logic_error("linear native ran in a build without native kernels");
 #endif
 }
 
 } // namespace
+
+at::Tensor native_linear_rms_normed(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
+                                    const at::Tensor& w, const call_context& ctx) {
+    if (!norm_weight.defined())
+        throw std::logic_error("native_linear_rms_normed: the norm weight is undefined");
+    return native_linear(x, w, at::Tensor(), &ctx, norm_weight, eps);
+}
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, op_path path,
                   const call_context* ctx) {

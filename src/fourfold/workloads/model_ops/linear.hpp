@@ -22,4 +22,12 @@ inline constexpr std::int64_t k_native_linear_max_tokens = 8;
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, op_path path,
                   const call_context* ctx = nullptr);
 
+// y = RMSNorm(x) W^T in one launch of fourfold's GEMV: x [tokens, K] un-normalised (a decoder's
+// residual stream), norm_weight [K], the norm's value and its one rounding those of
+// kernels/rmsnorm.cu (and of the norm before linear() in the decoder), computed inside every
+// block of the GEMV. An undefined tensor where the GEMV's plan does not take the fusion (it
+// needs the balanced path: see kernels/gemv.hpp); the caller then runs the norm on its own.
+at::Tensor native_linear_rms_normed(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
+                                    const at::Tensor& w, const call_context& ctx);
+
 } // namespace fourfold::workloads::model_ops

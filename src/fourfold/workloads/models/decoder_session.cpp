@@ -206,8 +206,10 @@ decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
         const auto ap = kernels::plan_decode_attention(aa, lim);
         if (!ap.valid.empty())
             throw std::invalid_argument("decoder_session: native decode attention: " + ap.valid);
+        // zeroed once: the attention kernel's per-head counters live in it (they reset
+        // themselves at the end of every launch)
         m_attention_workspace =
-            at::empty({std::max<std::int64_t>(1, ap.workspace_bytes / 4)}, opts.dtype(at::kFloat));
+            at::zeros({std::max<std::int64_t>(1, ap.workspace_bytes / 4)}, opts.dtype(at::kFloat));
         kernels::argmax_args ga;
         ga.n = c.vocab;
         ga.tokens = m_seq.data_ptr<std::int64_t>();
@@ -381,8 +383,9 @@ class step_log {
 };
 
 std::string gemv_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
-                         const call_context& ctx) {
+                         const call_context& ctx, const at::Tensor& norm = {}) {
     kernels::gemv_args a;
+    a.norm_weight = norm.defined() ? norm.data_ptr() : nullptr;
     a.x = x.data_ptr();
     a.w = w.data_ptr();
     a.bias = bias.defined() ? bias.data_ptr() : nullptr;
@@ -457,15 +460,28 @@ void decoder_session::step_native() {
             log.add("", "");
         return model_ops::linear(x, w, bias, m_paths.linear, &ctx);
     };
+    // RMSNorm(x (+ pending)) W^T: one launch (the norm inside the GEMV's blocks) where there is
+    // no residual to add or row to gather and the GEMV's plan takes it, else the norm, then W.
+    auto normed_linear = [&](at::Tensor& x, const at::Tensor& pending, const at::Tensor& weight,
+                             bool gather, const at::Tensor& w, const char* what) {
+        if (!gather && !pending.defined() && m_paths.linear == op_path::native) {
+            auto y = model_ops::native_linear_rms_normed(x, weight, c.rms_eps, w, ctx);
+            if (y.defined()) {
+                log.add(log.on() ? fmt::format("gemv {} (RMSNorm fused)", what) : "",
+                        log.on() ? gemv_plan_of(x, w, Tensor(), ctx, weight) : "");
+                return y;
+            }
+        }
+        const auto h = norm(x, pending, weight, gather);
+        return linear(h, w, Tensor(), what);
+    };
 
     auto x = at::empty({1, c.hidden}, opts);
     at::Tensor pending;
-    at::Tensor h;
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
-        h = norm(x, pending, lw.input_norm, l == 0);
+        const auto qkv = normed_linear(x, pending, lw.input_norm, l == 0, lw.qkv, "qkv");
         pending = at::Tensor();
-        const auto qkv = linear(h, lw.qkv, Tensor(), "qkv");
 
         auto q = at::empty({1, c.q_dim()}, opts);
         auto kc = m_k[l], vc = m_v[l];
@@ -513,16 +529,17 @@ void decoder_session::step_native() {
 
         // the residual add as the o projection's bias: x + o(attn), rounded once
         x = linear(attn, lw.o, x.view({c.hidden}), "o (+ residual as bias)");
-        h = norm(x, Tensor(), lw.post_attention_norm, false);
         if (c.is_moe_layer(l)) {
             // added to the residual stream by the next norm (residual add fused)
+            const auto h = norm(x, Tensor(), lw.post_attention_norm, false);
             pending = decoder_mlp(c, lw, l, h, m_paths, &ctx);
             // the MoE path is the decode variant's (native_decoder_paths())
             log.add("moe_ffn (model_ops, libtorch ops)",
                     log.on() ? std::string(to_string(m_paths.moe)) : "", 0);
             continue;
         }
-        const auto gu = linear(h, lw.gate_up, Tensor(), "gate_up");
+        const auto gu =
+            normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up, "gate_up");
         const auto width = gu.size(1) / 2;
         auto act = at::empty({1, width}, opts);
         kernels::swiglu_args sa;
@@ -538,8 +555,7 @@ void decoder_session::step_native() {
         native::check(kernels::launch_swiglu(sp, sa, stream), "swiglu");
         x = linear(act, lw.down, x.view({c.hidden}), "down (+ residual as bias)");
     }
-    h = norm(x, pending, m_w->final_norm, false);
-    const auto logits = linear(h, m_w->lm_head, Tensor(), "lm_head");
+    const auto logits = normed_linear(x, pending, m_w->final_norm, false, m_w->lm_head, "lm_head");
     m_logits = logits; // a captured step's logits stay where the graph writes them
     if (!m_teacher_forced) {
         kernels::argmax_args ga;
