@@ -238,7 +238,7 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
 // where it does not.
 TEST(native, gemv_with_the_rms_norm_fused_matches_the_float64_reference) {
     REQUIRE_NATIVE(dev);
-    const std::int64_t wave = 4 * dev->caps().sm_count; // one token's resident blocks
+    const std::int64_t wave = 4 * dev->caps().compute_units; // one token's resident blocks
     for (const auto t : k_types) {
         const std::int64_t k = t == dtype::fp32 ? 520 : 1032;
         for (const auto& [tokens, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
