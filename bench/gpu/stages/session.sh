@@ -56,3 +56,48 @@ for i in range(0, len(packed), part):
 print(f"store {sys.argv[1]}: {len(packed) >> 20} MiB compressed, {(len(packed) + part - 1) // part} part(s)")
 PY
 }
+
+# Session 21 (2026-12-01), second call: the fused-norm GEMV and the native decode's kernels (gpu
+# tests), the fused norm at the op level, llama3-8b's native decode beside stock at ctx 512 and
+# 2048, and the VAE decode's first-call memory with cudnn.benchmark off and on. Every step has
+# its own limit (about 7.5 minutes with a cold build).
+stage_s21_b() {
+    local t0=$SECONDS
+    timeout 200 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='native.gemv*:decode_native_cuda.*:decode_attention_cuda.*:rmsnorm_cuda.*:rope_kv_cuda.*:swiglu_cuda.*:argmax_cuda.*' \
+        >"$OUT/s21_tests.txt" 2>&1
+    echo "gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure$|rel L2|fused norms" "$OUT/s21_tests.txt" | head -30
+    : >"$OUT/s21.txt"
+    timeout 45 $BIN run --workload linear_decode --shape 1x6144x4096,1x28672x4096,1x128256x4096 \
+        --param rms_norm=0,1 --dtype bf16 --variants stock,native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s21-norm --quiet >>"$OUT/s21.txt" 2>&1
+    echo "linear_decode rms_norm: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*(graph|PASS|FAIL|skipped)" "$OUT/s21.txt" | head -24
+    timeout 150 $BIN decode --model llama3-8b --variants stock,native --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s21-llama --quiet >>"$OUT/s21.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
+    $BIN compare s21-llama --baseline-variant stock --db "$DB" >>"$OUT/s21.txt" 2>&1
+    grep -E "^decode|tokens/s|FASTER|SLOWER|SAME" "$OUT/s21.txt" | head -24
+    timeout 100 $BIN run --workload vae_decode --dtype fp32 --param cudnn_benchmark=0,1 \
+        --variants stock --device cuda --ledgers memory --db "$DB" --label s21-vae-mem \
+        --quiet >>"$OUT/s21.txt" 2>&1
+    echo "vae_decode first-call memory: exit $? after $((SECONDS - t0)) s"
+    $BIN export --format json --run s21-vae-mem --db "$DB" >/tmp/s21-vae-mem.json 2>/dev/null &&
+        python3 - /tmp/s21-vae-mem.json <<'PY'
+import json, sys
+G = 2**30
+for r in json.load(open(sys.argv[1]))["records"]:
+    if r["ledger"] != "memory":
+        continue
+    f = r.get("figures", {})
+    def lv(d):
+        return " ".join(f"{k} {d.get(k + '_peak_bytes') / G:.3f}" if d.get(k + "_peak_bytes") is not None
+                        else f"{k} -" for k in ("driver", "reserved", "allocated"))
+    fc = f.get("first_call", {})
+    print(f"vae_decode {r['params']} {r['variant']} {r.get('status')}: steady {lv(f)} GiB; "
+          f"first call {lv(fc)} GiB (calls before {fc.get('calls_before_in_process')}, "
+          f"driver peak at {fc.get('driver_peak_t_ms')} ms)")
+PY
+}
