@@ -153,6 +153,12 @@ TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     EXPECT_TRUE(qkv.balanced);
     EXPECT_TRUE(qkv.fused_norm);
     EXPECT_NE(qkv.describe().find("RMSNorm fused"), std::string::npos) << qkv.describe();
+    EXPECT_EQ(qkv.shared_bytes, 4096 * 2); // the normalised x, one token
+    EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 4096), h200()).shared_bytes, 0);
+    // rows whose normalised copy would not fit 48 KiB of shared memory: the norm goes alone
+    const auto wide = plan_gemv(with_norm(gemv_of(1, 4096, 32768)), h200());
+    EXPECT_TRUE(wide.balanced);
+    EXPECT_NE(wide.valid.find("shared memory"), std::string::npos) << wide.valid;
     EXPECT_FALSE(plan_gemv(gemv_of(1, 6144, 4096), h200()).fused_norm);
     // off the balanced path the plan refuses, and says where the norm must go
     const auto small = plan_gemv(with_norm(gemv_of(1, 768, 2048)), h200());

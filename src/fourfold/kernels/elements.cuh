@@ -3,6 +3,7 @@
 // floats, and conversions. Only included by .cu files.
 #include "fourfold/kernels/kernel_api.hpp"
 
+#include <cstddef>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -118,13 +119,15 @@ template <class Launch> launch_status by_element(elem e, Launch&& launch) {
 // the plan decides) as a programmatic dependent launch, which may overlap the previous kernel's
 // last blocks (the kernel then calls dependency_wait(), see above). Graph capture keeps the
 // edge programmatic.
+// (with `smem` bytes of dynamic shared memory, at most 48 KiB)
 template <typename... Params, typename... Args>
-cudaError_t launch_serialised_after(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                    stream_t stream, bool dependent, Args&&... args) {
+cudaError_t launch_serialised_after_smem(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                         std::size_t smem, stream_t stream, bool dependent,
+                                         Args&&... args) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -132,6 +135,12 @@ cudaError_t launch_serialised_after(void (*kernel)(Params...), dim3 grid, dim3 b
     cfg.attrs = attr;
     cfg.numAttrs = dependent ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+template <typename... Params, typename... Args>
+cudaError_t launch_serialised_after(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                    stream_t stream, bool dependent, Args&&... args) {
+    return launch_serialised_after_smem(kernel, grid, block, 0, stream, dependent,
+                                        std::forward<Args>(args)...);
 }
 
 } // namespace fourfold::kernels

@@ -300,9 +300,11 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 //
 // NORM: x holds un-normalised rows (the residual stream) and the GEMV multiplies RMSNorm(x) by W:
 // every block first sums each token's squares over K (a fixed thread order and reduction tree,
-// so every block derives the same 1 / rms), then each x element is taken as
-// round_T(x * inv * norm_weight), the value and the one rounding kernels/rmsnorm.cu writes: the
-// norm's launch, its write and the GEMV's read of it go.
+// so every block derives the same 1 / rms), then writes round_T(x * inv * norm_weight), the value
+// and the one rounding kernels/rmsnorm.cu writes, to shared memory (T x K elements, the launch's
+// dynamic shared memory), where the steps read it as they read x otherwise: the norm's launch,
+// its write and the GEMV's read of it go. (Normalising each x element again for every row, the
+// first version, cost 5-80 µs a call: ALU work per weight element, H200, build a9a4870.)
 template <typename T, int TOK, bool NORM>
 __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -359,10 +361,10 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
                     prefetch_l2(w0 + (i / steps) * ldv + v);
             }
     dependency_wait();
-    float inv[TOK]; // 1 / rms of each token's row (NORM)
-    const uint4* nv = reinterpret_cast<const uint4*>(norm_weight);
+    extern __shared__ uint4 normed[]; // NORM: T x kv vectors of RMSNorm(x)
     if constexpr (NORM) {
         __shared__ float scratch[32];
+        const uint4* nv = reinterpret_cast<const uint4*>(norm_weight);
 #pragma unroll
         for (int t = 0; t < TOK; ++t) {
             float ss = 0.f;
@@ -374,8 +376,19 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
                     ss = fmaf(xf[j], xf[j], ss);
             }
             ss = block_sum(ss, scratch);
-            inv[t] = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
+            const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
+            for (int v = threadIdx.x; v < kv; v += blockDim.x) {
+                float xf[VEC], nf[VEC];
+                P::unpack(__ldg(xv[t] + v), xf);
+                P::unpack(__ldg(nv + v), nf);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    xf[j] = xf[j] * inv * nf[j];
+                normed[t * kv + v] = P::pack(xf);
+            }
+            xv[t] = normed + t * kv;
         }
+        __syncthreads();
     }
     if (lo < hi) {
         int row = lo / steps, s = lo % steps;
@@ -401,19 +414,15 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
                 const int v = s * 32 * U + u * 32 + lane;
                 if (v >= kv)
                     continue; // (the loads were zero alike)
-                float wf[VEC], nf[VEC];
+                float wf[VEC];
                 P::unpack(cur[u], wf);
-                if constexpr (NORM)
-                    P::unpack(__ldg(nv + v), nf);
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float xf[VEC];
-                    P::unpack(__ldg(xv[t] + v), xf);
                     if constexpr (NORM)
-#pragma unroll
-                        for (int j = 0; j < VEC; ++j)
-                            xf[j] = element<T>::to_float(
-                                element<T>::from_float(xf[j] * inv[t] * nf[j]));
+                        P::unpack(xv[t][v], xf); // shared memory
+                    else
+                        P::unpack(__ldg(xv[t] + v), xf);
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
                         acc[t] = fmaf(wf[j], xf[j], acc[t]);
@@ -631,7 +640,9 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
         const auto* nw = static_cast<const T*>(a.norm_weight);
         const auto eps = static_cast<float>(a.norm_eps);
         if (p.fused_norm)
-            return launch(gemv_balanced<T, TOK, true>, nw, eps);
+            return status_of(launch_serialised_after_smem(
+                gemv_balanced<T, TOK, true>, grid, block, p.shared_bytes, stream, dep, x, w, b, y,
+                a.n, nkv, a.ld_x, a.ld_w, a.ld_y, nw, eps));
         return launch(gemv_balanced<T, TOK, false>, nw, eps);
     }
     if (p.streamed) {

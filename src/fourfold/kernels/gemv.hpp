@@ -13,6 +13,8 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_gemv_max_tokens = 8;
+// the normalised x of a fused RMSNorm, in a block's dynamic shared memory (no opt-in needed)
+inline constexpr std::int64_t k_gemv_norm_max_shared_bytes = 48 * 1024;
 // Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
 // split so the grid fills whole waves of them.
 // (FMA path: 4 for one token, whose kernels fit 64 registers, 2 beyond)
@@ -32,8 +34,9 @@ struct gemv_args {
     elem type = elem::bf16;
     // RMSNorm fused in front (K elements, or nullptr): x holds the un-normalised rows and the
     // GEMV multiplies round(x / rms(x) * norm_weight) by W, the value kernels/rmsnorm.cu writes
-    // (rms over each token's K, + norm_eps inside the root). The balanced path only: where the
-    // plan takes another, it refuses (`valid`), and the caller runs the norm on its own.
+    // (rms over each token's K, + norm_eps inside the root), kept in shared memory (T x K
+    // elements, at most 48 KiB). The balanced path only: where the plan takes another, or the
+    // rows do not fit, it refuses (`valid`), and the caller runs the norm on its own.
     const void* norm_weight = nullptr;
     double norm_eps = 1e-6;
 };
@@ -52,7 +55,8 @@ struct gemv_plan {
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)
     bool dependent_launch = false;
-    bool fused_norm = false; // gemv_args::norm_weight applied inside (gemv_balanced)
+    bool fused_norm = false;       // gemv_args::norm_weight applied inside (gemv_balanced)
+    std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the normalised x)
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

@@ -114,7 +114,15 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
                 p.valid = "a fused RMSNorm's eps must be >= 0";
                 return p;
             }
+            const std::int64_t bytes = a.tokens * a.k * es;
+            if (bytes > k_gemv_norm_max_shared_bytes) {
+                p.valid = "a fused RMSNorm keeps T x K elements in shared memory, at most " +
+                          std::to_string(k_gemv_norm_max_shared_bytes) + " bytes; " +
+                          std::to_string(bytes) + " here: run the norm on its own";
+                return p;
+            }
             p.fused_norm = true;
+            p.shared_bytes = bytes;
         }
         return p;
     }
