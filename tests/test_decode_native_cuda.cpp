@@ -139,17 +139,18 @@ TEST(decode_native_cuda, native_logits_follow_stock_teacher_forced_eager_and_rep
     }
 }
 
-// A Llama-shaped model big enough for the GEMV's balanced path (hidden 1024, q/k/v 3072 rows,
-// gate/up 3072, vocab 4096): the input, post-attention and final norms go into the q/k/v,
-// gate/up and LM-head GEMVs (one launch each, the step's facts say so), and the logits are as
-// close to float32 as stock's (the criterion above).
-TEST(decode_native_cuda, norms_fused_into_the_gemv_follow_float32_like_stock) {
+// A Llama-shaped model big enough for the GEMV's balanced path on an H200 (hidden 2560, q/k/v
+// 3584 rows, gate/up 3072, down 2560 rows of 1536, vocab 4096: 2112 rows or more each): the input,
+// post-attention and final norms go into the q/k/v, gate/up and LM-head GEMVs and the SwiGLU into
+// the down projection's (one launch each, the step's facts say so), and the logits are as close to
+// float32 as stock's (the criterion above).
+TEST(decode_native_cuda, norms_and_swiglu_fused_into_the_gemv_follow_float32_like_stock) {
     REQUIRE_NATIVE(dev);
     auto c = *find_preset("tiny-llama");
-    c.hidden = 1024;
+    c.hidden = 2560;
     c.intermediate = 1536;
-    c.heads = 8;
-    c.kv_heads = 8;
+    c.heads = 20;
+    c.kv_heads = 4;
     c.head_dim = 128;
     c.vocab = 4096;
     const auto w = std::make_shared<const decoder_weights>(
@@ -172,12 +173,14 @@ TEST(decode_native_cuda, norms_fused_into_the_gemv_follow_float32_like_stock) {
     s.step();
     const auto& k = s.native_step_facts()["kernels"];
     ASSERT_TRUE(k.is_object()) << s.native_step_facts().dump();
-    for (const char* fused : {"gemv qkv (RMSNorm fused)", "gemv gate_up (RMSNorm fused)",
-                              "gemv lm_head (RMSNorm fused)"})
+    for (const char* fused :
+         {"gemv qkv (RMSNorm fused)", "gemv gate_up (RMSNorm fused)",
+          "gemv lm_head (RMSNorm fused)", "gemv down (SwiGLU fused, + residual as bias)"})
         EXPECT_TRUE(k.contains(fused)) << fused << ": " << k.dump();
     // the only norm left is layer 0's, with the embedding gather
     EXPECT_EQ(k["rmsnorm (embedding gather fused)"]["launches"], 1) << k.dump();
     EXPECT_FALSE(k.contains("rmsnorm")) << k.dump();
+    EXPECT_FALSE(k.contains("swiglu")) << k.dump();
     EXPECT_EQ(k["gemv qkv (RMSNorm fused)"]["launches"], c.layers - 1) << k.dump();
 }
 

@@ -232,31 +232,38 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
                         json{{"tokens", s.t}, {"n", s.n}, {"k", s.k}, {"bias", bias}}, t);
 }
 
-// RMSNorm fused into the GEMV (rms_norm=1): PASS against RMSNorm-then-linear in float64 with
-// stock's tolerance where the balanced path takes it (one token from 4 rows a block of the wave,
-// 2 or more tokens off the tensor-core path: K not a multiple of 32), a skip with its reason
-// where it does not.
-TEST(native, gemv_with_the_rms_norm_fused_matches_the_float64_reference) {
+// A prologue fused into the GEMV (prologue=rms_norm, swiglu): PASS against the prologue then the
+// linear in float64 with stock's tolerance where the balanced path takes it (one token from 4
+// rows a block of the wave, 2 or more tokens off the tensor-core path: K not a multiple of 32),
+// a skip with its reason where it does not.
+TEST(native, gemv_with_a_fused_prologue_matches_the_float64_reference) {
     REQUIRE_NATIVE(dev);
     const std::int64_t wave = 4 * dev->caps().compute_units; // one token's resident blocks
-    for (const auto t : k_types) {
-        const std::int64_t k = t == dtype::fp32 ? 520 : 1032;
-        for (const auto& [tokens, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-                 {1, 4 * wave}, {1, 4 * wave + 13}, {3, 2 * wave + 7}}) {
-            if (too_big(n * k))
-                continue;
-            expect_native_passes(*dev, "linear_decode",
-                                 json{{"tokens", tokens}, {"n", n}, {"k", k}, {"rms_norm", true}},
-                                 t);
+    for (const char* pro : {"rms_norm", "swiglu"})
+        for (const auto t : k_types) {
+            const std::int64_t k = t == dtype::fp32 ? 520 : 1032;
+            for (const auto& [tokens, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+                     {1, 4 * wave}, {1, 4 * wave + 13}, {3, 2 * wave + 7}}) {
+                if (too_big(n * k))
+                    continue;
+                expect_native_passes(
+                    *dev, "linear_decode",
+                    json{{"tokens", tokens}, {"n", n}, {"k", k}, {"prologue", pro}}, t);
+            }
         }
-    }
-    const auto r = run_native(*dev,
-                              {{"linear_decode",
-                                json{{"tokens", 1}, {"n", 768}, {"k", 2048}, {"rms_norm", true}},
-                                dtype::bf16,
-                                {"stock", "native"},
-                                ""}},
-                              "correctness");
+    // with the bias a down projection takes (the residual)
+    expect_native_passes(
+        *dev, "linear_decode",
+        json{{"tokens", 1}, {"n", 4 * wave}, {"k", 1032}, {"bias", true}, {"prologue", "swiglu"}},
+        dtype::bf16);
+    const auto r =
+        run_native(*dev,
+                   {{"linear_decode",
+                     json{{"tokens", 1}, {"n", 768}, {"k", 2048}, {"prologue", "rms_norm"}},
+                     dtype::bf16,
+                     {"stock", "native"},
+                     ""}},
+                   "correctness");
     const auto* native = find_record(r, ledger::correctness, "native");
     ASSERT_TRUE(native);
     EXPECT_EQ(native->status, record_status::skipped);

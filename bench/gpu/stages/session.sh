@@ -70,9 +70,9 @@ stage_s21_b() {
     grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure$|rel L2|fused norms" "$OUT/s21_tests.txt" | head -30
     : >"$OUT/s21.txt"
     timeout 45 $BIN run --workload linear_decode --shape 1x6144x4096,1x28672x4096,1x128256x4096 \
-        --param rms_norm=0,1 --dtype bf16 --variants stock,native --device cuda \
+        --param prologue=none,rms_norm,swiglu --dtype bf16 --variants stock,native --device cuda \
         --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s21-norm --quiet >>"$OUT/s21.txt" 2>&1
-    echo "linear_decode rms_norm: exit $? after $((SECONDS - t0)) s"
+    echo "linear_decode prologues: exit $? after $((SECONDS - t0)) s"
     grep -E "^linear_decode .*(graph|PASS|FAIL|skipped)" "$OUT/s21.txt" | head -24
     timeout 150 $BIN decode --model llama3-8b --variants stock,native --mode graph --ctx 512,2048 \
         --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
@@ -100,4 +100,48 @@ for r in json.load(open(sys.argv[1]))["records"]:
           f"first call {lv(fc)} GiB (calls before {fc.get('calls_before_in_process')}, "
           f"driver peak at {fc.get('driver_peak_t_ms')} ms)")
 PY
+}
+
+# Session 21, third call: the fused prologues (gpu tests, op figures, llama3-8b native decode),
+# then the VAE's gpu tests (the wrong-pad variant must FAIL on the GPU) and E6's round trip with
+# TF32 on and in bf16 (TF32 off was measured at f236362). About 8 minutes with a cold build.
+stage_s21_c() {
+    local t0=$SECONDS
+    stage_s21_b_ops_and_decode
+    timeout 130 $BUILD/tests/fourfold_gpu_tests --gtest_filter='vae_cuda.*' >"$OUT/s21_vae_tests.txt" 2>&1
+    echo "vae gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|vae_roundtrip|PSNR|Failure" "$OUT/s21_vae_tests.txt" | head -20
+    timeout -s INT 75 $BIN run --workload vae_roundtrip --dtype fp32 --param tf32=1 --device cuda \
+        --min-time 0.1 --label s21-vae-rt --db "$DB" --quiet >>"$OUT/s21.txt" 2>&1
+    echo "vae_roundtrip fp32 tf32=1: exit $? after $((SECONDS - t0)) s"
+    timeout -s INT 60 $BIN run --workload vae_roundtrip --dtype bf16 --device cuda \
+        --min-time 0.1 --label s21-vae-rt-bf16 --db "$DB" --quiet >>"$OUT/s21.txt" 2>&1
+    echo "vae_roundtrip bf16: exit $? after $((SECONDS - t0)) s"
+    grep -E "^vae_roundtrip" "$OUT/s21.txt" | head -40
+}
+
+# The op figures of the fused prologues and llama3-8b's native decode beside stock (ctx 512 and
+# 2048), with the gpu tests of the GEMV and the native decode first.
+stage_s21_b_ops_and_decode() {
+    local t0=$SECONDS
+    timeout 120 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='native.gemv*:decode_native_cuda.*:rmsnorm_cuda.*:swiglu_cuda.*' \
+        >"$OUT/s21_tests.txt" 2>&1
+    echo "gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure$|rel L2|fused" "$OUT/s21_tests.txt" | head -30
+    : >"$OUT/s21.txt"
+    timeout 55 $BIN run --workload linear_decode --shape 1x6144x4096,1x28672x4096,1x128256x4096 \
+        --param prologue=none,rms_norm --dtype bf16 --variants stock,native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s21-norm --quiet >>"$OUT/s21.txt" 2>&1
+    echo "linear_decode rms_norm: exit $? after $((SECONDS - t0)) s"
+    timeout 30 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu \
+        --param bias=1 --dtype bf16 --variants stock,native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s21-swiglu --quiet >>"$OUT/s21.txt" 2>&1
+    echo "linear_decode swiglu: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s21.txt" | head -30
+    timeout 100 $BIN decode --model llama3-8b --variants stock,native --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
+        --label s21-llama --quiet >>"$OUT/s21.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph" "$OUT/s21.txt" | head -8
 }

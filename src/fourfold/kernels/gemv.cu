@@ -298,14 +298,24 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 // Why: with rows as the unit of work, N rows over W resident warps take ceil(N / W) row times
 // where N / W would do (14336 rows: 4 where 3.4 would; 6144: 2 where 1.45 would).
 //
-// NORM: x holds un-normalised rows (the residual stream) and the GEMV multiplies RMSNorm(x) by W:
-// every block first sums each token's squares over K (a fixed thread order and reduction tree,
-// so every block derives the same 1 / rms), then writes round_T(x * inv * norm_weight), the value
-// and the one rounding kernels/rmsnorm.cu writes, to shared memory (T x K elements, the launch's
-// dynamic shared memory), where the steps read it as they read x otherwise: the norm's launch,
-// its write and the GEMV's read of it go. (Normalising each x element again for every row, the
-// first version, cost 5-80 µs a call: ALU work per weight element, H200, build a9a4870.)
-template <typename T, int TOK, bool NORM>
+// PRO, a prologue that makes the x the steps read, once per block, in shared memory (T x K
+// elements, the launch's dynamic shared memory), read there as x is read otherwise:
+// k_pro_norm: x holds un-normalised rows (the residual stream) and the GEMV multiplies RMSNorm(x)
+// by W: every block first sums each token's squares over K (a fixed thread order and reduction
+// tree, so every block derives the same 1 / rms), then writes round_T(x * inv * norm_weight), the
+// value and the one rounding kernels/rmsnorm.cu writes, to shared memory (T x K elements, the
+// launch's dynamic shared memory), where the steps read it as they read x otherwise: the norm's
+// launch, its write and the GEMV's read of it go. (Normalising each x element again for every row,
+// the first version, cost 5-80 µs a call: ALU work per weight element, H200, build a9a4870.)
+// k_pro_swiglu: x holds [gate | up] rows of 2K elements and the GEMV multiplies
+// round_T(silu(gate) * up), kernels/swiglu.cu's value and rounding: the SwiGLU's launch goes.
+constexpr int k_pro_none = 0, k_pro_norm = 1, k_pro_swiglu = 2;
+
+__device__ __forceinline__ float silu(float g) {
+    return g / (1.f + expf(-g)); // kernels/swiglu.cu's
+}
+
+template <typename T, int TOK, int PRO>
 __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                   T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
@@ -361,8 +371,24 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
                     prefetch_l2(w0 + (i / steps) * ldv + v);
             }
     dependency_wait();
-    extern __shared__ uint4 normed[]; // NORM: T x kv vectors of RMSNorm(x)
-    if constexpr (NORM) {
+    extern __shared__ uint4 normed[]; // PRO: T x kv vectors of the x the steps read
+    if constexpr (PRO == k_pro_swiglu) {
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) {
+            for (int v = threadIdx.x; v < kv; v += blockDim.x) {
+                float g[VEC], up[VEC];
+                P::unpack(__ldg(xv[t] + v), g);
+                P::unpack(__ldg(xv[t] + kv + v), up);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    g[j] = silu(g[j]) * up[j];
+                normed[t * kv + v] = P::pack(g);
+            }
+            xv[t] = normed + t * kv;
+        }
+        __syncthreads();
+    }
+    if constexpr (PRO == k_pro_norm) {
         __shared__ float scratch[32];
         const uint4* nv = reinterpret_cast<const uint4*>(norm_weight);
 #pragma unroll
@@ -419,7 +445,7 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float xf[VEC];
-                    if constexpr (NORM)
+                    if constexpr (PRO != k_pro_none)
                         P::unpack(xv[t][v], xf); // shared memory
                     else
                         P::unpack(__ldg(xv[t] + v), xf);
@@ -639,11 +665,13 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
     if (p.balanced) {
         const auto* nw = static_cast<const T*>(a.norm_weight);
         const auto eps = static_cast<float>(a.norm_eps);
-        if (p.fused_norm)
-            return status_of(launch_serialised_after_smem(
-                gemv_balanced<T, TOK, true>, grid, block, p.shared_bytes, stream, dep, x, w, b, y,
-                a.n, nkv, a.ld_x, a.ld_w, a.ld_y, nw, eps));
-        return launch(gemv_balanced<T, TOK, false>, nw, eps);
+        if (p.fused_norm || p.fused_swiglu)
+            return status_of(
+                launch_serialised_after_smem(p.fused_norm ? gemv_balanced<T, TOK, k_pro_norm>
+                                                          : gemv_balanced<T, TOK, k_pro_swiglu>,
+                                             grid, block, p.shared_bytes, stream, dep, x, w, b, y,
+                                             a.n, nkv, a.ld_x, a.ld_w, a.ld_y, nw, eps));
+        return launch(gemv_balanced<T, TOK, k_pro_none>, nw, eps);
     }
     if (p.streamed) {
         switch (p.rows_per_warp) {

@@ -13,7 +13,7 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_gemv_max_tokens = 8;
-// the normalised x of a fused RMSNorm, in a block's dynamic shared memory (no opt-in needed)
+// the x of a fused RMSNorm or SwiGLU, in a block's dynamic shared memory (no opt-in needed)
 inline constexpr std::int64_t k_gemv_norm_max_shared_bytes = 48 * 1024;
 // Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
 // split so the grid fills whole waves of them.
@@ -39,6 +39,10 @@ struct gemv_args {
     // rows do not fit, it refuses (`valid`), and the caller runs the norm on its own.
     const void* norm_weight = nullptr;
     double norm_eps = 1e-6;
+    // SwiGLU fused in front: x holds [gate | up] rows of 2K elements (ld_x >= 2K) and the GEMV
+    // multiplies round(silu(gate) * up), the value kernels/swiglu.cu writes, kept in shared
+    // memory like the norm's (the balanced path only; not with norm_weight).
+    bool swiglu_x = false;
 };
 
 struct gemv_plan {
@@ -56,7 +60,8 @@ struct gemv_plan {
     // and waits for it before reading x (kernels/elements.cuh)
     bool dependent_launch = false;
     bool fused_norm = false;       // gemv_args::norm_weight applied inside (gemv_balanced)
-    std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the normalised x)
+    bool fused_swiglu = false;     // gemv_args::swiglu_x applied inside (gemv_balanced)
+    std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the prologue's x)
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

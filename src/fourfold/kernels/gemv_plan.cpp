@@ -21,6 +21,8 @@ std::string gemv_plan::describe() const {
         s += ", dependent launch";
     if (fused_norm)
         s += ", RMSNorm fused";
+    if (fused_swiglu)
+        s += ", SwiGLU fused";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
@@ -105,31 +107,42 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.rows_per_warp = 1;
         p.unroll = 4;
         p.blocks = static_cast<std::int64_t>(capacity);
-        if (a.norm_weight) {
-            if (alignment_of(a.norm_weight) < 16) {
+        if (a.norm_weight || a.swiglu_x) {
+            if (a.norm_weight && a.swiglu_x) {
+                p.valid = "one prologue at a time: a fused RMSNorm or a fused SwiGLU";
+                return p;
+            }
+            if (a.norm_weight && alignment_of(a.norm_weight) < 16) {
                 p.valid = "a fused RMSNorm's weight must be 16-byte aligned";
                 return p;
             }
-            if (!(a.norm_eps >= 0)) {
+            if (a.norm_weight && !(a.norm_eps >= 0)) {
                 p.valid = "a fused RMSNorm's eps must be >= 0";
+                return p;
+            }
+            if (a.swiglu_x && a.ld_x < 2 * a.k) {
+                p.valid = "a fused SwiGLU reads [gate | up] rows of 2K elements: ld_x must be "
+                          ">= 2K";
                 return p;
             }
             const std::int64_t bytes = a.tokens * a.k * es;
             if (bytes > k_gemv_norm_max_shared_bytes) {
-                p.valid = "a fused RMSNorm keeps T x K elements in shared memory, at most " +
+                p.valid = std::string("a fused ") + (a.swiglu_x ? "SwiGLU" : "RMSNorm") +
+                          " keeps T x K elements in shared memory, at most " +
                           std::to_string(k_gemv_norm_max_shared_bytes) + " bytes; " +
-                          std::to_string(bytes) + " here: run the norm on its own";
+                          std::to_string(bytes) + " here: run it on its own";
                 return p;
             }
-            p.fused_norm = true;
+            p.fused_norm = a.norm_weight != nullptr;
+            p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
         }
         return p;
     }
-    if (a.norm_weight) {
-        p.valid = "a fused RMSNorm takes the balanced path only (16-byte rows of 2 KB or more, "
-                  "one token at least 4 rows a block of the wave, no tensor cores): run the "
-                  "norm on its own";
+    if (a.norm_weight || a.swiglu_x) {
+        p.valid = std::string("a fused ") + (a.swiglu_x ? "SwiGLU" : "RMSNorm") +
+                  " takes the balanced path only (16-byte rows of 2 KB or more, one token at "
+                  "least 4 rows a block of the wave, no tensor cores): run it on its own";
         return p;
     }
     // Unsplit on the FMA path: the streaming kernel. Rows shorter than 256 vectors (8 a lane)

@@ -18,9 +18,11 @@ static_assert(k_native_linear_max_tokens == kernels::k_gemv_max_tokens);
 
 // fourfold's GEMV (kernels/gemv.cu): the weight streamed once in 16-byte loads, the bias fused
 // into the one rounding of the output; with `norm` defined, RMSNorm(x) with that weight fused in
-// front, or an undefined tensor where the plan does not take it.
+// front, with `swiglu` x as [gate | up] rows and their SwiGLU fused in front; an undefined tensor
+// where the plan does not take the fusion asked for.
 at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                         const call_context* ctx, const at::Tensor& norm = {}, double eps = 0) {
+                         const call_context* ctx, const at::Tensor& norm = {}, double eps = 0,
+                         bool swiglu = false) {
 #if FOURFOLD_WITH_KERNELS
     if (!ctx)
         throw std::logic_error("the native linear needs a call context (its stream)");
@@ -29,6 +31,8 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
     if (norm.defined() && (norm.dim() != 1 || norm.size(0) != x.size(1) || norm.stride(0) != 1 ||
                            norm.scalar_type() != x.scalar_type()))
         throw std::logic_error("linear native: the norm weight must be [K], contiguous, x's dtype");
+    if (swiglu && x.size(1) != 2 * w.size(1))
+        throw std::logic_error("linear native: a fused SwiGLU's input is [tokens, 2K]");
     kernels::gemv_args a;
     a.x = x.data_ptr();
     a.w = w.data_ptr();
@@ -36,6 +40,7 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
     a.tokens = x.size(0);
     a.n = w.size(0);
     a.k = w.size(1);
+    a.swiglu_x = swiglu;
     a.ld_x = x.stride(0);
     a.ld_w = w.stride(0);
     a.inc_x = x.stride(1);
@@ -46,7 +51,7 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
         a.norm_eps = eps;
     }
     const auto plan = kernels::plan_gemv(a, native::limits(*ctx));
-    if (norm.defined() && !plan.fused_norm)
+    if ((norm.defined() && !plan.fused_norm) || (swiglu && !plan.fused_swiglu))
         return {};
     auto y = at::empty({x.size(0), w.size(0)}, x.options());
     a.y = y.data_ptr();
@@ -61,7 +66,9 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
                                  {"blocks", plan.blocks},
                                  {"threads_per_block", plan.threads},
                                  {"bias", b.defined() ? "fused" : "none"},
-                                 {"rms_norm", plan.fused_norm ? "fused" : "none"}});
+                                 {"prologue", plan.fused_norm     ? "RMSNorm fused"
+                                              : plan.fused_swiglu ? "SwiGLU fused"
+                                                                  : "none"}});
     native::check(kernels::launch_gemv(plan, a, native::stream(*ctx)), "gemv");
     return y;
 #else
@@ -71,6 +78,7 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
     (void)ctx;
     (void)norm;
     (void)eps;
+    (void)swiglu;
     throw std::logic_error("linear native ran in a build without native kernels");
 #endif
 }
@@ -82,6 +90,11 @@ at::Tensor native_linear_rms_normed(const at::Tensor& x, const at::Tensor& norm_
     if (!norm_weight.defined())
         throw std::logic_error("native_linear_rms_normed: the norm weight is undefined");
     return native_linear(x, w, at::Tensor(), &ctx, norm_weight, eps);
+}
+
+at::Tensor native_linear_swiglu(const at::Tensor& gate_up, const at::Tensor& w,
+                                const at::Tensor& bias, const call_context& ctx) {
+    return native_linear(gate_up, w, bias, &ctx, at::Tensor(), 0, true);
 }
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, op_path path,

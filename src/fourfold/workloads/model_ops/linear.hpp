@@ -30,4 +30,10 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bi
 at::Tensor native_linear_rms_normed(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                                     const at::Tensor& w, const call_context& ctx);
 
+// y = swiglu(gate_up) W^T (+ b) in one launch of fourfold's GEMV: gate_up [tokens, 2K] (gate
+// columns first), the activation's value and rounding those of kernels/swiglu.cu, computed inside
+// every block of the GEMV. An undefined tensor where the plan does not take the fusion.
+at::Tensor native_linear_swiglu(const at::Tensor& gate_up, const at::Tensor& w,
+                                const at::Tensor& bias, const call_context& ctx);
+
 } // namespace fourfold::workloads::model_ops

@@ -383,9 +383,11 @@ class step_log {
 };
 
 std::string gemv_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
-                         const call_context& ctx, const at::Tensor& norm = {}) {
+                         const call_context& ctx, const at::Tensor& norm = {},
+                         bool swiglu = false) {
     kernels::gemv_args a;
     a.norm_weight = norm.defined() ? norm.data_ptr() : nullptr;
+    a.swiglu_x = swiglu;
     a.x = x.data_ptr();
     a.w = w.data_ptr();
     a.bias = bias.defined() ? bias.data_ptr() : nullptr;
@@ -540,6 +542,19 @@ void decoder_session::step_native() {
         }
         const auto gu =
             normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up, "gate_up");
+        // SwiGLU inside the down projection's GEMV where its plan takes it
+        if (m_paths.linear == op_path::native) {
+            auto down = model_ops::native_linear_swiglu(gu, lw.down, x.view({c.hidden}), ctx);
+            if (down.defined()) {
+                if (log.on())
+                    log.add("gemv down (SwiGLU fused, + residual as bias)",
+                            gemv_plan_of(gu, lw.down, x.view({c.hidden}), ctx, Tensor(), true));
+                else
+                    log.add("", "");
+                x = down;
+                continue;
+            }
+        }
         const auto width = gu.size(1) / 2;
         auto act = at::empty({1, width}, opts);
         kernels::swiglu_args sa;

@@ -1,14 +1,16 @@
 // F.linear at decode time: tokens x K activations times an N x K weight (+ bias). One token is a
 // matrix-vector product that reads the whole weight: bandwidth-bound. Experiment E1, over the 96
 // layer shapes of linear_shapes.hpp (the suites `article` and `linear_shapes` sweep them).
-// rms_norm=1: y = RMSNorm(x) W^T, as a decoder's q/k/v, MLP and LM-head projections take their
-// input: stock normalises with libtorch ops, then at::linear; native fuses the norm into the GEMV
-// (the launch the native decoder makes for those projections).
+// prologue=rms_norm: y = RMSNorm(x) W^T, as a decoder's q/k/v, MLP and LM-head projections take
+// their input; prologue=swiglu: y = (silu(gate) * up) W^T, x being [tokens, 2K] gate/up rows, as
+// a dense MLP's down projection takes its input. stock computes the prologue with libtorch ops,
+// then at::linear; native fuses it into the GEMV (the launch the native decoder makes there).
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/core/error.hpp"
 #include "fourfold/workloads/inputs.hpp"
 #include "fourfold/workloads/linear_shapes.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
+#include "fourfold/workloads/model_ops/swiglu.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
@@ -32,17 +34,19 @@ class linear_decode_case final : public workload_case {
   public:
     explicit linear_decode_case(const case_args& a)
         : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")), m_k(a.get_int("k")),
-          m_bias(a.get_bool("bias")), m_norm(a.get_bool("rms_norm")) {}
+          m_bias(a.get_bool("bias")), m_pro(a.get_text("prologue")) {}
 
     cost declared_cost() const override {
         const double e = static_cast<double>(size_bytes(args().type));
         const double t = static_cast<double>(m_tokens), n = static_cast<double>(m_n),
                      k = static_cast<double>(m_k);
-        return {e * (t * k + n * k + (m_bias ? n : 0.0) + (m_norm ? k : 0.0)), e * t * n,
-                2.0 * t * n * k + (m_bias ? t * n : 0.0) + (m_norm ? 3.0 * t * k : 0.0),
-                m_norm
-                    ? "read activations, norm weight, weight and bias once, write the output once"
-                    : "read activations, weight and bias once, write the output once"};
+        const double x_elems = t * k * (m_pro == "swiglu" ? 2.0 : 1.0);
+        return {e * (x_elems + n * k + (m_bias ? n : 0.0) + (m_pro == "rms_norm" ? k : 0.0)),
+                e * t * n,
+                2.0 * t * n * k + (m_bias ? t * n : 0.0) + (m_pro != "none" ? 3.0 * t * k : 0.0),
+                m_pro == "none" ? "read activations, weight and bias once, write the output once"
+                                : "read activations (and the prologue's weight), weight and bias "
+                                  "once, write the output once"};
     }
 
     input_set make_inputs(std::uint64_t seed) const override {
@@ -50,11 +54,12 @@ class linear_decode_case final : public workload_case {
         // Kaiming-uniform weights keep the outputs near unit scale for any K.
         const double bound = 1.0 / std::sqrt(static_cast<double>(m_k));
         input_set in;
-        in.add("x", seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, type))
+        in.add("x", seeded_normal({m_tokens, m_pro == "swiglu" ? 2 * m_k : m_k}, sub_seed(seed, 0),
+                                  0.0, 1.0, type))
             .add("weight", seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, type));
         if (m_bias)
             in.add("bias", seeded_uniform({m_n}, sub_seed(seed, 2), -bound, bound, type));
-        if (m_norm)
+        if (m_pro == "rms_norm")
             in.add("norm_weight", seeded_uniform({m_k}, sub_seed(seed, 3), 0.5, 1.5, type));
         return in;
     }
@@ -64,20 +69,23 @@ class linear_decode_case final : public workload_case {
         const auto w = in["weight"];
         const auto b = m_bias ? in["bias"] : at::Tensor();
         auto x64 = x.to(at::kDouble);
-        if (m_norm)
+        if (m_pro == "rms_norm")
             x64 = x64 * at::rsqrt(x64.pow(2).mean(-1, true) + k_norm_eps) *
                   in["norm_weight"].to(at::kDouble);
+        if (m_pro == "swiglu")
+            x64 = model_ops::swiglu(x64);
         // chunks of output features: the float64 weight rows dominate the working set
-        return chunked_reference(1, m_n, (m_k + m_tokens + 1) * 8,
-                                 m_norm ? "RMSNorm(x) @ W^T + b in float64 on the CPU"
-                                        : "x @ W^T + b in float64 on the CPU",
-                                 [x64, w, b](std::int64_t start, std::int64_t length) {
-                                     const auto wc = w.narrow(0, start, length).to(at::kDouble);
-                                     const auto bc =
-                                         b.defined() ? b.narrow(0, start, length).to(at::kDouble)
-                                                     : at::Tensor();
-                                     return at::linear(x64, wc, bc);
-                                 });
+        return chunked_reference(
+            1, m_n, (m_k + m_tokens + 1) * 8,
+            m_pro == "rms_norm" ? "RMSNorm(x) @ W^T + b in float64 on the CPU"
+            : m_pro == "swiglu" ? "(silu(gate) * up) @ W^T + b in float64 on the CPU"
+                                : "x @ W^T + b in float64 on the CPU",
+            [x64, w, b](std::int64_t start, std::int64_t length) {
+                const auto wc = w.narrow(0, start, length).to(at::kDouble);
+                const auto bc =
+                    b.defined() ? b.narrow(0, start, length).to(at::kDouble) : at::Tensor();
+                return at::linear(x64, wc, bc);
+            });
     }
 
     // The three paths of model_ops::linear, the function every projection of the decoder calls.
@@ -93,20 +101,23 @@ class linear_decode_case final : public workload_case {
 
     // fourfold's GEMV (kernels/gemv.cu): the weight streamed once in 16-byte loads, the bias
     // fused into the one rounding of the output.
-    // With rms_norm the norm is fused in front (one launch), where the GEMV's plan takes it.
+    // With a prologue it is fused in front (one launch), where the GEMV's plan takes it.
     at::Tensor native(const call_context& ctx, const input_set& in) const {
-        if (!m_norm)
+        if (m_pro == "none")
             return model_ops::linear(in["x"], in["weight"], bias(in), model_ops::op_path::native,
                                      &ctx);
-        if (m_bias)
+        if (m_pro == "rms_norm" && m_bias)
             throw unsupported_here("the native GEMV fuses RMSNorm without a bias (no decoder "
                                    "projection has both)");
-        auto y = model_ops::native_linear_rms_normed(in["x"], in["norm_weight"], k_norm_eps,
-                                                     in["weight"], ctx);
+        auto y = m_pro == "rms_norm"
+                     ? model_ops::native_linear_rms_normed(in["x"], in["norm_weight"], k_norm_eps,
+                                                           in["weight"], ctx)
+                     : model_ops::native_linear_swiglu(in["x"], in["weight"], bias(in), ctx);
         if (!y.defined())
             throw unsupported_here(fmt::format(
-                "the native GEMV fuses RMSNorm on its balanced path only (rows of 2 KB or more "
-                "and at least 4 rows a block of the wave); {} x {} x {} takes another",
+                "the native GEMV fuses its prologue on its balanced path only (rows of 2 KB or "
+                "more, at least 4 rows a block of the wave, T x K elements in 48 KiB); "
+                "{} x {} x {} takes another",
                 m_tokens, m_n, m_k));
         return y;
     }
@@ -123,11 +134,13 @@ class linear_decode_case final : public workload_case {
     // Which real layer this shape is (E1's shape table), and how the bias is applied.
     json variant_facts(const std::string& variant) const override {
         json f{{"weight_storage_bytes", m_n * m_k * size_bytes(args().type)}};
-        if (m_norm)
-            f["rms_norm_path"] = variant == "native"
-                                     ? "fused into the GEMV: every block normalises x itself"
-                                     : "libtorch ops (float32 mean of squares, rsqrt, scale), "
-                                       "then the linear";
+        if (m_pro != "none")
+            f["prologue_path"] =
+                variant == "native"
+                    ? "fused into the GEMV: every block computes its x once, in shared memory"
+                : m_pro == "rms_norm" ? "libtorch ops (float32 mean of squares, rsqrt, scale), "
+                                        "then the linear"
+                                      : "at::silu(gate) * up, then the linear";
         if (m_bias)
             f["bias_path"] =
                 variant == "stock"    ? "at::linear: addmm, bias inside the library's GEMM call"
@@ -144,11 +157,14 @@ class linear_decode_case final : public workload_case {
   private:
     at::Tensor bias(const input_set& in) const { return m_bias ? in["bias"] : at::Tensor(); }
     at::Tensor x_of(const input_set& in) const {
-        return m_norm ? rms_normed(in["x"], in["norm_weight"]) : in["x"];
+        return m_pro == "rms_norm" ? rms_normed(in["x"], in["norm_weight"])
+               : m_pro == "swiglu" ? model_ops::swiglu(in["x"])
+                                   : in["x"];
     }
 
     std::int64_t m_tokens, m_n, m_k;
-    bool m_bias, m_norm;
+    bool m_bias;
+    std::string m_pro;
 };
 
 FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
@@ -158,9 +174,10 @@ FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
     .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
     .param_bool("bias", false, "add a bias vector")
-    .param_bool("rms_norm", false,
-                "RMSNorm of x (a weight of K, eps 1e-5) in front, as a decoder's q/k/v, MLP and "
-                "LM-head projections take their input")
+    .param_text("prologue", "none", {"none", "rms_norm", "swiglu"},
+                "what comes in front of the product, as a decoder's projections take their "
+                "input: rms_norm (a weight of K, eps 1e-5: q/k/v, MLP, LM head) or swiglu (x "
+                "is [tokens, 2K] gate/up rows: the MLP's down projection)")
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
     .variant("stock", &linear_decode_case::stock,
              "at::linear (fused bias where the library has it)", false, {.ops = {"linear"}})
