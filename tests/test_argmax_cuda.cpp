@@ -1,7 +1,8 @@
 // GPU tests (label gpu) of kernels/argmax.cu against at::argmax: vocabulary sizes from 1 to
 // 2^20 (one block and many, the last block's merge), ties (the first index), NaN (the first
 // NaN, as at::argmax), the token written at the device-side position + 1 and the position
-// advanced, and repeated launches (the workspace's counter reset by the kernel).
+// advanced, repeated launches (the workspace's counter reset by the kernel), and launches back
+// to back without a host synchronisation (dependent launches from sm_90).
 #include "decoder_kernels_cuda.hpp"
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/argmax.hpp"
@@ -79,5 +80,45 @@ TEST(argmax_cuda, ties_take_the_first_index_and_nan_wins_as_in_at_argmax) {
     EXPECT_EQ(pick(*dev, x, tokens, pos, ws), expected);
     const auto inf = at::full({n}, -std::numeric_limits<float>::infinity(), o);
     EXPECT_EQ(pick(*dev, inf, tokens, pos, ws), 0);
+#endif
+}
+
+TEST(argmax_cuda, back_to_back_launches_each_read_the_position_the_last_one_advanced) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    // No host synchronisation between the launches: each (a dependent launch from sm_90) must
+    // wait for the one before, whose *at it reads and whose counter it shares.
+    for (const std::int64_t n : {1000, 128256}) {
+        const auto o = at::TensorOptions().dtype(at::kBFloat16).device(dev->torch_device());
+        const auto x0 = at::randn({n}, o), x1 = at::randn({n}, o);
+        const std::int64_t want[2] = {x0.cpu().to(at::kDouble).argmax().item<std::int64_t>(),
+                                      x1.cpu().to(at::kDouble).argmax().item<std::int64_t>()};
+        auto tokens = at::full({40}, -1, o.dtype(at::kLong));
+        auto pos = at::full({1}, 2, o.dtype(at::kLong));
+        kernels::argmax_args a;
+        a.n = n;
+        a.tokens = tokens.data_ptr<std::int64_t>();
+        a.at = pos.data_ptr<std::int64_t>();
+        a.advance = pos.data_ptr<std::int64_t>();
+        a.type = kernels::elem::bf16;
+        workloads::call_context ctx(*dev);
+        const auto p = kernels::plan_argmax(a, workloads::native::limits(ctx));
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        const auto ws = at::zeros({p.workspace_bytes}, o.dtype(at::kByte));
+        a.workspace = ws.data_ptr();
+        const int launches = 32;
+        for (int i = 0; i < launches; ++i) {
+            a.x = (i % 2 ? x1 : x0).data_ptr();
+            workloads::native::check(kernels::launch_argmax(p, a, workloads::native::stream(ctx)),
+                                     "argmax");
+        }
+        EXPECT_EQ(pos.item<std::int64_t>(), 2 + launches) << n << " (" << p.describe() << ")";
+        const auto t = tokens.cpu();
+        for (int i = 0; i < launches; ++i)
+            EXPECT_EQ(t[3 + i].item<std::int64_t>(), want[i % 2]) << n << " launch " << i;
+        EXPECT_EQ(t[2].item<std::int64_t>(), -1);
+        EXPECT_EQ(ws.cpu().narrow(0, 0, 4).to(at::kInt).sum().item<int>(), 0)
+            << "the counter (4 bytes) is reset";
+    }
 #endif
 }

@@ -1,15 +1,21 @@
 // GPU tests (label gpu) of kernels/decode_attention.cu against float64 attention over the
 // cache positions 0..pos (what the stock step's masked scaled_dot_product_attention computes):
-// GQA groups 1..8, head dims 16..256, one split and many (the log-sum-exp combine), positions at
-// the edges of a split; a graph captured once and replayed at later positions (the position is
-// read on the device); the plan of llama3-8b's shape.
+// GQA groups 1..8, head dims 16..256, one split and many (the log-sum-exp combine fused into the
+// launch: the last block of a kv head merges), positions at the edges of a split; a graph
+// captured once and replayed at later positions (the position is read on the device) with the
+// workspace's counters back at 0 after every replay; the merged result bitwise the same launch
+// after launch; rope_kv and attention launched back to back (dependent launches from sm_90:
+// attention waits for the q and the cache row rope_kv writes), eagerly and from a graph; the
+// plan of llama3-8b's shape.
 #include "decoder_kernels_cuda.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/decode_attention.hpp"
+#include "fourfold/kernels/rope_kv.hpp"
 #endif
 
 #include <cmath>
+#include <cstring>
 
 using namespace fourfold;
 using namespace fourfold::testing::decoder_kernels;
@@ -59,7 +65,8 @@ attention_case make(backend::device& dev, at::ScalarType t, std::int64_t heads,
     a.type = workloads::native::elem_of(t);
     workloads::call_context ctx(dev);
     c.plan = kernels::plan_decode_attention(a, workloads::native::limits(ctx));
-    c.ws = at::empty({std::max<std::int64_t>(1, c.plan.workspace_bytes / 4)}, o.dtype(at::kFloat));
+    // zeroed once, as the kernel's contract asks (the counters start at 0)
+    c.ws = at::zeros({std::max<std::int64_t>(1, c.plan.workspace_bytes / 4)}, o.dtype(at::kFloat));
     a.workspace = c.ws.data_ptr<float>();
     return c;
 }
@@ -70,6 +77,15 @@ void launch(backend::device& dev, const attention_case& c) {
     workloads::native::check(
         kernels::launch_decode_attention(c.plan, c.args, workloads::native::stream(ctx)),
         "decode_attention");
+}
+
+// The kv heads' counters in the workspace, read back to the host.
+std::vector<unsigned> counters(const attention_case& c) {
+    const auto host = c.ws.cpu();
+    const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
+    std::vector<unsigned> v(static_cast<std::size_t>(c.args.kv_heads));
+    std::memcpy(v.data(), bytes + c.plan.counter_offset, v.size() * sizeof(unsigned));
+    return v;
 }
 #endif
 
@@ -106,7 +122,7 @@ TEST(decode_attention_cuda, a_captured_launch_replays_at_the_position_on_the_dev
     if (!dev->caps().graphs)
         GTEST_SKIP() << "no graph capture on this device";
     const auto c = make(*dev, at::kBFloat16, 32, 8, 128, 2112);
-    ASSERT_TRUE(c.plan.combine) << c.plan.describe();
+    ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
     workloads::models::captured_step step;
     c.pos.fill_(10);
     step.capture(*dev, [&] { launch(*dev, c); });
@@ -124,8 +140,135 @@ TEST(decode_attention_cuda, the_plan_splits_the_context_for_long_caches) {
 #if FOURFOLD_WITH_KERNELS
     const auto short_c = make(*dev, at::kBFloat16, 32, 8, 128, 32);
     EXPECT_FALSE(short_c.plan.combine) << short_c.plan.describe();
+    EXPECT_FALSE(short_c.plan.fused_combine) << short_c.plan.describe();
     const auto long_c = make(*dev, at::kBFloat16, 32, 8, 128, 2112);
     EXPECT_GT(long_c.plan.splits, 8) << long_c.plan.describe();
-    EXPECT_GE(long_c.plan.workspace_bytes, 32 * long_c.plan.splits * 130 * 4);
+    EXPECT_FALSE(long_c.plan.combine) << long_c.plan.describe(); // no second launch
+    EXPECT_TRUE(long_c.plan.fused_combine) << long_c.plan.describe();
+    EXPECT_GE(long_c.plan.workspace_bytes, 32 * long_c.plan.splits * 130 * 4 + 8 * 4);
+    workloads::call_context ctx(*dev);
+    EXPECT_EQ(long_c.plan.dependent_launch, workloads::native::limits(ctx).cc_major >= 9)
+        << long_c.plan.describe();
+#endif
+}
+
+TEST(decode_attention_cuda, replays_leave_the_split_counters_at_zero) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    if (!dev->caps().graphs)
+        GTEST_SKIP() << "no graph capture on this device";
+    for (const auto t : types()) {
+        const auto c = make(*dev, t, 32, 8, 128, 576); // llama3-8b: 18 splits of 32
+        ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
+        ASSERT_GT(c.plan.splits, 1);
+        workloads::models::captured_step step;
+        c.pos.fill_(300);
+        step.capture(*dev, [&] { launch(*dev, c); });
+        ASSERT_TRUE(step.captured());
+        for (const auto v : counters(c))
+            ASSERT_EQ(v, 0u) << "after the capture's warm-up launch";
+        // one live split (the others count in past the position), a split's edges, all of them,
+        // and back down: a counter left off zero would merge too early or never
+        for (const std::int64_t p : {0, 31, 32, 575, 100, 0, 543, 544, 7}) {
+            c.pos.fill_(p);
+            step.run([] { FAIL() << "not captured"; });
+            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+                << c10::toString(t) << " pos " << p;
+            for (const auto v : counters(c))
+                EXPECT_EQ(v, 0u) << c10::toString(t) << " pos " << p;
+        }
+    }
+#endif
+}
+
+TEST(decode_attention_cuda, the_fused_merge_is_bitwise_the_same_launch_after_launch) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    struct shape {
+        std::int64_t heads, kv_heads, hd, cap, pos;
+    };
+    for (const auto t : types())
+        for (const auto& s : std::vector<shape>{
+                 {32, 8, 128, 2112, 2000}, {16, 2, 256, 100, 99}, {4, 2, 16, 1024, 700}}) {
+            const auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap);
+            ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
+            c.pos.fill_(s.pos);
+            launch(*dev, c);
+            const auto first = c.out.clone();
+            EXPECT_LT(scaled_error(first, reference(c.q, c.k, c.v, s.pos)), tolerance(t));
+            // which block of a kv head finishes last varies from launch to launch; the bits
+            // must not
+            for (int i = 0; i < 20; ++i) {
+                c.out.fill_(0);
+                launch(*dev, c);
+                ASSERT_TRUE(at::equal(c.out, first))
+                    << c10::toString(t) << " " << s.heads << "/" << s.kv_heads << "x" << s.hd
+                    << " launch " << i << ": max diff "
+                    << (c.out.to(at::kDouble) - first.to(at::kDouble)).abs().max().item<double>();
+            }
+        }
+#endif
+}
+
+TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_before) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const std::int64_t heads = 32, kv_heads = 8, hd = 128, cap = 576;
+    const auto t = at::kBFloat16;
+    auto c = make(*dev, t, heads, kv_heads, hd, cap);
+    const auto o = c.q.options();
+    const auto width = (heads + 2 * kv_heads) * hd;
+    const auto qkv = at::randn({1, width}, o);
+    const auto cos = at::rand({cap, hd}, o) + 0.5, sin = at::rand({cap, hd}, o) - 0.5;
+    kernels::rope_kv_args r;
+    r.qkv = qkv.data_ptr();
+    r.ld_qkv = width;
+    r.cos = cos.data_ptr();
+    r.sin = sin.data_ptr();
+    r.pos = c.pos.data_ptr<std::int64_t>();
+    r.q_out = c.q.data_ptr(); // attention's q
+    r.k_cache = c.k.data_ptr();
+    r.v_cache = c.v.data_ptr();
+    r.heads = heads;
+    r.kv_heads = kv_heads;
+    r.head_dim = hd;
+    r.capacity = cap;
+    r.type = c.args.type;
+    workloads::call_context ctx(*dev);
+    const auto rp = kernels::plan_rope_kv(r, workloads::native::limits(ctx));
+    ASSERT_TRUE(rp.valid.empty()) << rp.valid;
+    EXPECT_EQ(rp.dependent_launch, c.plan.dependent_launch);
+    auto both = [&] {
+        workloads::native::check(kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)),
+                                 "rope_kv");
+        launch(*dev, c);
+    };
+    // The row at pos is written by rope_kv; a stale one (the wait misplaced) would differ: the
+    // cache row is first set to a value far from what rope_kv writes.
+    auto check = [&](std::int64_t p, const char* how) {
+        EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+            << how << " pos " << p << " (" << c.plan.describe() << ")";
+    };
+    for (const std::int64_t p : {0, 40, 575}) {
+        c.pos.fill_(p);
+        c.k.select(1, p).fill_(30);
+        c.v.select(1, p).fill_(-30);
+        c.q.fill_(5);
+        both();
+        check(p, "eager");
+    }
+    if (!dev->caps().graphs)
+        return;
+    workloads::models::captured_step step;
+    c.pos.fill_(1);
+    step.capture(*dev, both);
+    for (const std::int64_t p : {2, 33, 400}) {
+        c.pos.fill_(p);
+        c.k.select(1, p).fill_(30);
+        c.v.select(1, p).fill_(-30);
+        c.q.fill_(5);
+        step.run([] { FAIL() << "not captured"; });
+        check(p, "replayed");
+    }
 #endif
 }

@@ -14,6 +14,17 @@ namespace {
 
 const device_limits h200{}; // 132 SMs
 
+device_limits ampere() {
+    device_limits d;
+    d.sm_count = 108;
+    d.cc_major = 8;
+    return d;
+}
+
+bool says(const std::string& text, const char* what) {
+    return text.find(what) != std::string::npos;
+}
+
 } // namespace
 
 TEST(decoder_kernel_plans, rmsnorm_spreads_a_row_over_at_most_1024_threads) {
@@ -101,8 +112,10 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_EQ(p.chunk, 32);
     EXPECT_EQ(p.splits, 18);
     EXPECT_EQ(p.blocks, 144);
-    EXPECT_TRUE(p.combine);
-    EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4);
+    EXPECT_FALSE(p.combine); // no second launch: the last block of a kv head merges
+    EXPECT_TRUE(p.fused_combine);
+    EXPECT_EQ(p.counter_offset, 32 * 18 * 130 * 4); // the partials, then a counter a kv head
+    EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4 + 8 * 4);
     a.capacity = 2112; // ctx 2048 + 64
     p = plan_decode_attention(a, h200);
     EXPECT_EQ(p.splits, 66);
@@ -117,7 +130,9 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     p = plan_decode_attention(a, h200);
     EXPECT_EQ(p.splits, 1);
     EXPECT_FALSE(p.combine);
+    EXPECT_FALSE(p.fused_combine);
     EXPECT_EQ(p.workspace_bytes, 0);
+    EXPECT_TRUE(says(p.describe(), "no combine")) << p.describe();
     for (const std::int64_t cap : {1, 31, 33, 64, 100, 1000, 4097, 65536}) {
         a.capacity = cap;
         p = plan_decode_attention(a, h200);
@@ -132,6 +147,88 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     a.heads = 80;
     a.kv_heads = 8; // 10 a group: more than 8
     EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
+}
+
+TEST(decoder_kernel_plans, decode_attention_fuses_its_combine_and_counts_its_workspace) {
+    const std::int64_t pos = 0;
+    decode_attention_args a;
+    a.heads = 32;
+    a.kv_heads = 8;
+    a.head_dim = 128;
+    a.pos = &pos;
+    a.capacity = 576;
+    auto p = plan_decode_attention(a, h200);
+    EXPECT_TRUE(p.dependent_launch);
+    EXPECT_TRUE(says(p.describe(), "combine fused")) << p.describe();
+    EXPECT_FALSE(says(p.describe(), "second launch")) << p.describe();
+    EXPECT_TRUE(says(p.describe(), "dependent launch")) << p.describe();
+    p = plan_decode_attention(a, ampere());
+    EXPECT_FALSE(p.dependent_launch); // no programmatic dependent launch before sm_90
+    EXPECT_TRUE(p.fused_combine);
+    EXPECT_FALSE(says(p.describe(), "dependent launch")) << p.describe();
+    // the counters start 16-byte aligned after partials of any size, one 32-bit counter a kv
+    // head, the total rounded to 16 bytes
+    for (const std::int64_t heads : {1, 2, 3, 8})
+        for (const std::int64_t hd : {16, 64, 256})
+            for (const std::int64_t cap : {64, 96, 100, 1000, 4096}) {
+                a.heads = heads;
+                a.kv_heads = 1;
+                a.head_dim = hd;
+                a.capacity = cap;
+                p = plan_decode_attention(a, h200);
+                ASSERT_TRUE(p.valid.empty()) << p.valid;
+                ASSERT_TRUE(p.fused_combine) << cap;
+                const std::int64_t partials = heads * p.splits * (hd + 2) * 4;
+                EXPECT_GE(p.counter_offset, partials);
+                EXPECT_LT(p.counter_offset, partials + 16);
+                EXPECT_EQ(p.counter_offset % 16, 0);
+                EXPECT_EQ(p.workspace_bytes, p.counter_offset + 16) << heads << " " << hd;
+            }
+}
+
+TEST(decoder_kernel_plans, the_small_decode_kernels_launch_dependently_from_sm_90) {
+    rmsnorm_args n;
+    n.rows = 1;
+    n.cols = 4096;
+    EXPECT_TRUE(plan_rmsnorm(n, h200).dependent_launch);
+    EXPECT_TRUE(says(plan_rmsnorm(n, h200).describe(), "dependent launch"));
+    EXPECT_FALSE(plan_rmsnorm(n, ampere()).dependent_launch);
+    EXPECT_FALSE(says(plan_rmsnorm(n, ampere()).describe(), "dependent launch"));
+
+    const std::int64_t pos = 0;
+    rope_kv_args r;
+    r.heads = 32;
+    r.kv_heads = 8;
+    r.head_dim = 128;
+    r.capacity = 64;
+    r.ld_qkv = 48 * 128;
+    r.pos = &pos;
+    ASSERT_TRUE(plan_rope_kv(r, h200).valid.empty()) << plan_rope_kv(r, h200).valid;
+    EXPECT_TRUE(plan_rope_kv(r, h200).dependent_launch);
+    EXPECT_TRUE(says(plan_rope_kv(r, h200).describe(), "dependent launch"));
+    EXPECT_FALSE(plan_rope_kv(r, ampere()).dependent_launch);
+    EXPECT_FALSE(says(plan_rope_kv(r, ampere()).describe(), "dependent launch"));
+
+    alignas(16) static std::uint16_t in[2 * 64], out[64];
+    swiglu_args s;
+    s.gate_up = in;
+    s.out = out;
+    s.width = 64;
+    s.ld_in = 128;
+    s.ld_out = 64;
+    EXPECT_TRUE(plan_swiglu(s, h200).dependent_launch);
+    EXPECT_TRUE(says(plan_swiglu(s, h200).describe(), "dependent launch"));
+    EXPECT_FALSE(plan_swiglu(s, ampere()).dependent_launch);
+    EXPECT_FALSE(says(plan_swiglu(s, ampere()).describe(), "dependent launch"));
+
+    std::int64_t tokens[2] = {0, 0};
+    argmax_args g;
+    g.tokens = tokens;
+    g.n = 128256;
+    EXPECT_TRUE(plan_argmax(g, h200).dependent_launch);
+    EXPECT_TRUE(says(plan_argmax(g, h200).describe(), "dependent launch"));
+    EXPECT_FALSE(plan_argmax(g, ampere()).dependent_launch);
+    EXPECT_FALSE(says(plan_argmax(g, ampere()).describe(), "dependent launch"));
 }
 
 TEST(decoder_kernel_plans, argmax_uses_a_block_per_2048_values_up_to_two_a_multiprocessor) {

@@ -52,6 +52,8 @@ template <typename T> __global__ void argmax_kernel(argmax_args a) {
     __shared__ best scratch[32];
     __shared__ bool last;
     const T* x = static_cast<const T*>(a.x);
+    allow_dependents();
+    dependency_wait(); // x and *at are the launches before's; the counter is touched after it
     best r{0.f, -1};
     // 8 values a thread a round, all loaded before the first comparison (one load round, not
     // eight, for a 128256-value vocabulary)
@@ -115,9 +117,9 @@ launch_status launch_argmax(const argmax_plan& p, const argmax_args& a, stream_t
     if (p.blocks > 1 && !a.workspace)
         return invalid("argmax: a plan of several blocks needs its workspace");
     return by_element(a.type, [&](auto t) {
-        argmax_kernel<decltype(t)>
-            <<<static_cast<unsigned>(p.blocks), static_cast<unsigned>(p.threads), 0, stream>>>(a);
-        return status_of(cudaGetLastError());
+        return status_of(launch_serialised_after(
+            argmax_kernel<decltype(t)>, dim3(static_cast<unsigned>(p.blocks)),
+            dim3(static_cast<unsigned>(p.threads)), stream, p.dependent_launch, a));
     });
 }
 

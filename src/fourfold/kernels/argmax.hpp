@@ -5,7 +5,9 @@
 // or at slot 0 when at is nullptr; then *advance is incremented when given (the decode step's
 // position moved on in the same launch). Blocks reduce their slices and the last block to finish
 // (a counter in the workspace) merges them and resets the counter, so one launch does it all
-// and a replayed graph finds the workspace as it left it.
+// and a replayed graph finds the workspace as it left it. On compute capability 9 and up a
+// dependent launch: every block waits for the launch before (x, *at) before it reads or writes
+// anything, so the next launch on the workspace, which waits too, finds the counter reset.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -26,6 +28,7 @@ struct argmax_plan {
     int threads = 256;
     std::int64_t blocks = 0;
     std::int64_t workspace_bytes = 0; // a counter, then (value, index) per block
+    bool dependent_launch = false;    // programmatic dependent launch (compute capability >= 9)
     std::string valid;
     std::string describe() const;
 };

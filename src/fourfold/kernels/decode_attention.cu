@@ -5,7 +5,8 @@
 // [l E, (l + 1) E) of the position's k and v rows (E = head_dim / S). U = 4 positions a
 // sub-group are loaded before the first score, so the loads of a chunk are in flight together.
 // Scores are in the log2 domain (q scaled by scale * log2(e) once), the running softmax per
-// query head in fp32; the block's parts are merged in shared memory.
+// query head in fp32; the block's parts are merged in shared memory; with several splits the
+// last block of a kv head to count in merges the splits (merge_splits).
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/reduce.cuh"
@@ -24,9 +25,123 @@ __device__ __forceinline__ std::int64_t attended_length(const decode_attention_a
     return len < 0 ? 0 : len > a.capacity ? a.capacity : len;
 }
 
+constexpr int k_merge_tile = 32; // splits whose weights the merge holds in shared memory at once
+
+// The workspace (floats): per query head and split the head_dim weighted values (first, so that
+// their rows are 16-byte aligned), then the maxima, then the sums; the counters follow at the
+// plan's counter_offset.
+struct partials {
+    float* acc;
+    float* m;
+    float* l;
+    __device__ partials(float* ws, std::int64_t heads, std::int64_t splits, int hd)
+        : acc(ws), m(ws + heads * splits * hd), l(ws + heads * splits * (hd + 1)) {}
+};
+
+// The merge of a kv head's live splits by the last of its blocks to finish. Per query head (a
+// warp a head, lanes over the splits) the maximum M of the splits' maxima and the sum of
+// l_s exp2(m_s - M), reduced by the same shuffle tree whatever block runs it; then each output
+// element sum_s acc_s exp2(m_s - M) over s = 0, 1, ... in order (16-byte loads, the weights of
+// 32 splits at a time in shared memory), divided by the sum. Deterministic: the partials are
+// each block's own work and every sum has a fixed order. The partials are read through L2
+// (__ldcg): other blocks wrote them.
+template <typename T, int HD>
+__device__ __forceinline__ void merge_splits(const decode_attention_args& a, std::int64_t kvh,
+                                             int groups, std::int64_t splits, int live) {
+    constexpr int W = k_attention_threads / 32;
+    constexpr int Q = HD / 4; // float4 units of a head
+    constexpr int OUT = (k_max_g * Q + k_attention_threads - 1) / k_attention_threads;
+    constexpr int U = OUT >= 4 ? 4 : 8; // splits a thread loads before it adds
+    static_assert(k_merge_tile == 32, "tile 0's weights are a warp's lanes");
+    __shared__ float sm_sum[k_max_g];
+    __shared__ float sm_big[k_max_g];
+    __shared__ float sm_w[k_max_g][k_merge_tile];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const partials ws(a.workspace, a.heads, splits, HD);
+    const std::int64_t head0 = kvh * groups;
+    for (int g = warp; g < groups; g += W) {
+        const float* ms = ws.m + (head0 + g) * splits;
+        const float* ls = ws.l + (head0 + g) * splits;
+        const float m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
+        const float l0 = lane < live ? __ldcg(ls + lane) : 0.f;
+        float big = m0;
+        for (int s = lane + 32; s < live; s += 32)
+            big = fmaxf(big, __ldcg(ms + s));
+        big = warp_max(big);
+        const float w0 = lane < live ? exp2f(m0 - big) : 0.f;
+        float sum = l0 * w0;
+        for (int s = lane + 32; s < live; s += 32)
+            sum += __ldcg(ls + s) * exp2f(__ldcg(ms + s) - big);
+        sum = warp_sum(sum);
+        sm_w[g][lane] = w0; // the first tile's weights
+        if (lane == 0) {
+            sm_big[g] = big;
+            sm_sum[g] = sum;
+        }
+    }
+    __syncthreads();
+    const float4* acc = reinterpret_cast<const float4*>(ws.acc + head0 * splits * HD);
+    float4 val[OUT];
+#pragma unroll
+    for (int o = 0; o < OUT; ++o)
+        val[o] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < live; s0 += k_merge_tile) {
+        const int n = live - s0 < k_merge_tile ? live - s0 : k_merge_tile;
+        if (s0 > 0) {
+            __syncthreads(); // the last tile's weights are read
+            for (int i = threadIdx.x; i < groups * k_merge_tile; i += blockDim.x) {
+                const int g = i / k_merge_tile, s = i % k_merge_tile;
+                sm_w[g][s] =
+                    s < n ? exp2f(__ldcg(ws.m + (head0 + g) * splits + s0 + s) - sm_big[g]) : 0.f;
+            }
+            __syncthreads();
+        }
+        for (int s = 0; s < n; s += U) {
+            float4 x[U][OUT];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int o = 0; o < OUT; ++o) {
+                    const int idx = static_cast<int>(threadIdx.x) + o * k_attention_threads;
+                    const int g = idx / Q, d = idx % Q;
+                    x[u][o] = s + u < n && idx < groups * Q
+                                  ? __ldcg(acc + (g * splits + s0 + s + u) * Q + d)
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int o = 0; o < OUT; ++o) {
+                    const int idx = static_cast<int>(threadIdx.x) + o * k_attention_threads;
+                    if (s + u < n && idx < groups * Q) {
+                        const float w = sm_w[idx / Q][s + u];
+                        val[o].x = fmaf(x[u][o].x, w, val[o].x);
+                        val[o].y = fmaf(x[u][o].y, w, val[o].y);
+                        val[o].z = fmaf(x[u][o].z, w, val[o].z);
+                        val[o].w = fmaf(x[u][o].w, w, val[o].w);
+                    }
+                }
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < OUT; ++o) {
+        const int idx = static_cast<int>(threadIdx.x) + o * k_attention_threads;
+        if (idx < groups * Q) {
+            const int g = idx / Q, d = idx % Q;
+            const float sum = sm_sum[g];
+            T* out = static_cast<T*>(a.out) + (head0 + g) * HD + d * 4;
+            out[0] = element<T>::from_float(val[o].x / sum);
+            out[1] = element<T>::from_float(val[o].y / sum);
+            out[2] = element<T>::from_float(val[o].z / sum);
+            out[3] = element<T>::from_float(val[o].w / sum);
+        }
+    }
+}
+
 template <typename T, int HD>
 __global__ void __launch_bounds__(k_attention_threads)
-    attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits) {
+    attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
+                     unsigned* counters) {
     constexpr int S = HD < 32 ? HD : 32;
     constexpr int E = HD / S;
     constexpr int P = 32 / S;
@@ -35,194 +150,163 @@ __global__ void __launch_bounds__(k_attention_threads)
     __shared__ float sm_m[PARTS][k_max_g];
     __shared__ float sm_l[PARTS][k_max_g];
     __shared__ float sm_acc[PARTS][k_max_g][HD];
+    __shared__ bool last;
 
     const std::int64_t kvh = blockIdx.x / splits, split = blockIdx.x % splits;
     const int groups = static_cast<int>(a.heads / a.kv_heads);
-    const std::int64_t len = attended_length(a);
     const std::int64_t start = split * chunk;
-    if (start >= len)
-        return; // the combine reads only the splits the position reaches
-    const std::int64_t end = start + chunk < len ? start + chunk : len;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int sub = lane / S, sl = lane % S;
-    const int part = warp * P + sub;
-    const float scale =
-        static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) * k_log2e;
-
-    const T* q = static_cast<const T*>(a.q) + kvh * groups * HD + sl * E;
-    float qr[k_max_g][E];
-#pragma unroll
-    for (int g = 0; g < k_max_g; ++g)
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-            qr[g][e] = g < groups ? element<T>::to_float(q[g * HD + e]) * scale : 0.f;
-    float m[k_max_g], l[k_max_g], acc[k_max_g][E];
-#pragma unroll
-    for (int g = 0; g < k_max_g; ++g) {
-        m[g] = -CUDART_INF_F;
-        l[g] = 0.f;
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-            acc[g][e] = 0.f;
-    }
-    const T* kc = static_cast<const T*>(a.k_cache) + kvh * a.capacity * HD + sl * E;
-    const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD + sl * E;
-    // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes the
-    // same trips and the shuffles below see all 32 lanes.
-    for (std::int64_t jb = start + warp * P; jb < end; jb += PARTS * k_unroll) {
-        float kr[k_unroll][E], vr[k_unroll][E];
-        bool ok[k_unroll];
-#pragma unroll
-        for (int u = 0; u < k_unroll; ++u) {
-            const std::int64_t j = jb + sub + u * PARTS;
-            ok[u] = j < end;
-#pragma unroll
-            for (int e = 0; e < E; ++e) {
-                kr[u][e] = ok[u] ? element<T>::to_float(kc[j * HD + e]) : 0.f;
-                vr[u][e] = ok[u] ? element<T>::to_float(vc[j * HD + e]) : 0.f;
-            }
+    const T* kc = static_cast<const T*>(a.k_cache) + kvh * a.capacity * HD;
+    const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD;
+    allow_dependents();
+    {
+        // While the launch before (rope_kv) may still run: the chunk's cache rows below the
+        // position into L2. *pos here is a hint only (in an eager chain of dependent launches it
+        // may still be a step behind); everything below reads it again after the wait.
+        std::int64_t early = *a.pos;
+        early = early < start ? start : early > a.capacity ? a.capacity : early;
+        const std::int64_t stop = start + chunk < early ? start + chunk : early;
+        const auto* kb = reinterpret_cast<const char*>(kc + start * HD);
+        const auto* vb = reinterpret_cast<const char*>(vc + start * HD);
+        const std::int64_t bytes = (stop - start) * HD * static_cast<std::int64_t>(sizeof(T));
+        for (std::int64_t off = threadIdx.x * std::int64_t{128}; off < bytes;
+             off += std::int64_t{128} * k_attention_threads) {
+            prefetch_l2(kb + off);
+            prefetch_l2(vb + off);
         }
+    }
+    dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
+    const std::int64_t len = attended_length(a);
+    if (start < len) {
+        const std::int64_t end = start + chunk < len ? start + chunk : len;
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int sub = lane / S, sl = lane % S;
+        const int part = warp * P + sub;
+        const float scale =
+            static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) *
+            k_log2e;
+
+        const T* q = static_cast<const T*>(a.q) + kvh * groups * HD + sl * E;
+        float qr[k_max_g][E];
 #pragma unroll
-        for (int u = 0; u < k_unroll; ++u)
+        for (int g = 0; g < k_max_g; ++g)
 #pragma unroll
-            for (int g = 0; g < k_max_g; ++g) {
-                if (g >= groups)
-                    continue; // uniform over the block
-                float s = 0.f;
+            for (int e = 0; e < E; ++e)
+                qr[g][e] = g < groups ? element<T>::to_float(q[g * HD + e]) * scale : 0.f;
+        float m[k_max_g], l[k_max_g], acc[k_max_g][E];
 #pragma unroll
-                for (int e = 0; e < E; ++e)
-                    s = fmaf(qr[g][e], kr[u][e], s);
+        for (int g = 0; g < k_max_g; ++g) {
+            m[g] = -CUDART_INF_F;
+            l[g] = 0.f;
 #pragma unroll
-                for (int off = S / 2; off > 0; off /= 2)
-                    s += __shfl_xor_sync(0xffffffffu, s, off);
-                if (ok[u]) {
-                    const float mn = fmaxf(m[g], s);
-                    const float c = exp2f(m[g] - mn), pr = exp2f(s - mn);
-                    l[g] = l[g] * c + pr;
+            for (int e = 0; e < E; ++e)
+                acc[g][e] = 0.f;
+        }
+        const T* kl = kc + sl * E;
+        const T* vl = vc + sl * E;
+        // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
+        // the same trips and the shuffles below see all 32 lanes.
+        for (std::int64_t jb = start + warp * P; jb < end; jb += PARTS * k_unroll) {
+            float kr[k_unroll][E], vr[k_unroll][E];
+            bool ok[k_unroll];
 #pragma unroll
-                    for (int e = 0; e < E; ++e)
-                        acc[g][e] = fmaf(acc[g][e], c, pr * vr[u][e]);
-                    m[g] = mn;
+            for (int u = 0; u < k_unroll; ++u) {
+                const std::int64_t j = jb + sub + u * PARTS;
+                ok[u] = j < end;
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    kr[u][e] = ok[u] ? element<T>::to_float(kl[j * HD + e]) : 0.f;
+                    vr[u][e] = ok[u] ? element<T>::to_float(vl[j * HD + e]) : 0.f;
                 }
             }
-    }
 #pragma unroll
-    for (int g = 0; g < k_max_g; ++g) {
-        if (g >= groups)
-            continue;
+            for (int u = 0; u < k_unroll; ++u)
 #pragma unroll
-        for (int e = 0; e < E; ++e)
-            sm_acc[part][g][sl * E + e] = acc[g][e];
-        if (sl == 0) {
-            sm_m[part][g] = m[g];
-            sm_l[part][g] = l[g];
+                for (int g = 0; g < k_max_g; ++g) {
+                    if (g >= groups)
+                        continue; // uniform over the block
+                    float s = 0.f;
+#pragma unroll
+                    for (int e = 0; e < E; ++e)
+                        s = fmaf(qr[g][e], kr[u][e], s);
+#pragma unroll
+                    for (int off = S / 2; off > 0; off /= 2)
+                        s += __shfl_xor_sync(0xffffffffu, s, off);
+                    if (ok[u]) {
+                        const float mn = fmaxf(m[g], s);
+                        const float c = exp2f(m[g] - mn), pr = exp2f(s - mn);
+                        l[g] = l[g] * c + pr;
+#pragma unroll
+                        for (int e = 0; e < E; ++e)
+                            acc[g][e] = fmaf(acc[g][e], c, pr * vr[u][e]);
+                        m[g] = mn;
+                    }
+                }
         }
-    }
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
-        const int g = idx / HD, d = idx % HD;
-        float big = -CUDART_INF_F;
 #pragma unroll
-        for (int p = 0; p < PARTS; ++p)
-            big = fmaxf(big, sm_m[p][g]);
-        float sum = 0.f, val = 0.f;
+        for (int g = 0; g < k_max_g; ++g) {
+            if (g >= groups)
+                continue;
 #pragma unroll
-        for (int p = 0; p < PARTS; ++p) {
-            const float w = sm_m[p][g] == -CUDART_INF_F ? 0.f : exp2f(sm_m[p][g] - big);
-            sum += sm_l[p][g] * w;
-            val += sm_acc[p][g][d] * w;
-        }
-        const std::int64_t head = kvh * groups + g;
-        if (splits > 1) {
-            float* ws = a.workspace;
-            const std::int64_t hs = a.heads * splits;
-            ws[2 * hs + (head * splits + split) * HD + d] = val;
-            if (d == 0) {
-                ws[head * splits + split] = big;
-                ws[hs + head * splits + split] = sum;
+            for (int e = 0; e < E; ++e)
+                sm_acc[part][g][sl * E + e] = acc[g][e];
+            if (sl == 0) {
+                sm_m[part][g] = m[g];
+                sm_l[part][g] = l[g];
             }
-        } else {
-            static_cast<T*>(a.out)[head * HD + d] = element<T>::from_float(val / sum);
+        }
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
+            const int g = idx / HD, d = idx % HD;
+            float big = -CUDART_INF_F;
+#pragma unroll
+            for (int p = 0; p < PARTS; ++p)
+                big = fmaxf(big, sm_m[p][g]);
+            float sum = 0.f, val = 0.f;
+#pragma unroll
+            for (int p = 0; p < PARTS; ++p) {
+                const float w = sm_m[p][g] == -CUDART_INF_F ? 0.f : exp2f(sm_m[p][g] - big);
+                sum += sm_l[p][g] * w;
+                val += sm_acc[p][g][d] * w;
+            }
+            const std::int64_t head = kvh * groups + g;
+            if (splits > 1) {
+                const partials ws(a.workspace, a.heads, splits, HD);
+                ws.acc[(head * splits + split) * HD + d] = val;
+                if (d == 0) {
+                    ws.m[head * splits + split] = big;
+                    ws.l[head * splits + split] = sum;
+                }
+            } else {
+                static_cast<T*>(a.out)[head * HD + d] = element<T>::from_float(val / sum);
+            }
         }
     }
-}
-
-// The combine threads of a head: head_dim x CG, the live splits shared out CG ways.
-template <int HD> constexpr int combine_groups() {
-    return HD >= 128 ? 1024 / HD : 8;
-}
-
-// One block a query head. The live splits' maxima and sums are read in parallel (a thread a
-// split) and reduced over the block; each split's weight exp2(m - M) goes to shared memory;
-// then thread (d, g) sums element d over the splits g, g + CG, ... (independent loads, so a
-// long context costs a few load rounds, not one per split) and the CG partial sums are added.
-template <typename T, int HD>
-__global__ void combine_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits) {
-    constexpr int CG = combine_groups<HD>();
-    __shared__ float weight[k_attention_max_splits];
-    __shared__ float scratch[32];
-    __shared__ float parts[CG][HD];
-    const std::int64_t head = blockIdx.x;
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int warps = blockDim.x / 32;
-    const std::int64_t len = attended_length(a);
-    const int live = static_cast<int>((len + chunk - 1) / chunk);
-    const float* ws = a.workspace;
-    const std::int64_t hs = a.heads * splits;
-    const float* ms = ws + head * splits;
-    const float* ls = ws + hs + head * splits;
-    const float* acc = ws + 2 * hs + head * splits * HD;
-
-    float big = -CUDART_INF_F;
-    for (int s = tid; s < live; s += blockDim.x)
-        big = fmaxf(big, ms[s]);
-    big = warp_max(big);
-    if (lane == 0)
-        scratch[warp] = big;
+    if (splits == 1)
+        return;
+    // Count in (the partial, if any, made visible first); the last block of the kv head merges.
+    __threadfence();
     __syncthreads();
-    big = warp_max(lane < warps ? scratch[lane] : -CUDART_INF_F);
-    __syncthreads(); // scratch is reused below
-
-    float sum = 0.f;
-    for (int s = tid; s < live; s += blockDim.x) {
-        const float w = exp2f(ms[s] - big);
-        weight[s] = w;
-        sum += ls[s] * w;
-    }
-    sum = warp_sum(sum);
-    if (lane == 0)
-        scratch[warp] = sum;
-    __syncthreads(); // also publishes weight[]
-    sum = warp_sum(lane < warps ? scratch[lane] : 0.f);
-
-    const int d = tid % HD, g = tid / HD;
-    float val = 0.f;
-#pragma unroll 4
-    for (int s = g; s < live; s += CG)
-        val += acc[static_cast<std::int64_t>(s) * HD + d] * weight[s];
-    parts[g][d] = val;
+    if (threadIdx.x == 0)
+        last = atomicAdd(&counters[kvh], 1u) == static_cast<unsigned>(splits - 1);
     __syncthreads();
-    if (g == 0) {
-#pragma unroll
-        for (int j = 1; j < CG; ++j)
-            val += parts[j][d];
-        static_cast<T*>(a.out)[head * HD + d] = element<T>::from_float(val / sum);
-    }
+    if (!last)
+        return;
+    __threadfence();
+    merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
+    if (threadIdx.x == 0)
+        counters[kvh] = 0; // every block of the kv head has counted in: the next launch's start
 }
 
 template <typename T, int HD>
 launch_status launch_hd(const decode_attention_plan& p, const decode_attention_args& a,
                         stream_t stream) {
-    attention_kernel<T, HD>
-        <<<static_cast<unsigned>(p.blocks), k_attention_threads, 0, stream>>>(a, p.chunk, p.splits);
-    if (p.combine) {
-        if (const auto e = cudaGetLastError(); e != cudaSuccess)
-            return status_of(e);
-        constexpr int threads = HD * combine_groups<HD>();
-        combine_kernel<T, HD>
-            <<<static_cast<unsigned>(a.heads), threads, 0, stream>>>(a, p.chunk, p.splits);
-    }
-    return status_of(cudaGetLastError());
+    unsigned* counters =
+        p.fused_combine
+            ? reinterpret_cast<unsigned*>(reinterpret_cast<char*>(a.workspace) + p.counter_offset)
+            : nullptr;
+    return status_of(launch_serialised_after(
+        attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)), dim3(k_attention_threads),
+        stream, p.dependent_launch, a, p.chunk, p.splits, counters));
 }
 
 template <typename T>
@@ -250,8 +334,12 @@ launch_status launch_decode_attention(const decode_attention_plan& p,
                                       const decode_attention_args& a, stream_t stream) {
     if (!p.valid.empty())
         return invalid(p.valid);
-    if (p.combine && !a.workspace)
-        return invalid("decode attention: a split plan needs its workspace");
+    if (p.combine)
+        return invalid("decode attention: a plan with a second combine launch (none is made now)");
+    if (p.fused_combine && !a.workspace)
+        return invalid("decode attention: a split plan needs its workspace (zeroed once)");
+    if (p.fused_combine && alignment_of(a.workspace) < 16)
+        return invalid("decode attention: the workspace must be 16-byte aligned");
     return by_element(a.type, [&](auto t) { return launch_typed<decltype(t)>(p, a, stream); });
 }
 

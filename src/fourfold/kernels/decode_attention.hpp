@@ -2,10 +2,16 @@
 // Decode attention for one query token over a static KV cache (flash-decoding): the query heads
 // that share a kv head (GQA) are one block's rows; the cache positions 0..*pos, read FROM THE
 // DEVICE, are split in chunks over the blocks of a grid sized for the cache's capacity (chunks
-// past the position return at once); each block keeps a running (max, sum, weighted values) in
-// fp32 per query head, merged over its warps in shared memory. With more than one chunk the
-// blocks write their partial (max, sum, values) to a workspace and a combine kernel merges them
-// by log-sum-exp; with one, the block writes the output itself. bf16/fp16/fp32 in and out.
+// past the position compute nothing); each block keeps a running (max, sum, weighted values) in
+// fp32 per query head, merged over its warps in shared memory. With one chunk the block writes
+// the output itself. With more than one, every block writes its partial (max, sum, values) to
+// the workspace and counts in on its kv head's counter there (threadfence, atomicAdd; blocks past
+// the position count in too); the last block of a kv head merges the live splits' partials by
+// log-sum-exp in split order (the same bits whichever block is last), writes the output and
+// resets the counter to 0: one launch, and a replayed graph finds the counters zeroed. On
+// compute capability 9 and up the launch is a programmatic dependent launch: the kernel reads
+// *pos early only to prefetch its chunk's cache rows into L2, and reads q, *pos and the cache
+// (the row at *pos is the launch before's) after the wait. bf16/fp16/fp32 in and out.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -15,7 +21,7 @@ namespace fourfold::kernels {
 inline constexpr int k_attention_max_group = 8; // query heads per kv head
 inline constexpr int k_attention_threads = 128; // 4 warps a block
 inline constexpr std::int64_t k_attention_min_chunk = 32;
-inline constexpr std::int64_t k_attention_max_splits = 1024; // the combine's shared weights
+inline constexpr std::int64_t k_attention_max_splits = 1024;
 
 struct decode_attention_args {
     const void* q = nullptr;       // heads x head_dim (contiguous)
@@ -23,7 +29,10 @@ struct decode_attention_args {
     const void* v_cache = nullptr;
     const std::int64_t* pos = nullptr; // device: the last position attended (0..capacity-1)
     void* out = nullptr;               // heads x head_dim (contiguous)
-    float* workspace = nullptr;        // plan.workspace_bytes, with more than one split
+    // plan.workspace_bytes, 16-byte aligned, with more than one split: ZEROED ONCE when
+    // allocated (the counters at plan.counter_offset must start at 0; each launch leaves them at
+    // 0 again, so launches on one workspace must not run concurrently)
+    float* workspace = nullptr;
     std::int64_t heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
     double scale = 0; // 0: 1 / sqrt(head_dim)
     elem type = elem::bf16;
@@ -34,8 +43,13 @@ struct decode_attention_plan {
     std::int64_t chunk = 0;  // cache positions a block takes
     std::int64_t splits = 0; // chunks of the capacity: blocks = kv_heads x splits
     std::int64_t blocks = 0;
-    bool combine = false; // a second launch merges the splits
+    bool combine = false;          // a second launch merges the splits (never now)
+    bool fused_combine = false;    // the last block of a kv head merges the splits (splits > 1)
+    bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
+    // per query head and split head_dim values, then the maxima, then the sums (floats); then
+    // at counter_offset (16-byte aligned) a 32-bit counter per kv head
     std::int64_t workspace_bytes = 0;
+    std::int64_t counter_offset = 0;
     std::string valid;
     std::string describe() const;
 };

@@ -9,7 +9,11 @@ std::string decode_attention_plan::describe() const {
     std::string s = std::to_string(blocks) + " block(s) of " + std::to_string(threads) + ", " +
                     std::to_string(splits) + " split(s) of " + std::to_string(chunk) +
                     " cache positions";
-    s += combine ? ", log-sum-exp combine (second launch)" : ", no combine";
+    s += combine         ? ", log-sum-exp combine (second launch)"
+         : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
+                         : ", no combine";
+    if (dependent_launch)
+        s += ", dependent launch";
     return s;
 }
 
@@ -50,10 +54,18 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     p.chunk = (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk * k_attention_min_chunk;
     p.splits = (a.capacity + p.chunk - 1) / p.chunk;
     p.blocks = a.kv_heads * p.splits;
-    p.combine = p.splits > 1;
-    // per query head and split: max, sum, then head_dim values
-    p.workspace_bytes =
-        p.combine ? a.heads * p.splits * (2 + hd) * static_cast<std::int64_t>(sizeof(float)) : 0;
+    p.combine = false;
+    p.fused_combine = p.splits > 1;
+    p.dependent_launch = d.cc_major >= 9;
+    if (p.fused_combine) {
+        // per query head and split: head_dim values, max and sum; then a counter per kv head
+        const std::int64_t partials =
+            a.heads * p.splits * (2 + hd) * static_cast<std::int64_t>(sizeof(float));
+        p.counter_offset = (partials + 15) / 16 * 16;
+        p.workspace_bytes =
+            p.counter_offset +
+            (a.kv_heads * static_cast<std::int64_t>(sizeof(unsigned)) + 15) / 16 * 16;
+    }
     return p;
 }
 

@@ -13,6 +13,18 @@ template <typename T, int PER> __global__ void rmsnorm_kernel(rmsnorm_args a) {
     __shared__ float scratch[32];
     const std::int64_t row = blockIdx.x;
     const int tid = threadIdx.x, threads = blockDim.x;
+    const T* w = static_cast<const T*>(a.weight);
+    allow_dependents();
+    { // the weight (never the launch before's output) into L2 while that launch may still run
+        const auto* wb = reinterpret_cast<const char*>(w);
+        const std::int64_t bytes = a.cols * static_cast<std::int64_t>(sizeof(T));
+        for (std::int64_t off = tid * std::int64_t{128}; off < bytes;
+             off += std::int64_t{128} * threads)
+            prefetch_l2(wb + off);
+        if (tid == 0)
+            prefetch_l2(wb + bytes - 1); // the last line, where the weight is not line-aligned
+    }
+    dependency_wait(); // x, the residual, the index and *at may be the launch before's
     const T* x = static_cast<const T*>(a.x);
     bool zero = false;
     if (a.index) {
@@ -39,7 +51,6 @@ template <typename T, int PER> __global__ void rmsnorm_kernel(rmsnorm_args a) {
     }
     ss = block_sum(ss, scratch);
     const float inv = rsqrtf(ss / static_cast<float>(a.cols) + static_cast<float>(a.eps));
-    const T* w = static_cast<const T*>(a.weight);
     T* out = a.out ? static_cast<T*>(a.out) + row * a.ld_out : nullptr;
     T* normed = static_cast<T*>(a.normed) + row * a.ld_normed;
 #pragma unroll
@@ -56,26 +67,26 @@ template <typename T, int PER> __global__ void rmsnorm_kernel(rmsnorm_args a) {
 template <typename T>
 launch_status launch_typed(const rmsnorm_plan& p, const rmsnorm_args& a, stream_t stream) {
     const dim3 grid(static_cast<unsigned>(p.blocks)), block(static_cast<unsigned>(p.threads));
+    const bool dep = p.dependent_launch;
     switch (p.per_thread) {
     case 1:
-        rmsnorm_kernel<T, 1><<<grid, block, 0, stream>>>(a);
-        break;
+        return status_of(
+            launch_serialised_after(rmsnorm_kernel<T, 1>, grid, block, stream, dep, a));
     case 2:
-        rmsnorm_kernel<T, 2><<<grid, block, 0, stream>>>(a);
-        break;
+        return status_of(
+            launch_serialised_after(rmsnorm_kernel<T, 2>, grid, block, stream, dep, a));
     case 4:
-        rmsnorm_kernel<T, 4><<<grid, block, 0, stream>>>(a);
-        break;
+        return status_of(
+            launch_serialised_after(rmsnorm_kernel<T, 4>, grid, block, stream, dep, a));
     case 8:
-        rmsnorm_kernel<T, 8><<<grid, block, 0, stream>>>(a);
-        break;
+        return status_of(
+            launch_serialised_after(rmsnorm_kernel<T, 8>, grid, block, stream, dep, a));
     case 16:
-        rmsnorm_kernel<T, 16><<<grid, block, 0, stream>>>(a);
-        break;
+        return status_of(
+            launch_serialised_after(rmsnorm_kernel<T, 16>, grid, block, stream, dep, a));
     default:
         return invalid("rmsnorm: per_thread must be 1, 2, 4, 8 or 16");
     }
-    return status_of(cudaGetLastError());
 }
 
 } // namespace

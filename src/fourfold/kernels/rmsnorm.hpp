@@ -6,7 +6,9 @@
 // device-side index (the embedding lookup of a decode step: row r of x is table row
 // index[*at + r]), so the step that reads its token from the device needs no host value. One
 // block a row: a decoder's hidden state (4096 elements) or, as rows = heads, Qwen3's per-head
-// q/k norm. The row stays in registers between the sum of squares and the scaling.
+// q/k norm. The row stays in registers between the sum of squares and the scaling. On compute
+// capability 9 and up a dependent launch: the weight goes to L2 before the wait, x, the residual,
+// the index and *at are read after it.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -36,6 +38,7 @@ struct rmsnorm_plan {
     int threads = 0;    // a block a row
     int per_thread = 0; // elements of a row each thread holds
     std::int64_t blocks = 0;
+    bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
 };

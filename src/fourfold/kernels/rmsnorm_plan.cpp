@@ -7,11 +7,11 @@ namespace fourfold::kernels {
 
 std::string rmsnorm_plan::describe() const {
     return std::to_string(blocks) + " block(s) of " + std::to_string(threads) + ", " +
-           std::to_string(per_thread) + " element(s)/thread kept in registers, fp32 sums";
+           std::to_string(per_thread) + " element(s)/thread kept in registers, fp32 sums" +
+           (dependent_launch ? ", dependent launch" : "");
 }
 
 rmsnorm_plan plan_rmsnorm(const rmsnorm_args& a, const device_limits& d) {
-    (void)d;
     rmsnorm_plan p;
     if (a.rows < 1 || a.cols < 1) {
         p.valid = "rows and cols must be at least 1";
@@ -47,6 +47,7 @@ rmsnorm_plan plan_rmsnorm(const rmsnorm_args& a, const device_limits& d) {
     p.per_thread = per;
     p.threads = static_cast<int>(std::min<std::int64_t>(1024, (threads + 31) / 32 * 32));
     p.blocks = a.rows;
+    p.dependent_launch = d.cc_major >= 9;
     return p;
 }
 

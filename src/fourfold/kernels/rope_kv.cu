@@ -18,8 +18,25 @@ template <typename T> __global__ void rope_kv_kernel(rope_kv_args a) {
     const std::int64_t h = blockIdx.x % heads_all;
     const int i = threadIdx.x;
     const std::int64_t hd = a.head_dim;
-    const std::int64_t p = *a.pos + t;
     const bool is_q = h < a.heads, is_k = !is_q && h < a.heads + a.kv_heads;
+    const T* norm_w = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
+    allow_dependents();
+    if (is_q || is_k) { // hints into L2 while the launch before may still run
+        constexpr int line = 128 / sizeof(T);
+        // *pos is only a hint here (in an eager chain of dependent launches it may be a step
+        // behind); it is read again after the wait
+        const std::int64_t early = *a.pos + t;
+        if (i < hd && (i % line == 0 || i == hd - 1)) {
+            if (norm_w)
+                prefetch_l2(norm_w + i);
+            if (early >= 0 && early < a.capacity) {
+                prefetch_l2(static_cast<const T*>(a.cos) + early * hd + i);
+                prefetch_l2(static_cast<const T*>(a.sin) + early * hd + i);
+            }
+        }
+    }
+    dependency_wait(); // qkv (and *pos) may be the launches before's
+    const std::int64_t p = *a.pos + t;
     const T* src = static_cast<const T*>(a.qkv) + t * a.ld_qkv + h * hd;
     float v = i < hd ? element<T>::to_float(src[i]) : 0.f;
     if (!is_q && !is_k) { // v: copied into the cache as it is
@@ -28,7 +45,6 @@ template <typename T> __global__ void rope_kv_kernel(rope_kv_args a) {
                 element<T>::from_float(v);
         return;
     }
-    const T* norm_w = static_cast<const T*>(is_q ? a.q_norm : a.k_norm);
     if (norm_w) { // every thread of the block takes part in the reduction
         const float ss = block_sum(v * v, scratch);
         const float inv = rsqrtf(ss / static_cast<float>(hd) + static_cast<float>(a.eps));
@@ -57,9 +73,9 @@ launch_status launch_rope_kv(const rope_kv_plan& p, const rope_kv_args& a, strea
     if (!p.valid.empty())
         return invalid(p.valid);
     return by_element(a.type, [&](auto t) {
-        rope_kv_kernel<decltype(t)>
-            <<<static_cast<unsigned>(p.blocks), static_cast<unsigned>(p.threads), 0, stream>>>(a);
-        return status_of(cudaGetLastError());
+        return status_of(launch_serialised_after(
+            rope_kv_kernel<decltype(t)>, dim3(static_cast<unsigned>(p.blocks)),
+            dim3(static_cast<unsigned>(p.threads)), stream, p.dependent_launch, a));
     });
 }
 

@@ -5,7 +5,9 @@
 // position), q written out, k and v appended to one layer's static KV cache. Token t sits at
 // position *pos + t, read FROM THE DEVICE, so one captured step serves every position. All in
 // fp32, rounded once to the element type. A block a head (q heads, then k heads, then v heads)
-// and a token; positions at or past the capacity write nothing.
+// and a token; positions at or past the capacity write nothing. On compute capability 9 and up
+// a dependent launch: the norm weights and (at *pos as a hint) the cos/sin rows go to L2 before
+// the wait, everything else is read after it.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -32,6 +34,7 @@ struct rope_kv_plan {
     int threads = 0;         // a head's elements, rounded up to a warp
     std::int64_t blocks = 0; // (heads + 2 kv_heads) x tokens
     bool qk_norm = false;
+    bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
     std::string valid;
     std::string describe() const;
 };

@@ -6,11 +6,11 @@ namespace fourfold::kernels {
 std::string rope_kv_plan::describe() const {
     return std::to_string(blocks) + " block(s) of " + std::to_string(threads) +
            (qk_norm ? ", per-head RMSNorm of q and k fused" : "") +
-           ", RoPE of q and k, k/v appended at the device-side position";
+           ", RoPE of q and k, k/v appended at the device-side position" +
+           (dependent_launch ? ", dependent launch" : "");
 }
 
 rope_kv_plan plan_rope_kv(const rope_kv_args& a, const device_limits& d) {
-    (void)d;
     rope_kv_plan p;
     if (a.tokens < 1 || a.heads < 1 || a.kv_heads < 1 || a.capacity < 1) {
         p.valid = "tokens, heads, kv_heads and capacity must be at least 1";
@@ -39,6 +39,7 @@ rope_kv_plan plan_rope_kv(const rope_kv_args& a, const device_limits& d) {
     p.qk_norm = a.q_norm != nullptr;
     p.threads = static_cast<int>((a.head_dim + 31) / 32 * 32);
     p.blocks = (a.heads + 2 * a.kv_heads) * a.tokens;
+    p.dependent_launch = d.cc_major >= 9;
     return p;
 }
 

@@ -15,6 +15,8 @@ template <typename T, int VEC> __global__ void swiglu_kernel(swiglu_args a) {
     using pk = packet<T, VEC>;
     const std::int64_t per_row = a.width / VEC;
     const std::int64_t units = a.tokens * per_row;
+    allow_dependents();
+    dependency_wait(); // gate_up is the launch before's
     for (std::int64_t u = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
          u < units; u += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
         const std::int64_t t = u / per_row, c = (u % per_row) * VEC;
@@ -35,12 +37,12 @@ launch_status launch_typed(const swiglu_plan& p, const swiglu_args& a, stream_t 
     const dim3 grid(static_cast<unsigned>(p.blocks)), block(static_cast<unsigned>(p.threads));
     constexpr int vw = static_cast<int>(16 / sizeof(T));
     if (p.vec == vw)
-        swiglu_kernel<T, vw><<<grid, block, 0, stream>>>(a);
-    else if (p.vec == 1)
-        swiglu_kernel<T, 1><<<grid, block, 0, stream>>>(a);
-    else
-        return invalid("swiglu: vec must be 1 or 16 bytes of elements");
-    return status_of(cudaGetLastError());
+        return status_of(launch_serialised_after(swiglu_kernel<T, vw>, grid, block, stream,
+                                                 p.dependent_launch, a));
+    if (p.vec == 1)
+        return status_of(launch_serialised_after(swiglu_kernel<T, 1>, grid, block, stream,
+                                                 p.dependent_launch, a));
+    return invalid("swiglu: vec must be 1 or 16 bytes of elements");
 }
 
 } // namespace

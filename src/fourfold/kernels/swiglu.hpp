@@ -1,7 +1,8 @@
 #pragma once
 // SwiGLU's activation of a fused gate/up projection: out[t, i] = silu(gu[t, i]) * gu[t, W + i]
 // for a tokens x 2W input (gate columns first), in fp32, rounded once. Elementwise and
-// bandwidth-bound; 16-byte packets where the pointers, W and the strides allow.
+// bandwidth-bound; 16-byte packets where the pointers, W and the strides allow. On compute
+// capability 9 and up a dependent launch (everything is read after the wait).
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -19,6 +20,7 @@ struct swiglu_plan {
     int vec = 1;
     int threads = 256;
     std::int64_t blocks = 0;
+    bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
     std::string why_scalar;
     std::string valid;
     std::string describe() const;

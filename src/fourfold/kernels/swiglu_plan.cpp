@@ -9,6 +9,8 @@ namespace fourfold::kernels {
 std::string swiglu_plan::describe() const {
     std::string s = std::to_string(blocks) + " block(s) of " + std::to_string(threads) + ", " +
                     (vec > 1 ? std::to_string(vec) + "-element packets" : std::string("scalar"));
+    if (dependent_launch)
+        s += ", dependent launch";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
@@ -34,6 +36,7 @@ swiglu_plan plan_swiglu(const swiglu_args& a, const device_limits& d) {
     const std::int64_t units = a.tokens * ((a.width + p.vec - 1) / p.vec);
     p.blocks = std::clamp<std::int64_t>((units + p.threads - 1) / p.threads, 1,
                                         std::max(1, 8 * d.sm_count));
+    p.dependent_launch = d.cc_major >= 9;
     return p;
 }
 
