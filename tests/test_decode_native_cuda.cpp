@@ -144,6 +144,12 @@ TEST(decode_native_cuda, native_logits_follow_stock_teacher_forced_eager_and_rep
 // post-attention and final norms go into the q/k/v, gate/up and LM-head GEMVs and the SwiGLU into
 // the down projection's (one launch each, the step's facts say so), and the logits are as close to
 // float32 as stock's (the criterion above).
+static decoder_paths fused_paths() {
+    auto p = native_decoder_paths();
+    p.fuse_prologues = true;
+    return p;
+}
+
 TEST(decode_native_cuda, norms_and_swiglu_fused_into_the_gemv_follow_float32_like_stock) {
     REQUIRE_NATIVE(dev);
     auto c = *find_preset("tiny-llama");
@@ -160,15 +166,15 @@ TEST(decode_native_cuda, norms_and_swiglu_fused_into_the_gemv_follow_float32_lik
     const auto tokens = tokens_for(*w, 24, *dev);
     const auto f32 = teacher_forced(w32, tokens, decoder_paths{}, *dev, false);
     const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
-    const auto eager = teacher_forced(w, tokens, native_decoder_paths(), *dev, false);
-    const auto graph = teacher_forced(w, tokens, native_decoder_paths(), *dev, true);
+    const auto eager = teacher_forced(w, tokens, fused_paths(), *dev, false);
+    const auto graph = teacher_forced(w, tokens, fused_paths(), *dev, true);
     const double stock_err = rel_l2(stock, f32), native_err = rel_l2(eager, f32);
     std::printf("fused norms: rel L2 from float32: stock %.4g, native %.4g\n", stock_err,
                 native_err);
     EXPECT_LE(native_err, 1.5 * stock_err + 2e-3);
     EXPECT_LT(rel_l2(graph, eager), 1e-6);
 
-    decoder_session s(w, 64, native_decoder_paths(), workloads::call_context(*dev));
+    decoder_session s(w, 64, fused_paths(), workloads::call_context(*dev));
     s.prefill(tokens.narrow(0, 0, 6));
     s.step();
     const auto& k = s.native_step_facts()["kernels"];

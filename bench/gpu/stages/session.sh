@@ -145,3 +145,43 @@ stage_s21_b_ops_and_decode() {
     echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
     grep -E "^decode .*graph" "$OUT/s21.txt" | head -8
 }
+
+# Session 21, last call: the fused attention combine and the dependent launches of the small
+# kernels (gpu tests), the prologue GEMV's occupancy under ncu and its op figures with the
+# shared-memory carveout, then llama3-8b (stock, native, native_fused) at ctx 512 and 2048 and
+# qwen3-30b-a3b at 512. About 6 minutes with a cold build.
+stage_s21_d() {
+    local t0=$SECONDS
+    timeout 80 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.*:argmax_cuda.*:rmsnorm_cuda.*:rope_kv_cuda.*:swiglu_cuda.*:decode_native_cuda.*:native.gemv_with*' \
+        >"$OUT/s21_tests.txt" 2>&1
+    echo "gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure$|rel L2" "$OUT/s21_tests.txt" | head -24
+    timeout 45 ncu --clock-control none --section LaunchStats --section Occupancy \
+        --kernel-name regex:gemv_balanced --launch-count 1 \
+        $BIN run --workload linear_decode --shape 1x28672x4096 --param prologue=rms_norm --dtype bf16 \
+        --variants native --device cuda --ledgers correctness --no-isolate --db /tmp/s21-ncu.db --quiet \
+        >"$OUT/s21_ncu.txt" 2>&1
+    echo "ncu prologue kernel: exit $? after $((SECONDS - t0)) s"
+    grep -E "gemv_balanced|Registers Per|Shared Memory Config|Dynamic Shared|Block Limit|Theoretical Occ|Achieved Occ|Waves Per" "$OUT/s21_ncu.txt" | head -20
+    : >"$OUT/s21.txt"
+    timeout 40 $BIN run --workload linear_decode --shape 1x28672x4096,1x6144x4096 --param prologue=none,rms_norm \
+        --dtype bf16 --variants native --device cuda --ledgers op_time --min-time 0.1 --db "$DB" \
+        --label s21-pro-carveout --quiet >>"$OUT/s21.txt" 2>&1
+    timeout 25 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu --param bias=1 \
+        --dtype bf16 --variants native --device cuda --ledgers op_time --min-time 0.1 --db "$DB" \
+        --label s21-swiglu-carveout --quiet >>"$OUT/s21.txt" 2>&1
+    echo "linear_decode prologues: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*graph" "$OUT/s21.txt" | head -8
+    timeout 125 $BIN decode --model llama3-8b --variants stock,native,native_fused --mode graph \
+        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+        --db "$DB" --label s21-llama-d --quiet >>"$OUT/s21.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
+    $BIN compare s21-llama-d --baseline-variant stock --db "$DB" >>"$OUT/s21.txt" 2>&1
+    grep -E "^decode .*(graph|PASS|FAIL)|tokens/s per ctx|stock -> native.*(FASTER|SLOWER|SAME)" "$OUT/s21.txt" | head -20
+    timeout 60 $BIN decode --model qwen3-30b-a3b --variants stock,native --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" --label s21-qwen \
+        --quiet >>"$OUT/s21.txt" 2>&1
+    echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph" "$OUT/s21.txt" | tail -2
+}

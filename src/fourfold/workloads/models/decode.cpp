@@ -126,8 +126,8 @@ class logit_metrics final : public extra_metrics {
 // What the native variant's step takes for attention and RMSNorm, for its records.
 constexpr const char* native_attention =
     "kernels/decode_attention.cu: one query token over the cache positions 0..pos read from the "
-    "device, the query heads of a kv head one block's rows, split over the context with a "
-    "log-sum-exp combine, fp32 accumulation";
+    "device, the query heads of a kv head one block's rows, split over the context, the splits "
+    "merged by log-sum-exp in the same launch (the last block of a kv head), fp32 accumulation";
 constexpr const char* native_norm =
     "kernels/rmsnorm.cu: fp32 sums, the residual add and the embedding gather fused";
 
@@ -285,9 +285,9 @@ class decode_case final : public model_case<decoder_weights> {
             {"kv_cache_positions", cache_capacity()},
             {"kv_cache_bytes_per_position",
              static_cast<double>(c.kv_elements_per_position()) * element_bytes()},
-            {"attention", variant == "native" ? native_attention : attention_path()},
-            {"rms_norm", variant == "native" ? native_norm : rms_norm_path()},
-            {"mode", variant == "native"
+            {"attention", native_like(variant) ? native_attention : attention_path()},
+            {"rms_norm", native_like(variant) ? native_norm : rms_norm_path()},
+            {"mode", native_like(variant)
                          ? (m_graph ? "graph: one decode step of fourfold's kernels captured as a "
                                       "CUDA graph, replayed per token"
                                     : "eager: fourfold's kernels launched per step")
@@ -295,7 +295,7 @@ class decode_case final : public model_case<decoder_weights> {
                          ? "graph: one decode step captured as a CUDA graph, replayed per token; "
                            "attention over the whole cache with a position mask"
                          : "eager: ops launched per step; attention over the filled prefix"},
-            {"sampling", variant == "native"
+            {"sampling", native_like(variant)
                              ? "greedy: argmax of the logits on the device (kernels/argmax.cu), "
                                "the token written and the position advanced in the same launch"
                              : "greedy: softmax over the vocabulary in float32, argmax, on the "
@@ -312,7 +312,7 @@ class decode_case final : public model_case<decoder_weights> {
             {"memory_pass", "the full model's session (weights, KV cache, captured step in graph "
                             "mode) made first; each call one whole decode: prefill, every decode "
                             "step"}};
-        if (variant == "native") {
+        if (native_like(variant)) {
             f["decode_step"] =
                 "fourfold's kernels: the embedding gather fused into the first RMSNorm; per layer "
                 "RMSNorm (the residual add of an MoE block's output fused), the q/k/v GEMV, "
@@ -324,10 +324,15 @@ class decode_case final : public model_case<decoder_weights> {
                 "path (kernels/gemv.cu, what linear_decode's native variant times); the launches "
                 "and plans of one step are in the throughput record's figures.native_step";
             f["prefill"] = "libtorch's ops (stock): the GEMV takes 1..8 tokens";
+            if (variant == "native_fused")
+                f["prologues"] = "the RMSNorms before q/k/v, gate/up and the LM head, and the "
+                                 "SwiGLU before the down projection, inside those GEMVs "
+                                 "(kernels/gemv.cu's prologue, linear_decode's prologue= "
+                                 "variants time it) where the plan takes it";
         }
         if (c.has_moe())
             f["moe"] =
-                variant == "native"
+                native_like(variant)
                     ? "fourfold's MoE step (kernels/moe.cu): routing, gate/up, SwiGLU, down and "
                       "the weighted combine in two launches, no host sync (model_ops::moe_ffn, "
                       "the code moe_decode's native variant times)"
@@ -439,6 +444,9 @@ class decode_case final : public model_case<decoder_weights> {
     at::Tensor native(const call_context& ctx, const input_set& in) const {
         return twin_logits(ctx, in, paths("native"));
     }
+    at::Tensor native_fused(const call_context& ctx, const input_set& in) const {
+        return twin_logits(ctx, in, paths("native_fused"));
+    }
 
   protected:
     std::string weights_key() const override {
@@ -475,8 +483,11 @@ class decode_case final : public model_case<decoder_weights> {
                element_bytes();
     }
     std::uint64_t weights_seed() const { return random_weights_seed(m_seed); }
+    static bool native_like(const std::string& variant) {
+        return variant == "native" || variant == "native_fused";
+    }
     static bool own_variant(const std::string& variant) {
-        return variant == "stock" || variant == "generic" || variant == "native";
+        return variant == "stock" || variant == "generic" || native_like(variant);
     }
     // The model_ops paths a variant takes: libtorch's own ops, the MoE layers through the
     // grouped matmul (stock) or the host loop (generic); native: native_decoder_paths().
@@ -484,8 +495,11 @@ class decode_case final : public model_case<decoder_weights> {
         if (!own_variant(variant))
             throw std::invalid_argument(
                 "decode runs whole decodes for stock, generic and native only, not " + variant);
-        if (variant == "native")
-            return native_decoder_paths();
+        if (native_like(variant)) {
+            auto p = native_decoder_paths();
+            p.fuse_prologues = variant == "native_fused";
+            return p;
+        }
         return {variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm};
     }
 
@@ -544,7 +558,11 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
     .native_variant("native", &decode_case::native,
                     "fourfold's kernels for the decode step (RMSNorm, rope_kv, decode attention, "
                     "SwiGLU, argmax) and the native GEMV for every projection; MoE layers through "
-                    "at::_grouped_mm");
+                    "fourfold's MoE step (kernels/moe.cu)")
+    .native_variant("native_fused", &decode_case::native_fused,
+                    "native, with the RMSNorms before q/k/v, gate/up and the LM head and the "
+                    "SwiGLU before the down projection computed inside those GEMVs (their "
+                    "prologue: one launch each) where the GEMV's plan takes it");
 
 } // namespace
 } // namespace fourfold::workloads

@@ -466,7 +466,8 @@ void decoder_session::step_native() {
     // no residual to add or row to gather and the GEMV's plan takes it, else the norm, then W.
     auto normed_linear = [&](at::Tensor& x, const at::Tensor& pending, const at::Tensor& weight,
                              bool gather, const at::Tensor& w, const char* what) {
-        if (!gather && !pending.defined() && m_paths.linear == op_path::native) {
+        if (!gather && !pending.defined() && m_paths.linear == op_path::native &&
+            m_paths.fuse_prologues) {
             auto y = model_ops::native_linear_rms_normed(x, weight, c.rms_eps, w, ctx);
             if (y.defined()) {
                 log.add(log.on() ? fmt::format("gemv {} (RMSNorm fused)", what) : "",
@@ -543,7 +544,7 @@ void decoder_session::step_native() {
         const auto gu =
             normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up, "gate_up");
         // SwiGLU inside the down projection's GEMV where its plan takes it
-        if (m_paths.linear == op_path::native) {
+        if (m_paths.linear == op_path::native && m_paths.fuse_prologues) {
             auto down = model_ops::native_linear_swiglu(gu, lw.down, x.view({c.hidden}), ctx);
             if (down.defined()) {
                 if (log.on())

@@ -35,6 +35,9 @@ struct decoder_paths {
     // The prefill's projections where they are not `linear` (the native GEMV takes 1..8 tokens,
     // a prefill is the whole prompt).
     std::optional<model_ops::op_path> prefill_linear = std::nullopt;
+    // native step: the RMSNorms before q/k/v, gate/up and the LM head and the SwiGLU before the
+    // down projection inside those GEMVs (kernels/gemv.cu's prologues) where the plan takes it
+    bool fuse_prologues = false;
 };
 
 // The paths of the decode workload's `native` variant: the decode step of fourfold's kernels,
