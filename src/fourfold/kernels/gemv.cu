@@ -445,9 +445,13 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
                 for (int t = 0; t < TOK; ++t) {
                     float xf[VEC];
-                    if constexpr (PRO != k_pro_none)
-                        P::unpack(xv[t][v], xf); // shared memory
-                    else
+                    if constexpr (PRO != k_pro_none) {
+                        // one 16-byte shared load into a register, then unpacked (unpacking
+                        // the shared word in place compiled to eight 2-byte loads: 35-43 %
+                        // slower on the H200, d6264c7 and 0b195a6)
+                        const uint4 r = xv[t][v];
+                        P::unpack(r, xf);
+                    } else
                         P::unpack(__ldg(xv[t] + v), xf);
 #pragma unroll
                     for (int j = 0; j < VEC; ++j)
@@ -645,20 +649,6 @@ launch_status launch_mma(const gemv_plan& p, const gemv_args& a, stream_t stream
         kblocks, a.ld_x, a.ld_w, a.ld_y, p.k_split, kbchunk));
 }
 
-// A prologue kernel keeps T x K elements of x in shared memory; the shared/L1 split is asked to
-// favour shared memory (once per kernel) so that the four blocks an SM is compiled for fit: the
-// first H200 figures of the prologues ran 35-43 % slower than the plain kernel on every shape, as
-// a grid of one wave would if only three of its blocks were resident (build d6264c7).
-template <typename T, int TOK, int PRO> void prefer_shared_memory() {
-    static const bool done = [] {
-        (void)cudaFuncSetAttribute(gemv_balanced<T, TOK, PRO>,
-                                   cudaFuncAttributePreferredSharedMemoryCarveout,
-                                   cudaSharedmemCarveoutMaxShared);
-        return true;
-    }();
-    (void)done;
-}
-
 template <typename T, int TOK>
 launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream) {
     constexpr int VEC = 16 / sizeof(T);
@@ -679,10 +669,6 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
     if (p.balanced) {
         const auto* nw = static_cast<const T*>(a.norm_weight);
         const auto eps = static_cast<float>(a.norm_eps);
-        if (p.fused_norm)
-            prefer_shared_memory<T, TOK, k_pro_norm>();
-        if (p.fused_swiglu)
-            prefer_shared_memory<T, TOK, k_pro_swiglu>();
         if (p.fused_norm || p.fused_swiglu)
             return status_of(
                 launch_serialised_after_smem(p.fused_norm ? gemv_balanced<T, TOK, k_pro_norm>
