@@ -5,11 +5,37 @@
 #include "fourfold/suites/suite.hpp"
 #include "fourfold/workloads/linear_shapes.hpp"
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 using namespace fourfold;
+
+// With FOURFOLD_TEST_FAULTS=1 the article suite holds two faulting groups after the softmax
+// jobs (issue 16's check inside the suite); without it, none.
+TEST(suites, the_article_suite_holds_test_faults_only_when_asked) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    auto faults = [&] {
+        std::vector<std::string> f;
+        for (const auto& j : suites::expand_suite("article", *dev))
+            if (j.workload == "fault")
+                f.push_back(j.params["fault"].get<std::string>());
+        return f;
+    };
+    const char* before = std::getenv("FOURFOLD_TEST_FAULTS");
+    const std::string saved = before ? before : "";
+    ::unsetenv("FOURFOLD_TEST_FAULTS");
+    EXPECT_TRUE(faults().empty());
+    ::setenv("FOURFOLD_TEST_FAULTS", "1", 1);
+    EXPECT_EQ(faults(), (std::vector<std::string>{"segfault", "huge_alloc"}));
+    if (before)
+        ::setenv("FOURFOLD_TEST_FAULTS", saved.c_str(), 1);
+    else
+        ::unsetenv("FOURFOLD_TEST_FAULTS");
+}
 
 TEST(suites, article_on_the_cpu_covers_every_workload_and_marks_what_it_reduced) {
     auto dev = backend::open_device({backend::device_kind::cpu, 0});

@@ -27,11 +27,12 @@ def test_peer_and_native_decode_in_one_run_compared(db, peer, cli):
                         label="peer", **QUICK)
     assert recs.exit_code == 0, [(r.variant, r.reason) for r in recs]
     t = {r.variant: r for r in recs.of("throughput")}
-    assert set(t) == {"stock", "generic", "native", "torch_compile", "torch_eager"}
+    assert set(t) == {"stock", "generic", "native", "native_fused", "torch_compile", "torch_eager"}
     assert all(r.workload == "decode" for r in t.values())
     assert all(t[v].status == "ok" for v in ("stock", "torch_compile", "torch_eager")), [r.reason for r in t.values()]
     assert t["generic"].status == "skipped"  # decode's own: a dense model has no MoE path to differ in
     assert t["native"].status == "skipped"  # fourfold's kernels: CUDA only
+    assert t["native_fused"].status == "skipped"
     assert t["stock"].params == t["torch_compile"].params  # the same case: compare pairs them
     c = t["torch_compile"]
     assert c.figures["defined_as"] == "decode_compile" and c.value > 0 and c.unit == "tokens/s"
@@ -40,7 +41,8 @@ def test_peer_and_native_decode_in_one_run_compared(db, peer, cli):
         assert c.figures["compiled"] is True
     else:
         assert c.figures["compiled"] is False and "no torch.compile" in c.figures["compile_fallback"]
-    assert all(r.status == "ok" for r in recs.of("memory") if r.variant not in ("generic", "native"))
+    assert all(r.status == "ok" for r in recs.of("memory")
+               if r.variant not in ("generic", "native", "native_fused"))
     out = cli("compare", "peer", "--baseline-variant", "stock", "--db", db, "--format", "json").stdout
     text = json.dumps(json.loads(out))
     assert "torch_compile" in text and "torch_eager" in text
