@@ -185,3 +185,34 @@ stage_s21_d() {
     echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
     grep -E "^decode .*graph" "$OUT/s21.txt" | tail -2
 }
+
+# The next session's first call (planned 2026-12-01, stop 21): the prologue fix measured
+# (native_fused against native), the sanitizer over the decode kernels, the three VAE gpu tests
+# and the bf16 round trip. About 8.5 minutes with a cold build; python_decode and
+# faults_in_suite (reliability.sh) take a call of their own.
+stage_s22_a() {
+    local t0=$SECONDS
+    : >"$OUT/s22.txt"
+    timeout 30 $BIN run --workload linear_decode --shape 1x28672x4096,1x6144x4096 --param prologue=none,rms_norm \
+        --dtype bf16 --variants native --device cuda --ledgers op_time --min-time 0.1 --db "$DB" \
+        --label s22-norm --quiet >>"$OUT/s22.txt" 2>&1
+    timeout 20 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu --param bias=1 \
+        --dtype bf16 --variants native --device cuda --ledgers op_time --min-time 0.1 --db "$DB" \
+        --label s22-swiglu --quiet >>"$OUT/s22.txt" 2>&1
+    echo "prologues: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*graph" "$OUT/s22.txt" | head -6
+    timeout 100 $BIN decode --model llama3-8b --variants native,native_fused --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s22-llama --quiet >>"$OUT/s22.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
+    $BIN compare s22-llama --baseline-variant native --db "$DB" >>"$OUT/s22.txt" 2>&1
+    grep -E "^decode .*(graph|PASS|FAIL)|native -> native_fused" "$OUT/s22.txt" | head -10
+    SANITIZER_LIMIT_S=60 stage_decode_sanitizer
+    timeout 150 $BUILD/tests/fourfold_gpu_tests --gtest_filter='vae_cuda.*' >"$OUT/s22_vae_tests.txt" 2>&1
+    echo "vae gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|vae_.* s$|Failure" "$OUT/s22_vae_tests.txt" | head -12
+    timeout -s INT 70 $BIN run --workload vae_roundtrip --dtype bf16 --device cuda --ledgers correctness,op_time \
+        --min-time 0.1 --label s22-vae-rt-bf16 --db "$DB" --quiet >>"$OUT/s22.txt" 2>&1
+    echo "vae_roundtrip bf16: exit $? after $((SECONDS - t0)) s"
+    grep -E "^vae_roundtrip" "$OUT/s22.txt" | head -8
+}
