@@ -187,9 +187,9 @@ stage_s21_d() {
 }
 
 # The next session's first call (planned 2026-12-01, stop 21): the prologue fix measured
-# (native_fused against native), the sanitizer over the decode kernels, the three VAE gpu tests
-# and the bf16 round trip. About 8.5 minutes with a cold build; python_decode and
-# faults_in_suite (reliability.sh) take a call of their own.
+# (native_fused against native) and the sanitizer over the decode kernels, about 6 minutes with
+# a cold build; s22_vae (the three VAE gpu tests, the bf16 round trip: about 3.5 minutes) fits
+# beside faults_in_suite (reliability.sh, about 4) in another; python_decode wants one alone.
 stage_s22_a() {
     local t0=$SECONDS
     : >"$OUT/s22.txt"
@@ -207,12 +207,16 @@ stage_s22_a() {
     echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
     $BIN compare s22-llama --baseline-variant native --db "$DB" >>"$OUT/s22.txt" 2>&1
     grep -E "^decode .*(graph|PASS|FAIL)|native -> native_fused" "$OUT/s22.txt" | head -10
-    SANITIZER_LIMIT_S=60 stage_decode_sanitizer
-    timeout 150 $BUILD/tests/fourfold_gpu_tests --gtest_filter='vae_cuda.*' >"$OUT/s22_vae_tests.txt" 2>&1
+    SANITIZER_LIMIT_S=45 stage_decode_sanitizer
+}
+
+stage_s22_vae() {
+    local t0=$SECONDS
+    timeout 120 $BUILD/tests/fourfold_gpu_tests --gtest_filter='vae_cuda.*' >"$OUT/s22_vae_tests.txt" 2>&1
     echo "vae gpu tests: exit $? after $((SECONDS - t0)) s"
     grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|vae_.* s$|Failure" "$OUT/s22_vae_tests.txt" | head -12
     timeout -s INT 70 $BIN run --workload vae_roundtrip --dtype bf16 --device cuda --ledgers correctness,op_time \
-        --min-time 0.1 --label s22-vae-rt-bf16 --db "$DB" --quiet >>"$OUT/s22.txt" 2>&1
+        --min-time 0.1 --label s22-vae-rt-bf16 --db "$DB" --quiet >"$OUT/s22_vae.txt" 2>&1
     echo "vae_roundtrip bf16: exit $? after $((SECONDS - t0)) s"
-    grep -E "^vae_roundtrip" "$OUT/s22.txt" | head -8
+    grep -E "^vae_roundtrip" "$OUT/s22_vae.txt" | head -8
 }
