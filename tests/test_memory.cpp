@@ -2,6 +2,7 @@
 #include "fourfold/backend/memory_probe.hpp"
 #include "fourfold/measure/memory_figures.hpp"
 #include "fourfold/measure/memory_sampler.hpp"
+#include "fourfold/report/ledger_tables.hpp"
 #include "fourfold/workloads/inputs.hpp"
 #include "fourfold/workloads/workload.hpp"
 #include "runner_helpers.hpp"
@@ -9,6 +10,7 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <sstream>
 
 using namespace fourfold;
 using namespace fourfold::testing;
@@ -155,6 +157,10 @@ TEST(memory, the_first_call_is_watched_apart_from_the_steady_state) {
     ASSERT_TRUE(first_delta.is_number() && steady_delta.is_number()) << rec->figures.dump();
     EXPECT_GE(first_delta.get<std::int64_t>(), std::int64_t{64} << 20) << first.dump();
     EXPECT_LT(steady_delta.get<std::int64_t>(), std::int64_t{16} << 20) << rec->figures.dump();
+    // the run's memory table shows it beside the steady-state peaks
+    std::ostringstream out;
+    report::print_ledger_tables(r.records, out);
+    EXPECT_NE(out.str().find("1st call allocated [GiB]"), std::string::npos) << out.str();
 }
 
 TEST(memory, the_pass_frees_nothing_between_building_what_a_job_keeps_and_its_first_call) {

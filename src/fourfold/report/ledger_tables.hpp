@@ -15,8 +15,9 @@ enum class table_layout { automatic, per_ledger, per_workload };
 
 // Columns drawn from a record's "facts" appear only in tables where some record has them:
 // op_time "layer" (facts.layer) and "host sync" (a variant that synchronises with the host);
-// memory "weights [MiB]" (facts.weight_storage_bytes) and "intermediates [MiB]"
-// (facts.intermediate_bytes, what a variant allocates besides its output).
+// memory "weights [MiB]" (facts.weight_storage_bytes), "intermediates [MiB]"
+// (facts.intermediate_bytes, what a variant allocates besides its output) and the first call's
+// driver and allocated peaks (figures.first_call).
 void print_ledger_tables(const std::vector<record>& records, std::ostream& out,
                          table_format format = table_format::text,
                          table_layout layout = table_layout::automatic);
