@@ -148,3 +148,23 @@ stage_sanitizer_gemv() {
     done
     grep -E "Internal|hazard|RACECHECK SUMMARY|failed|FAIL|error" "$OUT/sanitizer_gemv.txt" | sort | uniq -c | head -30
 }
+
+# Issue 13's open question from stop 21: the native GEMV 2-5 % behind cuBLAS at 28672x4096 and
+# 4096x14336 (bf16, one token). Both variants' kernels under Nsight Compute, one call each (the
+# correctness pass), with the sections that say where a streaming kernel loses: DRAM throughput,
+# the warps' stall reasons, the L2 and the tail of the grid. About 1.5 minutes.
+stage_ncu_gemv_vs_cublas() {
+    local db=/tmp/ncu-gemv-$$.db
+    : >"$OUT/ncu_gemv.txt"
+    local shape
+    for shape in 1x28672x4096 1x4096x14336; do
+        timeout 60 ncu --clock-control none --launch-count 4 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+            --section LaunchStats --section Occupancy \
+            $BIN run --workload linear_decode --shape $shape --dtype bf16 --variants stock,native \
+            --ledgers correctness --device cuda --no-isolate --db $db --quiet >>"$OUT/ncu_gemv.txt" 2>&1
+    done
+    grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Grid Size|Waves Per SM|Stall|Warp Cycles Per Issued" \
+        "$OUT/ncu_gemv.txt" | head -80
+    rm -f "$db"
+}
