@@ -25,6 +25,20 @@ bool says(const std::string& text, const char* what) {
     return text.find(what) != std::string::npos;
 }
 
+// llama3-8b's decode attention (32 query heads over 8 kv heads of 128) with 576 cache positions
+// (ctx 512 + 64 tokens); the plan only checks that a position pointer is given, so a host
+// address stands in for the device one
+decode_attention_args llama3_attention() {
+    static const std::int64_t pos = 0;
+    decode_attention_args a;
+    a.heads = 32;
+    a.kv_heads = 8;
+    a.head_dim = 128;
+    a.pos = &pos;
+    a.capacity = 576;
+    return a;
+}
+
 } // namespace
 
 TEST(decoder_kernel_plans, rmsnorm_spreads_a_row_over_at_most_1024_threads) {
@@ -100,13 +114,7 @@ TEST(decoder_kernel_plans, rope_kv_takes_a_block_a_head_and_checks_its_shape) {
 }
 
 TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_more) {
-    const std::int64_t pos = 0;
-    decode_attention_args a;
-    a.heads = 32;
-    a.kv_heads = 8;
-    a.head_dim = 128;
-    a.pos = &pos;
-    a.capacity = 576; // llama3-8b at ctx 512 + 64 tokens
+    auto a = llama3_attention(); // at ctx 512 + 64 tokens
     auto p = plan_decode_attention(a, h200);
     EXPECT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_EQ(p.chunk, 32);
@@ -150,13 +158,7 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
 }
 
 TEST(decoder_kernel_plans, decode_attention_fuses_its_combine_and_counts_its_workspace) {
-    const std::int64_t pos = 0;
-    decode_attention_args a;
-    a.heads = 32;
-    a.kv_heads = 8;
-    a.head_dim = 128;
-    a.pos = &pos;
-    a.capacity = 576;
+    auto a = llama3_attention(); // at ctx 512 + 64 tokens
     auto p = plan_decode_attention(a, h200);
     EXPECT_TRUE(p.dependent_launch);
     EXPECT_TRUE(says(p.describe(), "combine fused")) << p.describe();

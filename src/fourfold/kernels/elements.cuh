@@ -64,6 +64,12 @@ template <> struct type_of<elem::f32> { using type = float; };
 template <> struct type_of<elem::f16> { using type = __half; };
 template <> struct type_of<elem::bf16> { using type = __nv_bfloat16; };
 
+// SwiGLU's activation: one definition, so the swiglu kernel, the GEMV's SwiGLU prologue and the
+// MoE step compute the same bits.
+__device__ __forceinline__ float silu(float g) {
+    return g / (1.f + expf(-g));
+}
+
 // Programmatic dependent launch (sm_90 on; nothing on older devices, where a launch is serial
 // anyway). A kernel launched with launch_serialised_after(..., true) may start while the kernel
 // before it on the stream is still running: it must call dependency_wait() before it reads

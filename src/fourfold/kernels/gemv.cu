@@ -311,10 +311,6 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 // round_T(silu(gate) * up), kernels/swiglu.cu's value and rounding: the SwiGLU's launch goes.
 constexpr int k_pro_none = 0, k_pro_norm = 1, k_pro_swiglu = 2;
 
-__device__ __forceinline__ float silu(float g) {
-    return g / (1.f + expf(-g)); // kernels/swiglu.cu's
-}
-
 template <typename T, int TOK, int PRO>
 __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,

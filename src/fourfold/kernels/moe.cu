@@ -22,10 +22,6 @@ constexpr int k_logits_per_lane = k_moe_max_experts / 32;
 static_assert(k_max_pairs == k_moe_threads, "the grouping takes one pair a thread");
 static_assert(k_moe_max_tokens <= k_warps, "the routing takes one token a warp");
 
-__device__ __forceinline__ float silu(float g) {
-    return g / (1.f + expf(-g));
-}
-
 // What a block knows of the routing once route_block returns: the (token, slot) pairs grouped
 // by expert (ascending expert id, then pair order), and the active experts' groups.
 struct routing_smem {

@@ -7,10 +7,6 @@ namespace {
 
 using namespace device;
 
-__device__ __forceinline__ float silu(float g) {
-    return g / (1.f + expf(-g));
-}
-
 template <typename T, int VEC> __global__ void swiglu_kernel(swiglu_args a) {
     using pk = packet<T, VEC>;
     const std::int64_t per_row = a.width / VEC;
