@@ -87,6 +87,32 @@ TEST(plan, make_plan_checks_dtype_variant_and_size_against_workload_and_device) 
     EXPECT_EQ(p.groups[0].variants, (std::vector<std::string>{"stock", "generic", "native"}));
 }
 
+// --variants over several workloads (a peer workload beside fourfold's own, issue 17): each
+// workload takes the names it knows; a name no workload of the request knows is bad input.
+TEST(plan, variants_over_several_workloads_go_to_the_workloads_that_know_them) {
+    auto dev = backend::open_device({backend::device_kind::cpu, 0});
+    run_settings s;
+    const std::vector<std::string> both{"generic", "bf16"};
+    const auto p = make_plan({{"softmax", json::object(), dtype::fp32, both, ""},
+                              {"fp8_linear", json::object(), dtype::bf16, both, ""}},
+                             s, *dev);
+    ASSERT_EQ(p.groups.size(), 2u);
+    EXPECT_EQ(p.groups[0].variants, (std::vector<std::string>{"generic"}));
+    EXPECT_EQ(p.groups[1].variants, (std::vector<std::string>{"bf16"}));
+    const auto one = make_plan({{"softmax", json::object(), dtype::fp32, {"bf16"}, ""},
+                                {"fp8_linear", json::object(), dtype::bf16, {"bf16"}, ""}},
+                               s, *dev);
+    ASSERT_EQ(one.groups.size(), 1u); // softmax knows none of the names: no job
+    EXPECT_EQ(one.groups[0].args.workload, "fp8_linear");
+    const auto why = error_of([&] {
+        make_plan({{"softmax", json::object(), dtype::fp32, {"generic", "fastest"}, ""},
+                   {"fp8_linear", json::object(), dtype::bf16, {"generic", "fastest"}, ""}},
+                  s, *dev);
+    });
+    EXPECT_NE(why.find("variant 'fastest'"), std::string::npos) << why;
+    EXPECT_NE(why.find("dequant_row"), std::string::npos) << why; // the valid names of both
+}
+
 // One rule for "cannot" (issue 11): a timing mode this device lacks is a valid request another
 // device can do, so its op_time records are skips with the reason and the other ledgers run.
 TEST(plan, timing_modes_the_device_lacks_skip_op_time_with_the_reason) {

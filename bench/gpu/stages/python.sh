@@ -26,8 +26,9 @@ PY
 # eager and graph (torch.compile "default" and "reduce-overhead").
 stage_python_decode() {
     export PYTHONPATH=$PWD/$BUILD/python
-    timeout 400 $BIN run --python bench/compile_decode.py --workload decode,decode_compile \
-        --param model=llama3-8b --param ctx=512 --param tokens=64 --param mode=eager,graph \
+    timeout "${PYTHON_DECODE_LIMIT_S:-400}" $BIN run --python bench/compile_decode.py \
+        --workload decode,decode_compile --param model=llama3-8b --param ctx=512 --param tokens=64 \
+        ${PYTHON_DECODE_ARGS:---param mode=eager,graph} \
         --dtype bf16 --device cuda --ledgers throughput,memory --db "$DB" --label decode-peer \
         >"$OUT/python_decode.txt" 2>&1
     echo "run --python compile_decode: exit $?"

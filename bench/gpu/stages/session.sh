@@ -220,3 +220,41 @@ stage_s22_vae() {
     echo "vae_roundtrip bf16: exit $? after $((SECONDS - t0)) s"
     grep -E "^vae_roundtrip" "$OUT/s22_vae.txt" | head -8
 }
+
+# Session 22's second call: what the first left (2026-12-01). The isolation cost per job group
+# on the H200 (softmax: 1 and 6 tiny groups, isolated and in-process, twice each: the slope is
+# the cost of a job process); the VAE gpu tests that the round-trip test's time had kept from
+# running (the wrong pad on the GPU, the native pad inside the decoder); the torch.compile peer
+# beside fourfold's decoder in one run (python_decode, graph mode only); then where the tiny
+# round trip's time goes (each ledger alone, timed). About 9.5 minutes with the build.
+stage_s22_b() {
+    local t0=$SECONDS iso n shapes
+    : >"$OUT/s22_b.txt"
+    for iso in --no-isolate --isolate --no-isolate --isolate; do
+        for shapes in 1x1000 1x1000,1x2000,1x3000,1x4000,1x5000,1x6000; do
+            local t1=$(date +%s.%N)
+            timeout 40 $BIN run --workload softmax --shape $shapes --dtype fp32 --variants stock \
+                --ledgers correctness --device cuda $iso --db /tmp/iso-$$.db --quiet >/dev/null 2>&1
+            local rc=$?
+            n=$(echo $shapes | tr ',' '\n' | wc -l)
+            echo "isolation $iso, $n groups: exit $rc, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s" | tee -a "$OUT/s22_b.txt"
+        done
+    done
+    rm -f /tmp/iso-$$.db*
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='vae_cuda.a_wrong_pad*:vae_cuda.the_native_pad*' >>"$OUT/s22_b.txt" 2>&1
+    echo "vae wrong-pad and native-pad gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|PSNR|Failure" "$OUT/s22_b.txt" | head -12
+    PYTHON_DECODE_LIMIT_S=290 PYTHON_DECODE_ARGS="--variants stock,native,native_fused,torch_compile --param mode=graph" \
+        stage_python_decode
+    echo "python_decode: after $((SECONDS - t0)) s"
+    local l
+    for l in correctness memory throughput op_time; do
+        local t2=$(date +%s.%N)
+        timeout 30 $BIN run --workload vae_roundtrip --param model=tiny --param height=64 \
+            --param width=64 --param tf32=1 --dtype fp32 --variants stock --device cuda \
+            --ledgers $l --min-time 0.02 --no-isolate --db /tmp/vae-$$.db --quiet >>"$OUT/s22_vae_probe.txt" 2>&1
+        echo "vae_roundtrip tiny 64x64 fp32 tf32 stock, $l alone: exit $?, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t2}") s" | tee -a "$OUT/s22_b.txt"
+    done
+    rm -f /tmp/vae-$$.db*
+}

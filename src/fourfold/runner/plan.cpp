@@ -4,6 +4,7 @@
 #include "fourfold/core/rng.hpp"
 #include "fourfold/core/text.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <set>
 
@@ -179,6 +180,19 @@ plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
         }
     std::set<std::string> seen;
     std::vector<std::string> measures_none; // workloads with none of the ledgers asked
+    const auto known_elsewhere = [&](const std::string& v) {
+        return std::any_of(specs.begin(), specs.end(), [&](const job_spec& other) {
+            return find_workload(other.workload).find_variant(v) != nullptr;
+        });
+    };
+    const auto variants_of_request = [&] {
+        std::vector<std::string> all;
+        for (const auto& other : specs)
+            for (const auto& v : find_workload(other.workload).user_variant_names())
+                if (std::find(all.begin(), all.end(), v) == all.end())
+                    all.push_back(v);
+        return all;
+    };
     for (const auto& spec : specs) {
         const auto& w = find_workload(spec.workload);
         if (!w.supports(spec.type)) {
@@ -208,14 +222,22 @@ plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
             if (!w.find_param(it.key()))
                 throw bad_input(fmt::format("parameter '{}' is unknown to {}; valid: {}", it.key(),
                                             w.name, param_names(w)));
+        // --variants over several workloads: each takes the names it knows (a name is refused
+        // only when no workload of the request knows it), and a workload that knows none of
+        // them has no job.
         const auto names = spec.variants.empty() ? w.user_variant_names() : spec.variants;
         for (const auto& v : names) {
-            if (!w.find_variant(v))
-                throw bad_input(fmt::format("variant '{}' is unknown to {}; valid: {}", v, w.name,
-                                            join(w.user_variant_names(), ", ")));
+            if (!w.find_variant(v)) {
+                if (spec.variants.empty() || !known_elsewhere(v))
+                    throw bad_input(fmt::format("variant '{}' is unknown to {}; valid: {}", v,
+                                                w.name, join(variants_of_request(), ", ")));
+                continue;
+            }
             if (std::find(g.variants.begin(), g.variants.end(), v) == g.variants.end())
                 g.variants.push_back(v);
         }
+        if (g.variants.empty())
+            continue;
         g.c = w.make_case(g.args);
         const auto need = g.c->declared_cost().bytes();
         if (need > k_no_device_bytes)
