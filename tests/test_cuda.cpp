@@ -66,6 +66,31 @@ TEST(cuda, every_timing_mode_measures_a_real_kernel) {
     }
 }
 
+// A long call on inputs far smaller than the cache (a whole model's round trip) would rotate
+// thousands of input sets a sample, a graph of millions of nodes: the rotation is held to about
+// 10 ms a sample, and the record says so.
+TEST(cuda, a_long_call_rotates_only_the_input_sets_a_sample_has_time_for) {
+    REQUIRE_GPU(dev);
+    const auto opts = at::TensorOptions().device(dev->torch_device());
+    const auto a = at::randn({4096, 4096}, opts); // fp32 4096^3: about 2 ms a product
+    std::vector<measure::timing_candidate> c(1);
+    c[0].name = "mm";
+    c[0].call = [&](int) { (void)at::mm(a, a); };
+    c[0].input_sets = 1000;
+    measure::timing_settings s;
+    s.mode = measure::timing_mode::graph;
+    s.cache = measure::cache_mode::cold;
+    s.stop.min_time_s = 0.05;
+    s.stop.timeout_s = 1;
+    const auto r = measure::measure_interleaved(*dev, c, s);
+    EXPECT_GE(r[0].input_sets_used, 1);
+    EXPECT_LT(r[0].input_sets_used, 1000);
+    // about 10 ms of calls a sample (the budget, from one host-timed call)
+    EXPECT_LE(r[0].input_sets_used * r[0].stats.median, 20000.0) << r[0].input_sets_used;
+    EXPECT_NE(r[0].note.find("input sets"), std::string::npos) << r[0].note;
+    EXPECT_GT(r[0].stats.median, 100.0);
+}
+
 TEST(cuda, a_variant_that_syncs_with_the_host_is_timed_per_call_and_says_so) {
     REQUIRE_GPU(dev);
     const auto r = run_jobs(*dev,

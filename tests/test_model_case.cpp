@@ -220,3 +220,30 @@ TEST(model_case, the_decode_workload_stands_on_the_base) {
     // every case gone, the model is freed
     EXPECT_FALSE(model_slot::holds<resident_model<decoder_weights>>("tiny-qwen3|fp32|1|cpu"));
 }
+
+// A run's cases live as long as its plan, so a model group's weights would stay resident through
+// every later group: the runner frees them before a group that does not use them (its memory
+// record would count them), and keeps them for one that does.
+TEST(model_case, the_runner_frees_the_resident_model_before_a_group_of_another_kind) {
+    auto dev = cpu();
+    const std::string key = "tiny-qwen3|fp32|1|cpu";
+    const runner::job_spec decode{"decode",
+                                  json{{"model", "tiny-qwen3"}, {"ctx", 4}, {"tokens", 2}},
+                                  dtype::fp32,
+                                  {"stock"},
+                                  ""};
+    const runner::job_spec softmax{"softmax", json{{"vocab", 64}}, dtype::fp32, {"stock"}, ""};
+    auto s = fourfold::testing::quick_settings("correctness");
+    const auto run = [&](const std::vector<runner::job_spec>& specs) {
+        const auto plan = runner::make_plan(specs, s, *dev);
+        runner::memory_sink sink;
+        runner::run_context ctx{*dev, dev->measure_copy_bandwidth(), sink};
+        (void)runner::execute(plan, ctx);
+        for (const auto& rec : sink.records)
+            EXPECT_EQ(rec.status, record_status::ok) << rec.reason;
+        return model_slot::holds<resident_model<decoder_weights>>(key); // the plan still alive
+    };
+    EXPECT_TRUE(run({softmax, decode}));  // the last group's model stays while its case does
+    EXPECT_FALSE(run({decode, softmax})); // freed before the softmax group
+    EXPECT_FALSE(model_slot::holds<resident_model<decoder_weights>>(key));
+}

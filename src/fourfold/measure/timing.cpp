@@ -31,6 +31,9 @@ struct lane {
     bool done = false;
 };
 
+// The most a sample's rotation over its input sets may last (each set is called once a sample).
+constexpr double k_rotation_budget_s = 0.01;
+
 int next_set(lane& l) {
     const int s = l.next_set;
     l.next_set = (l.next_set + 1) % l.sets;
@@ -130,6 +133,22 @@ void prepare_lane(backend::device& dev, lane& l, const timing_settings& s) {
     const bool rotate = r.cache == cache_mode::cold &&
                         (r.mode == timing_mode::batch || r.mode == timing_mode::graph);
     l.sets = rotate ? std::max(1, c.input_sets) : 1;
+    if (l.sets > 1) {
+        // Every set is called once a sample, so a long call (a whole model's round trip on
+        // inputs much smaller than the cache) would make a sample of thousands of calls (a graph
+        // of millions of nodes). The rotation gets at most k_rotation_budget_s of calls.
+        c.call(0);
+        const double call_us = host_call_us(dev, c, 0);
+        const auto most = static_cast<int>(
+            std::clamp(std::floor(k_rotation_budget_s * 1e6 / std::max(call_us, 0.05)), 1.0, 1e9));
+        if (l.sets > most) {
+            r.note = fmt::format("cold cache: {} input sets of the {} that would rotate its "
+                                 "inputs out of the cache (a call took {:.0f} µs: the rotation "
+                                 "is held to {:.0f} ms a sample)",
+                                 most, l.sets, call_us, k_rotation_budget_s * 1e3);
+            l.sets = most;
+        }
+    }
     r.input_sets_used = l.sets;
     r.warmup_call_us = warm_up(dev, c, l.sets, s.warmup_s);
     switch (r.mode) {

@@ -51,11 +51,97 @@ struct process_outcome {
     std::string variant; // the variant it was running then (empty: unknown or interleaved)
 };
 
+// A job process started and waiting for its request: the exec, libtorch's load and the static
+// registries are done, nothing of the device is touched yet (the device opens once the request
+// names it). One such process is started while the previous one runs its group, so that a group
+// waits only for its device to open: the standby holds no device context and no device memory,
+// so it cannot move what the running group measures.
+struct job_process {
+    pid_t pid = -1;
+    int to_child = -1;   // its stdin: the request
+    int from_child = -1; // its fd 3: the frames
+};
+
+job_process spawn_job_process(const std::string& binary) {
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0)
+        throw device_error(fmt::format("isolation: pipe: {}", std::strerror(errno)));
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
+        close(to_child[0]);
+        close(to_child[1]);
+        throw device_error(fmt::format("isolation: pipe: {}", std::strerror(errno)));
+    }
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+        for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]})
+            close(fd);
+        throw device_error(fmt::format("isolation: fork: {}", std::strerror(errno)));
+    }
+    if (pid == 0) { // async-signal-safe calls only, until exec
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGKILL); // a parent killed takes its job process along
+#endif
+        if (getppid() != parent)
+            _exit(127);
+        dup2(to_child[0], STDIN_FILENO);
+        dup2(from_child[1], 3);
+        dup2(STDERR_FILENO, STDOUT_FILENO); // stdout is the parent's (tables, JSON)
+        char* argv[] = {const_cast<char*>(binary.c_str()), const_cast<char*>(k_job_mode_argument),
+                        nullptr};
+        execv(binary.c_str(), argv);
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    return {pid, to_child[1], from_child[0]};
+}
+
+// The standby job process of a run (see job_process); discarded, killed and reaped, at its end.
+class job_processes {
+  public:
+    explicit job_processes(std::string binary) : m_binary(std::move(binary)) {}
+    job_processes(const job_processes&) = delete;
+    job_processes& operator=(const job_processes&) = delete;
+    ~job_processes() { discard(); }
+
+    // The standby if one is waiting, else a process started now.
+    job_process take() {
+        if (m_standby) {
+            const auto p = *m_standby;
+            m_standby.reset();
+            return p;
+        }
+        return spawn_job_process(m_binary);
+    }
+    // Starts the next group's process while the current one runs (its failure to start shows
+    // when it is taken: the request's write fails and the channel ends at once).
+    void prepare_next() {
+        if (!m_standby)
+            m_standby = spawn_job_process(m_binary);
+    }
+    void discard() {
+        if (!m_standby)
+            return;
+        kill(m_standby->pid, SIGKILL);
+        close(m_standby->to_child);
+        close(m_standby->from_child);
+        int status = 0;
+        while (waitpid(m_standby->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        m_standby.reset();
+    }
+
+  private:
+    std::string m_binary;
+    std::optional<job_process> m_standby;
+};
+
 class group_supervisor {
   public:
     group_supervisor(const plan& p, run_context& ctx, const isolation_settings& iso,
-                     const job_group& g, run_summary& summary)
-        : m_plan(p), m_ctx(ctx), m_iso(iso), m_g(g), m_summary(summary) {
+                     const job_group& g, run_summary& summary, job_processes& processes)
+        : m_plan(p), m_ctx(ctx), m_iso(iso), m_g(g), m_summary(summary), m_processes(processes) {
         auto ledgers = p.settings.ledgers.intersect(g.w->ledgers);
         if (g.only_ledgers)
             ledgers = ledgers.intersect(*g.only_ledgers);
@@ -181,40 +267,16 @@ class group_supervisor {
                      {"variants", variants},
                      {"note", m_g.note},
                      {"seed", m_g.seed}};
-        int to_child[2], from_child[2];
-        if (pipe2(to_child, O_CLOEXEC) != 0)
-            throw device_error(fmt::format("isolation: pipe: {}", std::strerror(errno)));
-        if (pipe2(from_child, O_CLOEXEC) != 0) {
-            close(to_child[0]);
-            close(to_child[1]);
-            throw device_error(fmt::format("isolation: pipe: {}", std::strerror(errno)));
-        }
-        const pid_t parent = getpid();
         const std::string binary = m_iso.binary;
-        const pid_t pid = fork();
-        if (pid < 0)
-            throw device_error(fmt::format("isolation: fork: {}", std::strerror(errno)));
-        if (pid == 0) { // async-signal-safe calls only, until exec
-#ifdef __linux__
-            prctl(PR_SET_PDEATHSIG, SIGKILL); // a parent killed takes its job process along
-#endif
-            if (getppid() != parent)
-                _exit(127);
-            dup2(to_child[0], STDIN_FILENO);
-            dup2(from_child[1], 3);
-            dup2(STDERR_FILENO, STDOUT_FILENO); // stdout is the parent's (tables, JSON)
-            char* argv[] = {const_cast<char*>(binary.c_str()),
-                            const_cast<char*>(k_job_mode_argument), nullptr};
-            execv(binary.c_str(), argv);
-            _exit(127);
-        }
-        close(to_child[0]);
-        close(from_child[1]);
+        const auto child = m_processes.take();
+        const pid_t pid = child.pid;
+        const int from_child = child.from_child;
         // the request is small; a process that died at once makes this write fail, not kill us
         const auto previous_pipe = std::signal(SIGPIPE, SIG_IGN);
-        write_frame(to_child[1], request);
-        close(to_child[1]);
+        write_frame(child.to_child, request);
+        close(child.to_child);
         std::signal(SIGPIPE, previous_pipe);
+        m_processes.prepare_next(); // starts while this one runs (no device touched until used)
 
         frame_reader reader;
         // to start: the binary, libtorch and the device (a CUDA context) load first
@@ -238,13 +300,13 @@ class group_supervisor {
                 kill(pid, SIGKILL);
                 killed = true;
             }
-            pollfd pfd{from_child[0], POLLIN, 0};
+            pollfd pfd{from_child, POLLIN, 0};
             const int ready = poll(&pfd, 1, 50);
             if (ready < 0 && errno == EINTR)
                 continue;
             if (ready <= 0)
                 continue;
-            const auto n = read(from_child[0], buffer, sizeof buffer);
+            const auto n = read(from_child, buffer, sizeof buffer);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0)
@@ -302,7 +364,7 @@ class group_supervisor {
                 break;
             }
         }
-        close(from_child[0]);
+        close(from_child);
         int status = 0;
         const auto waiting = clock_type::now();
         while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -372,6 +434,7 @@ class group_supervisor {
     const isolation_settings& m_iso;
     const job_group& m_g;
     run_summary& m_summary;
+    job_processes& m_processes;
     std::vector<ledger> m_ledgers;
     std::map<std::string, std::string> m_keys; // job key -> variant
     std::set<std::pair<ledger, std::string>> m_have;
@@ -436,6 +499,7 @@ std::string this_executable() {
 
 run_summary execute_isolated(const plan& p, run_context& ctx, const isolation_settings& iso) {
     run_summary summary;
+    job_processes processes(iso.binary);
     for (std::size_t i = 0; i < p.groups.size(); ++i) {
         if (ctx.interrupted && ctx.interrupted->load()) {
             summary.interrupted = true;
@@ -444,7 +508,7 @@ run_summary execute_isolated(const plan& p, run_context& ctx, const isolation_se
         const auto& g = p.groups[i];
         if (ctx.progress)
             ctx.progress->group_started(i, p.groups.size(), g);
-        if (!group_supervisor(p, ctx, iso, g, summary).run())
+        if (!group_supervisor(p, ctx, iso, g, summary, processes).run())
             break;
         ++summary.groups_done;
     }

@@ -571,6 +571,8 @@ run_summary execute(const plan& p, run_context& ctx) {
             break;
         }
         const auto& g = p.groups[i];
+        if (!g.c->uses_shared_model())
+            workloads::release_shared_model(); // a model group before it: measure without it
         if (ctx.progress)
             ctx.progress->group_started(i, p.groups.size(), g);
         group_runner(p, ctx, g, summary).run();

@@ -54,6 +54,10 @@ struct variant_needs {
 // Why `needs` is not met on this build and device for a job of dtype `t`; nullopt when it is.
 std::optional<std::string> unmet(const variant_needs& needs, backend::device& dev, dtype t);
 
+// Frees the whole model kept resident between job groups (models/model_slot.hpp), if any: what
+// the runner calls before a group whose case does not use it (workload_case::uses_shared_model).
+void release_shared_model();
+
 struct variant_spec {
     std::string name;
     std::string help;
@@ -228,6 +232,10 @@ class workload_case {
     }
     // The output dtype (for the tolerance and ULPs); the job dtype unless a workload says other.
     virtual dtype output_dtype() const { return m_args.type; }
+    // Whether the case's variants run on the one whole model kept resident between job groups
+    // (models/model_slot.hpp: a decoder's, a VAE's weights). The runner frees that model before
+    // a group whose case does not, so that no other job measures with it resident.
+    virtual bool uses_shared_model() const { return false; }
 
   private:
     case_args m_args;

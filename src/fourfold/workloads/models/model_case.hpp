@@ -65,6 +65,8 @@ template <class Weights> class model_case : public workload_case {
             model_slot::release<resident>(m_key);
     }
 
+    bool uses_shared_model() const override { return true; }
+
   protected:
     using workload_case::workload_case;
 

@@ -1,5 +1,7 @@
 #include "fourfold/workloads/models/model_slot.hpp"
 
+#include "fourfold/workloads/workload.hpp"
+
 namespace fourfold::workloads::models {
 namespace {
 
@@ -41,9 +43,23 @@ void model_slot::release_erased(const std::string& key) {
     }
 }
 
+void model_slot::release_all() {
+    auto& s = slot();
+    s.model.reset();
+    s.key.clear();
+}
+
 bool model_slot::holds_erased(const std::string& key) {
     const auto& s = slot();
     return s.model && s.key == key;
 }
 
 } // namespace fourfold::workloads::models
+
+namespace fourfold::workloads {
+
+void release_shared_model() {
+    models::model_slot::release_all();
+}
+
+} // namespace fourfold::workloads

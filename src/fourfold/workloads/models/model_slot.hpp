@@ -24,6 +24,8 @@ class model_slot {
     template <class Model> static void release(const std::string& key) {
         release_erased(typed(typeid(Model), key));
     }
+    // Frees whatever model the slot holds (a group of another kind of job is next).
+    static void release_all();
     // Whether the slot holds the model under `key` (for tests).
     template <class Model> static bool holds(const std::string& key) {
         return holds_erased(typed(typeid(Model), key));
