@@ -58,6 +58,12 @@ job_id job_group::job(const std::string& variant, const std::string& device) con
     id.device = device;
     id.dtype = std::string(to_string(args.type));
     id.params = args.params;
+    // a parameter added later is left out while at its default: older records' keys stand
+    if (w)
+        for (const auto& p : w->params)
+            if (p.omit_at_default && id.params.contains(p.name) &&
+                id.params[p.name] == p.default_json())
+                id.params.erase(p.name);
     id.seed = seed;
     return id;
 }

@@ -12,6 +12,18 @@
 
 namespace fourfold::workloads {
 
+json param_spec::default_json() const {
+    switch (kind) {
+    case param_kind::integer:
+        return std::stoll(default_value);
+    case param_kind::boolean:
+        return default_value == "true";
+    case param_kind::text:
+        break;
+    }
+    return default_value;
+}
+
 json param_spec::to_json() const {
     json out{{"name", name},
              {"kind", kind == param_kind::integer   ? "integer"
@@ -25,6 +37,8 @@ json param_spec::to_json() const {
     }
     if (!choices.empty())
         out["choices"] = choices;
+    if (omit_at_default)
+        out["omitted_at_default"] = true;
     return out;
 }
 

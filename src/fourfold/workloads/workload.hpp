@@ -34,6 +34,11 @@ struct param_spec {
     std::int64_t min = 1;
     std::int64_t max = std::numeric_limits<std::int32_t>::max();
     std::vector<std::string> choices; // text parameters: the allowed values
+    // Left out of a job's params (so of its records and its case key) while at its default: a
+    // parameter added after records of the workload were stored, whose default is what those
+    // records measured, so that they still pair with new ones in compare.
+    bool omit_at_default = false;
+    json default_json() const; // the default as a job's params hold it
     json to_json() const;
 };
 
@@ -333,6 +338,12 @@ template <class Case> class workload_builder {
                                  std::vector<std::string> choices, std::string help) {
         m_w->params.push_back({std::move(name), param_kind::text, std::move(def), std::move(help),
                                0, 0, std::move(choices)});
+        return *this;
+    }
+    // The parameter declared last is left out of a job's params while at its default (see
+    // param_spec::omit_at_default).
+    workload_builder& omit_at_default() {
+        m_w->params.back().omit_at_default = true;
         return *this;
     }
     workload_builder& dtypes(std::vector<dtype> types) {

@@ -2,6 +2,7 @@
 
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
+#include "fourfold/core/error.hpp"
 #include "fourfold/workloads/native.hpp"
 #include "fourfold/workloads/workload.hpp"
 
@@ -108,6 +109,30 @@ at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tenso
     (void)ctx;
     throw std::logic_error("linear_fp8 ran in a build without native kernels");
 #endif
+}
+
+std::pair<at::Tensor, at::Tensor> quantise_fp8_row(const at::Tensor& w) {
+#if FOURFOLD_HAS_FLOAT8
+    constexpr double e4m3_max = 448.0; // largest finite float8_e4m3fn
+    if (w.dim() != 2)
+        throw std::invalid_argument(
+            fmt::format("quantise_fp8_row: the weight must be [N, K]; got {}", w.dim()));
+    const auto wf = w.to(at::kFloat);
+    auto scale = (wf.abs().amax(1, true) / e4m3_max).clamp_min(1e-12); // [N, 1]
+    auto wq = (wf / scale).clamp(-e4m3_max, e4m3_max).to(at::kFloat8_e4m3fn);
+    return {std::move(wq), scale.reshape({-1}).contiguous()};
+#else
+    (void)w;
+    throw unsupported_here(fmt::format("float8_e4m3fn weights: libtorch {}.{} has no float8 types "
+                                       "(2.1+)",
+                                       TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR));
+#endif
+}
+
+at::Tensor linear_fp8_dequantised(const at::Tensor& x, const at::Tensor& wq,
+                                  const at::Tensor& scale, const at::Tensor& bias) {
+    const auto w = (wq.to(at::kFloat) * scale.reshape({-1, 1})).to(x.scalar_type());
+    return bias.defined() ? at::linear(x, w, bias) : at::linear(x, w);
 }
 
 std::optional<std::string> linear_fp8_unavailable(const backend::device& dev) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace fourfold::backend {
 class device;
@@ -27,6 +28,18 @@ inline constexpr std::int64_t k_native_fp8_linear_max_tokens = 8;
 // take, std::logic_error in a build without native kernels.
 at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
                       const at::Tensor& bias, const call_context& ctx);
+
+// The weight-only quantisation fp8_linear's per-row variants and the decoder's fp8_row weights
+// use: w [N, K] (any floating dtype, any device) -> {wq float8_e4m3fn [N, K], scale float32 [N]}
+// on w's device, scale = max(amax of row n / 448, 1e-12), wq = w / scale rounded to e4m3
+// (clamped to +-448). A libtorch without float8 types throws unsupported_here.
+std::pair<at::Tensor, at::Tensor> quantise_fp8_row(const at::Tensor& w);
+
+// x (s . wq)^T (+ bias) by libtorch's own ops (generic PyTorch, no fp8 kernel): wq to float32,
+// times each row's scale, rounded to x's dtype, then at::linear; the dequantised copy is made in
+// every call (fp8_linear's dequant_row path). wq [N, K] float8_e4m3fn, scale float32 [N].
+at::Tensor linear_fp8_dequantised(const at::Tensor& x, const at::Tensor& wq,
+                                  const at::Tensor& scale, const at::Tensor& bias);
 
 // Why linear_fp8 cannot run on `dev` (not a CUDA device, a build without native kernels, no code
 // for the device in the build); nullopt when it can.

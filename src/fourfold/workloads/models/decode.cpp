@@ -13,6 +13,7 @@
 #include "fourfold/measure/statistics.hpp"
 #include "fourfold/measure/step_timer.hpp"
 #include "fourfold/workloads/inputs.hpp"
+#include "fourfold/workloads/model_ops/linear_fp8.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
 #include "fourfold/workloads/models/model_case.hpp"
 #include "fourfold/workloads/workload.hpp"
@@ -49,13 +50,25 @@ at::Tensor to_tensor(const std::vector<std::int64_t>& v) {
     return t;
 }
 
+// The quantisation's own error (weights=fp8_row): the float64 reference of the dequantised
+// model against the float64 reference of the model-dtype originals, no kernel involved; its
+// budget is looser than the kernels' (the bf16 tolerance) and it is reported, not a check.
+struct quantisation_check {
+    at::Tensor original; // [rows, vocab] float64: the originals' reference logits
+    double rel_l2_budget = 0, kl_budget = 0;
+    std::string why;
+    std::string error; // why it could not be computed (the verdict is not affected)
+};
+
 // Top-1 agreement, KL divergence and the largest logit error of the twin's logits against the
 // reference, per position; the reference arrives in vocabulary slices and is gathered here
 // (positions x vocab float64: 19 MB for 16 positions of a 151,936 vocabulary).
 class logit_metrics final : public extra_metrics {
   public:
-    logit_metrics(std::int64_t rows, std::int64_t vocab, double kl_max, double margin)
-        : m_rows(rows), m_vocab(vocab), m_kl_max(kl_max), m_margin(margin) {}
+    logit_metrics(std::int64_t rows, std::int64_t vocab, double kl_max, double margin,
+                  std::optional<quantisation_check> quantisation = std::nullopt)
+        : m_rows(rows), m_vocab(vocab), m_kl_max(kl_max), m_margin(margin),
+          m_quantisation(std::move(quantisation)) {}
 
     void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim,
              std::int64_t start) override {
@@ -114,12 +127,46 @@ class logit_metrics final : public extra_metrics {
                          {"max_abs_logit_error", (out - m_ref).abs().max().item<double>()},
                          {"logits_fnv1a64", fmt::format("{:016x}", fnv1a64(bytes))},
                          {"per_position", per_position}};
+        if (m_quantisation)
+            r.metrics["quantisation_error"] =
+                m_quantisation->error.empty()
+                    ? quantisation_error(*m_quantisation)
+                    : json{{"error", "not computed: " + m_quantisation->error}};
         return r;
     }
 
   private:
+    // m_ref (the dequantised model's reference) against the originals' reference
+    json quantisation_error(const quantisation_check& q) const {
+        const auto& orig = q.original;
+        const auto log_p = at::log_softmax(orig, -1);
+        const auto log_q = at::log_softmax(m_ref, -1);
+        const auto kl = (log_p.exp() * (log_p - log_q)).sum(-1);
+        const double rel = ((m_ref - orig).norm().item<double>() / orig.norm().item<double>());
+        const double kl_max = kl.max().item<double>();
+        const auto row_rel = (m_ref - orig).norm(2, {1}) / orig.norm(2, {1});
+        return json{
+            {"what", "the float64 reference of the dequantised model (scale * e4m3 weights) "
+                     "against the float64 reference of the original job-dtype weights, over the "
+                     "same twin and tokens: the quantisation's error alone, no kernel involved; "
+                     "the kernels are checked against the dequantised model (the shared "
+                     "metrics above)"},
+            {"rel_l2", rel},
+            {"rel_l2_max_position", row_rel.max().item<double>()},
+            {"max_abs_logit_error", (m_ref - orig).abs().max().item<double>()},
+            {"kl_mean", kl.mean().item<double>()},
+            {"kl_max", kl_max},
+            {"top1_agreement",
+             orig.argmax(-1).eq(m_ref.argmax(-1)).to(at::kDouble).mean().item<double>()},
+            {"budget", json{{"rel_l2", q.rel_l2_budget}, {"kl_max", q.kl_budget}, {"why", q.why}}},
+            {"within_budget", rel <= q.rel_l2_budget && kl_max <= q.kl_budget},
+            {"verdict_note", "reported beside the verdict, not part of it: the verdict is the "
+                             "kernels' (against the dequantised model)"}};
+    }
+
     std::int64_t m_rows, m_vocab;
     double m_kl_max, m_margin;
+    std::optional<quantisation_check> m_quantisation;
     at::Tensor m_out, m_ref;
 };
 
@@ -137,7 +184,9 @@ class decode_case final : public model_case<decoder_weights> {
         : model_case(a), m_model(a.get_text("model")), m_source(resolve_model(m_model)),
           m_ctx(a.get_int("ctx")), m_tokens(a.get_int("tokens")),
           m_graph(a.get_text("mode") == "graph"),
-          m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))) {
+          m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))),
+          m_format(a.get_text("weights") == "fp8_row" ? weight_format::fp8_row
+                                                      : weight_format::model) {
         const auto& c = m_source.config;
         if (m_ctx + m_tokens > c.max_positions)
             throw bad_input(fmt::format(
@@ -195,6 +244,20 @@ class decode_case final : public model_case<decoder_weights> {
                                            const backend::device& dev) const override {
         const auto& c = config();
         const bool moe = c.has_moe();
+        if (fp8()) {
+            if (const auto why = dev.caps().missing("float8"))
+                return "weights=fp8_row: float8_e4m3fn weights: " + *why;
+            if (variant == "native_fused")
+                return "weights=fp8_row: the FP8 GEMV has no prologue (no RMSNorm or SwiGLU "
+                       "inside it), so native_fused would run what native runs";
+            if (native_like(variant) && args().type != dtype::bf16)
+                return fmt::format("weights=fp8_row: the FP8 GEMV takes bf16 activations, not "
+                                   "{}; choose --dtype bf16",
+                                   to_string(args().type));
+            if (native_like(variant))
+                if (const auto why = model_ops::linear_fp8_unavailable(dev))
+                    return "weights=fp8_row: " + *why;
+        }
         if (variant == "generic" && !moe)
             return fmt::format("{} is dense: generic differs from stock only in the MoE layers, so "
                                "stock is the one path here",
@@ -271,6 +334,27 @@ class decode_case final : public model_case<decoder_weights> {
                                                p.top1_margin);
     }
 
+    // weights=fp8_row: the shared metrics check the kernels against the dequantised model's
+    // reference (the job dtype's tolerance); metrics.quantisation_error holds that reference
+    // against the originals' (the quantisation's own error and budget, not part of the verdict).
+    std::unique_ptr<extra_metrics>
+    make_variant_metrics(const std::string&, const input_set& cpu_inputs) const override {
+        const auto p = policy();
+        std::optional<quantisation_check> q;
+        if (fp8()) {
+            // outside the runner's guard of the reference: a failure here is said in the
+            // metric, never a lost record
+            try {
+                q = quantisation(cpu_inputs["twin_tokens"]);
+            } catch (const std::exception& e) {
+                q = quantisation_check{};
+                q->error = e.what();
+            }
+        }
+        return std::make_unique<logit_metrics>(k_twin_tokens, config().vocab, p.kl_max,
+                                               p.top1_margin, std::move(q));
+    }
+
     json variant_facts(const std::string& variant) const override {
         const auto& c = config();
         json f{
@@ -278,9 +362,9 @@ class decode_case final : public model_case<decoder_weights> {
             {"weights",
              m_checkpoint ? fmt::format("checkpoint {}", m_checkpoint->directory().string())
                           : fmt::format("random, seed {} (init_seed {})", weights_seed(), m_seed)},
+            {"weights_format", std::string(to_string(m_format))},
             {"weights_bytes", weights_bytes()},
-            {"weights_bytes_read_per_token",
-             static_cast<double>(c.params_read_per_token()) * element_bytes()},
+            {"weights_bytes_read_per_token", weights_read_per_token()},
             {"kv_cache_bytes", kv_cache_bytes()},
             {"kv_cache_positions", cache_capacity()},
             {"kv_cache_bytes_per_position",
@@ -312,6 +396,28 @@ class decode_case final : public model_case<decoder_weights> {
             {"memory_pass", "the full model's session (weights, KV cache, captured step in graph "
                             "mode) made first; each call one whole decode: prefill, every decode "
                             "step"}};
+        if (fp8()) {
+            const auto fp = fp8_row_footprint(c);
+            f["fp8"] =
+                json{{"stored", fmt::format("float8_e4m3fn, a float32 scale per output row (amax / "
+                                            "448): qkv, o, {}{}; the embedding, the norms{} in {}",
+                                            c.has_moe() ? "the dense layers' gate_up and down"
+                                                        : "gate_up, down",
+                                            c.tie_embeddings ? "" : ", the LM head",
+                                            c.has_moe() ? ", the MoE router and experts" : "",
+                                            to_string(args().type))},
+                     {"quantised", "on the device, one projection at a time as it is made (random) "
+                                   "or loaded (checkpoint); only the fp8 tensors stay resident"},
+                     {"fp8_weights", fp.weights},
+                     {"scale_rows", fp.scales},
+                     {"model_dtype_weights_bytes",
+                      static_cast<double>(c.total_params()) * element_bytes()},
+                     {"projections", projection_path(variant)}};
+            if (c.has_moe())
+                f["fp8"]["experts"] =
+                    "the MoE experts and router stay in the job dtype: fourfold's MoE step "
+                    "(kernels/moe.cu) and at::_grouped_mm take bf16 experts";
+        }
         if (native_like(variant)) {
             f["decode_step"] =
                 "fourfold's kernels: the embedding gather fused into the first RMSNorm; per layer "
@@ -323,7 +429,14 @@ class decode_case final : public model_case<decoder_weights> {
                 "RMSNorm, the LM head GEMV, argmax. The GEMVs are model_ops::linear's native "
                 "path (kernels/gemv.cu, what linear_decode's native variant times); the launches "
                 "and plans of one step are in the throughput record's figures.native_step";
-            f["prefill"] = "libtorch's ops (stock): the GEMV takes 1..8 tokens";
+            if (fp8())
+                f["decode_step"] = f["decode_step"].get<std::string>() +
+                                   ". weights=fp8_row: the fp8 projections through "
+                                   "model_ops::linear_fp8 (kernels/gemv_fp8.cu) instead, no "
+                                   "prologue fused";
+            f["prefill"] = fp8() ? "libtorch's ops (stock; fp8 projections dequantised per call): "
+                                   "the FP8 GEMV takes 1..8 tokens"
+                                 : "libtorch's ops (stock): the GEMV takes 1..8 tokens";
             if (variant == "native_fused")
                 f["prologues"] = "the RMSNorms before q/k/v, gate/up and the LM head, and the "
                                  "SwiGLU before the down projection, inside those GEMVs "
@@ -362,6 +475,7 @@ class decode_case final : public model_case<decoder_weights> {
         const auto stats = measure::summarize(step_ms);
         const auto prefill = measure::summarize(timing.lead_ms);
         const double per_token = bytes_read_per_token();
+        const double weights_read = weights_read_per_token();
         const double limit =
             tc.bandwidth_bytes_per_s > 0 ? tc.bandwidth_bytes_per_s / per_token : 0;
         const double tokens_per_s = stats.median > 0 ? 1000.0 / stats.median : 0;
@@ -401,17 +515,22 @@ class decode_case final : public model_case<decoder_weights> {
              fmt::format(
                  "measured copy bandwidth / (weights read per token {} B + KV cache {} B per "
                  "position x mean cache length {:.1f}); weights read = embedding row, attention, "
-                 "norms, {}LM head",
-                 static_cast<double>(config().params_read_per_token()) * element_bytes(),
+                 "norms, {}LM head{}",
+                 weights_read,
                  static_cast<double>(config().kv_elements_per_position()) * element_bytes(),
                  mean_kv_length(),
-                 config().has_moe() ? "router and the top-k experts of each MoE layer, "
-                                    : "MLPs, ")},
+                 config().has_moe() ? "router and the top-k experts of each MoE layer, " : "MLPs, ",
+                 fp8() ? " (weights=fp8_row: 1 B per quantised weight + 4 B per row scale, the "
+                         "rest in the job dtype)"
+                       : "")},
+            {"weights_format", std::string(to_string(m_format))},
             {"pct_of_bandwidth_limit", limit > 0 ? 100.0 * tokens_per_s / limit : 0},
             {"kv_cache_bytes", s.kv_cache_bytes()},
             {"generated_tokens", gen}});
         if (!s.native_step_facts().empty())
             r.figures["native_step"] = s.native_step_facts();
+        if (fp8())
+            r.figures["fp8_projections"] = projection_path(variant);
         r.samples_ms = timing.step_ms;
         return r;
     }
@@ -450,12 +569,15 @@ class decode_case final : public model_case<decoder_weights> {
 
   protected:
     std::string weights_key() const override {
-        return fmt::format("{}|{}|{}", m_model, to_string(args().type), m_seed);
+        return fmt::format("{}|{}|{}|{}", m_model, to_string(args().type), m_seed,
+                           to_string(m_format));
     }
     decoder_weights build_weights(c10::Device device) const override {
         const auto type = backend::scalar_type_or_throw(args().type);
-        return m_checkpoint ? load_weights(config(), *m_checkpoint, type, device)
-                            : random_weights(config(), type, device, weights_seed());
+        return m_checkpoint
+                   ? load_weights(config(), *m_checkpoint, type, device, m_format, twin_layers())
+                   : random_weights(config(), type, device, weights_seed(), m_format,
+                                    twin_layers());
     }
     decoder_weights make_twin(const decoder_weights& w) const override {
         return w.first_layers(k_twin_layers).to_cpu();
@@ -470,17 +592,70 @@ class decode_case final : public model_case<decoder_weights> {
     double mean_kv_length() const {
         return static_cast<double>(m_ctx) + static_cast<double>(m_tokens - 1) / 2.0;
     }
+    bool fp8() const { return m_format == weight_format::fp8_row; }
+    // the stored bytes: fp8_row's quantised weights 1 B each and their scales 4 B a row
     double weights_bytes() const {
-        return static_cast<double>(config().total_params()) * element_bytes();
+        const auto& c = config();
+        if (!fp8())
+            return static_cast<double>(c.total_params()) * element_bytes();
+        const auto fp = fp8_row_footprint(c);
+        return static_cast<double>(c.total_params() - fp.weights) * element_bytes() +
+               static_cast<double>(fp.weights) + 4.0 * static_cast<double>(fp.scales);
+    }
+    double weights_read_per_token() const {
+        const auto& c = config();
+        if (!fp8())
+            return static_cast<double>(c.params_read_per_token()) * element_bytes();
+        // every quantised projection (attention, dense MLPs, untied LM head) is read each token
+        const auto fp = fp8_row_footprint(c);
+        return static_cast<double>(c.params_read_per_token() - fp.weights) * element_bytes() +
+               static_cast<double>(fp.weights) + 4.0 * static_cast<double>(fp.scales);
+    }
+    // how a variant computes the fp8 projections, for the records
+    static std::string projection_path(const std::string& variant) {
+        if (native_like(variant))
+            return "model_ops::linear_fp8: fourfold's FP8 GEMV (kernels/gemv_fp8.cu, what "
+                   "fp8_linear's native_fp8_row times), the scale on each fp32 sum, the residual "
+                   "as the o and down projections' bias";
+        return "generic PyTorch: dequantised in every call (fp8 -> float32, times the row "
+               "scale, -> job dtype) then at::linear (model_ops::linear_fp8_dequantised, "
+               "fp8_linear's dequant_row); not at::_scaled_mm, which quantises the activations "
+               "to fp8 too (another model) and was slower than bf16 at::linear at batch 1 "
+               "(fp8_linear, issue 15)";
+    }
+    // The quantisation's error: the dequantised twin's reference (made here as reference()
+    // makes it, and shared with it) against the originals' reference, computed once per case.
+    quantisation_check quantisation(const at::Tensor& tokens) const {
+        const auto model = last_model();
+        (void)twin_reference(*model, tokens, reference_hidden_f64);
+        if (!m_original_logits.defined()) {
+            const auto orig = model->twin->with_originals();
+            m_original_logits =
+                reference_logits_f64(orig, reference_hidden_f64(orig, tokens), 0, config().vocab);
+        }
+        quantisation_check q;
+        q.original = m_original_logits;
+        const bool moe = config().has_moe();
+        q.rel_l2_budget = moe ? 0.2 : 0.1;
+        q.kl_budget = moe ? 5e-2 : 1e-2;
+        q.why = fmt::format(
+            "one e4m3 projection with per-row scales is about 2.6 % rel L2 from its original "
+            "(e4m3fn rounding emulated over Gaussian weights, K = 64..4096); the twin's {} "
+            "layers and its LM head compound to about 4 %, so {:.2g} is 2.5x that{}; KL {:.2g} "
+            "is twice 1/2 Var of a 0.1 error on unit-scale logits. Estimates, not yet "
+            "calibrated on a device",
+            twin_layers(), q.rel_l2_budget,
+            moe ? ", doubled for MoE routing near-ties (an expert chosen differently)" : "",
+            q.kl_budget);
+        return q;
     }
     double kv_cache_bytes() const {
         return static_cast<double>(config().kv_elements_per_position() * cache_capacity()) *
                element_bytes();
     }
     double bytes_read_per_token() const {
-        return (static_cast<double>(config().params_read_per_token()) +
-                static_cast<double>(config().kv_elements_per_position()) * mean_kv_length()) *
-               element_bytes();
+        return weights_read_per_token() + static_cast<double>(config().kv_elements_per_position()) *
+                                              mean_kv_length() * element_bytes();
     }
     std::uint64_t weights_seed() const { return random_weights_seed(m_seed); }
     static bool native_like(const std::string& variant) {
@@ -528,7 +703,9 @@ class decode_case final : public model_case<decoder_weights> {
     std::int64_t m_ctx, m_tokens;
     bool m_graph;
     std::uint64_t m_seed;
+    weight_format m_format;
     std::unique_ptr<checkpoint> m_checkpoint;
+    mutable at::Tensor m_original_logits; // fp8_row: the originals' reference logits
 };
 
 FOURFOLD_WORKLOAD(decode_case, "decode")
@@ -546,6 +723,12 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
                "seed of the random weights and of the prompt (fixed per case, not --seed, so every "
                "model sees the same tokens)",
                0, std::numeric_limits<std::int32_t>::max())
+    .param_text("weights", "model", {"model", "fp8_row"},
+                "model: every weight in the job dtype; fp8_row: the projections (q/k/v, o, dense "
+                "MLPs, an untied LM head) stored as float8_e4m3fn with a float32 scale per output "
+                "row, quantised from the job-dtype weights on load (MoE experts stay in the job "
+                "dtype); the case and its reference are the fp8 model")
+    .omit_at_default()
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
     .ledgers(ledger_set::of({ledger::throughput, ledger::correctness, ledger::memory}))
     .variant("stock", &decode_case::stock,

@@ -12,16 +12,26 @@ namespace {
 
 using at::Tensor;
 
-// x (float64) times W^T, W upcast one block of output rows at a time.
-Tensor linear_f64(const Tensor& x, const Tensor& w) {
+// Rows [start, start + len) of W in float64: upcast, or for an fp8_row weight (scale defined)
+// dequantised, scale[n] * wq[n, :] (e4m3 values and float32 scales are exact in float64).
+Tensor rows_f64(const Tensor& w, const Tensor& scale, std::int64_t start, std::int64_t len) {
+    const auto block = w.narrow(0, start, len);
+    if (!scale.defined())
+        return block.to(at::kDouble);
+    return block.to(at::kFloat).to(at::kDouble) *
+           scale.reshape({-1}).narrow(0, start, len).to(at::kDouble).unsqueeze(1);
+}
+
+// x (float64) times W^T, W upcast (or dequantised) one block of output rows at a time.
+Tensor linear_f64(const Tensor& x, const Tensor& w, const Tensor& scale = Tensor()) {
     const auto n = w.size(0), k = w.size(1);
     const auto rows = std::max<std::int64_t>(1, k_reference_block_bytes / (k * 8));
     if (rows >= n)
-        return at::matmul(x, w.to(at::kDouble).t());
+        return at::matmul(x, rows_f64(w, scale, 0, n).t());
     auto out = at::empty({x.size(0), n}, x.options());
     for (std::int64_t s = 0; s < n; s += rows) {
         const auto len = std::min(rows, n - s);
-        out.narrow(1, s, len).copy_(at::matmul(x, w.narrow(0, s, len).to(at::kDouble).t()));
+        out.narrow(1, s, len).copy_(at::matmul(x, rows_f64(w, scale, s, len).t()));
     }
     return out;
 }
@@ -35,10 +45,15 @@ Tensor rope_f64(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     return x * cos + at::cat({x.narrow(-1, half, half).neg(), x.narrow(-1, 0, half)}, -1) * sin;
 }
 
-Tensor swiglu_f64(const Tensor& h, const Tensor& gate_up, const Tensor& down, std::int64_t width) {
-    const auto gate = linear_f64(h, gate_up.narrow(0, 0, width));
-    const auto up = linear_f64(h, gate_up.narrow(0, width, width));
-    return linear_f64(at::silu(gate) * up, down);
+Tensor swiglu_f64(const Tensor& h, const Tensor& gate_up, const Tensor& down, std::int64_t width,
+                  const Tensor& gate_up_scale = Tensor(), const Tensor& down_scale = Tensor()) {
+    const auto part = [&](std::int64_t start) {
+        return gate_up_scale.defined() ? gate_up_scale.reshape({-1}).narrow(0, start, width)
+                                       : Tensor();
+    };
+    const auto gate = linear_f64(h, gate_up.narrow(0, 0, width), part(0));
+    const auto up = linear_f64(h, gate_up.narrow(0, width, width), part(width));
+    return linear_f64(at::silu(gate) * up, down, down_scale);
 }
 
 } // namespace
@@ -56,7 +71,7 @@ at::Tensor reference_hidden_f64(const decoder_weights& w, const at::Tensor& toke
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = w.layers[static_cast<std::size_t>(l)];
-        const auto qkv = linear_f64(rms_f64(x, lw.input_norm, c.rms_eps), lw.qkv);
+        const auto qkv = linear_f64(rms_f64(x, lw.input_norm, c.rms_eps), lw.qkv, lw.qkv_scale);
         auto q = qkv.narrow(1, 0, c.q_dim()).reshape({t, c.heads, c.head_dim});
         auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).reshape({t, c.kv_heads, c.head_dim});
         const auto v =
@@ -74,10 +89,11 @@ at::Tensor reference_hidden_f64(const decoder_weights& w, const at::Tensor& toke
             scores.masked_fill_(future, -std::numeric_limits<double>::infinity());
             attn.select(1, h).copy_(at::matmul(at::softmax(scores, -1), v.select(1, kv)));
         }
-        x = x + linear_f64(attn.reshape({t, c.q_dim()}), lw.o);
+        x = x + linear_f64(attn.reshape({t, c.q_dim()}), lw.o, lw.o_scale);
         const auto h = rms_f64(x, lw.post_attention_norm, c.rms_eps);
         if (!c.is_moe_layer(l)) {
-            x = x + swiglu_f64(h, lw.gate_up, lw.down, c.intermediate);
+            x = x +
+                swiglu_f64(h, lw.gate_up, lw.down, c.intermediate, lw.gate_up_scale, lw.down_scale);
             continue;
         }
         const auto probs = at::softmax(linear_f64(h, lw.router), -1);
@@ -111,7 +127,9 @@ at::Tensor reference_hidden_f64(const decoder_weights& w, const at::Tensor& toke
 
 at::Tensor reference_logits_f64(const decoder_weights& w, const at::Tensor& hidden,
                                 std::int64_t start, std::int64_t length) {
-    return linear_f64(hidden, w.lm_head.narrow(0, start, length));
+    return linear_f64(hidden, w.lm_head.narrow(0, start, length),
+                      w.lm_head_scale.defined() ? w.lm_head_scale.narrow(0, start, length)
+                                                : Tensor());
 }
 
 } // namespace fourfold::workloads::models

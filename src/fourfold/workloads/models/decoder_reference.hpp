@@ -10,8 +10,10 @@ namespace fourfold::workloads::models {
 
 // The float64 reference on the CPU: the same model (weights upcast from the very same values,
 // one bounded block at a time) over `tokens` (int64 [T]) as one causal pass without a cache,
-// attention per kv head written out, experts looped per token. Returns the final normalised
-// hidden states [T, hidden] in float64; logits_f64 gives the logits for a slice of the vocab.
+// attention per kv head written out, experts looped per token; fp8_row projections dequantised
+// (scale[n] * wq[n, :], exact in float64): the fp8 model's own function. Returns the final
+// normalised hidden states [T, hidden] in float64; logits_f64 gives the logits for a slice of the
+// vocab.
 at::Tensor reference_hidden_f64(const decoder_weights& cpu_weights, const at::Tensor& tokens);
 at::Tensor reference_logits_f64(const decoder_weights& cpu_weights, const at::Tensor& hidden_f64,
                                 std::int64_t vocab_start, std::int64_t vocab_length);

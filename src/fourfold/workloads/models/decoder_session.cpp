@@ -3,6 +3,7 @@
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
+#include "fourfold/workloads/model_ops/linear_fp8.hpp"
 #include "fourfold/workloads/model_ops/softmax.hpp"
 #include "fourfold/workloads/model_ops/swiglu.hpp"
 #include "fourfold/workloads/models/rope.hpp"
@@ -17,6 +18,7 @@
 #include "fourfold/kernels/argmax.hpp"
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/gemv.hpp"
+#include "fourfold/kernels/gemv_fp8.hpp"
 #include "fourfold/kernels/rmsnorm.hpp"
 #include "fourfold/kernels/rope_kv.hpp"
 #include "fourfold/kernels/swiglu.hpp"
@@ -234,25 +236,42 @@ bool decoder_session::captured() const {
     return m_step.captured();
 }
 
+at::Tensor decoder_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale,
+                          const at::Tensor& bias, model_ops::op_path path,
+                          const call_context* ctx) {
+    if (!scale.defined())
+        return model_ops::linear(x, w, bias, path, ctx);
+    if (path != model_ops::op_path::native)
+        return model_ops::linear_fp8_dequantised(x, w, scale, bias);
+    if (!ctx)
+        throw std::invalid_argument("decoder_linear: the native FP8 GEMV needs a call context");
+    return model_ops::linear_fp8(x, w, scale, bias, *ctx);
+}
+
 at::Tensor decoder_mlp(const model_config& c, const layer_weights& lw, std::int64_t layer,
                        const at::Tensor& h, const decoder_paths& paths, const call_context* ctx) {
+    if (!c.is_moe_layer(layer)) {
+        const auto gu =
+            decoder_linear(h, lw.gate_up, lw.gate_up_scale, Tensor(), paths.linear, ctx);
+        return decoder_linear(model_ops::swiglu(gu), lw.down, lw.down_scale, Tensor(), paths.linear,
+                              ctx);
+    }
     auto project = [&](const at::Tensor& x, const at::Tensor& w) {
         return model_ops::linear(x, w, Tensor(), paths.linear, ctx);
     };
-    if (!c.is_moe_layer(layer))
-        return project(model_ops::swiglu(project(h, lw.gate_up)), lw.down);
     // Qwen3-MoE: the router in the activations' dtype, then the block moe_decode times.
     return model_ops::moe_ffn(h, project(h, lw.router), lw.experts_gate_up, lw.experts_down,
                               c.experts_per_token, c.norm_topk, paths.moe, ctx);
 }
 
-at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w) const {
-    return project(x, w, m_paths.linear);
+at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w,
+                                    const at::Tensor& scale) const {
+    return project(x, w, scale, m_paths.linear);
 }
 
 at::Tensor decoder_session::project(const at::Tensor& x, const at::Tensor& w,
-                                    model_ops::op_path path) const {
-    return model_ops::linear(x, w, Tensor(), path, context());
+                                    const at::Tensor& scale, model_ops::op_path path) const {
+    return decoder_linear(x, w, scale, Tensor(), path, context());
 }
 
 at::Tensor decoder_session::probabilities(const at::Tensor& logits) const {
@@ -265,7 +284,7 @@ decoder_session::attention_inputs(const layer_weights& lw, const at::Tensor& x,
                                   model_ops::op_path linear) const {
     const auto& c = m_w->config;
     const auto t = x.size(0);
-    const auto qkv = project(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv, linear);
+    const auto qkv = project(rms_norm(x, lw.input_norm, c.rms_eps), lw.qkv, lw.qkv_scale, linear);
     auto q = qkv.narrow(1, 0, c.q_dim()).view({t, c.heads, c.head_dim});
     auto k = qkv.narrow(1, c.q_dim(), c.kv_dim()).view({t, c.kv_heads, c.head_dim});
     const auto v =
@@ -293,13 +312,15 @@ at::Tensor decoder_session::forward_prefill(const at::Tensor& tokens, bool all_l
         const auto kt = k.transpose(0, 1), vt = v.transpose(0, 1); // [kv_heads, T, hd]
         m_k[l].narrow(1, 0, t).copy_(kt);
         m_v[l].narrow(1, 0, t).copy_(vt);
-        x = x + project(attention_prefill(q, kt, vt, groups, scale), lw.o, paths.linear);
+        x = x +
+            project(attention_prefill(q, kt, vt, groups, scale), lw.o, lw.o_scale, paths.linear);
         x = x +
             decoder_mlp(c, lw, l, rms_norm(x, lw.post_attention_norm, c.rms_eps), paths, context());
     }
     if (!all_logits)
         x = x.narrow(0, t - 1, 1);
-    return project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head, paths.linear);
+    return project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head, m_w->lm_head_scale,
+                   paths.linear);
 }
 
 at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t layer, at::Tensor x,
@@ -317,7 +338,8 @@ at::Tensor decoder_session::layer_step(const layer_weights& lw, std::int64_t lay
         kc = kc.narrow(1, 0, m_host_pos + 1);
         vc = vc.narrow(1, 0, m_host_pos + 1);
     }
-    x = x + project(attention_decode(q, kc, vc, c.heads / c.kv_heads, mask, scale), lw.o);
+    x = x +
+        project(attention_decode(q, kc, vc, c.heads / c.kv_heads, mask, scale), lw.o, lw.o_scale);
     return x + decoder_mlp(c, lw, layer, rms_norm(x, lw.post_attention_norm, c.rms_eps), m_paths,
                            context());
 }
@@ -336,7 +358,8 @@ void decoder_session::step_body(bool static_shapes) {
     for (std::int64_t l = 0; l < c.layers; ++l)
         x = layer_step(m_w->layers[static_cast<std::size_t>(l)], l, x, cos, sin, static_shapes,
                        mask);
-    const auto logits = project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head);
+    const auto logits =
+        project(rms_norm(x, m_w->final_norm, c.rms_eps), m_w->lm_head, m_w->lm_head_scale);
     m_logits.copy_(logits);
     if (!m_teacher_forced) {
         // Greedy sampling on the device: softmax over the vocabulary, argmax.
@@ -369,10 +392,10 @@ class step_log {
             plans.push_back(plan);
     }
     json finish(const std::string& others) const {
-        return json{
-            {"kernels", m_kernels},
-            {"launches_per_step", m_total},
-            {"launches_counted", "fourfold's kernels and the GEMVs of the projections" + others}};
+        return json{{"kernels", m_kernels},
+                    {"launches_per_step", m_total},
+                    {"launches_counted",
+                     "fourfold's kernels and the GEMVs (bf16 or FP8) of the projections" + others}};
     }
     bool on() const { return m_on; }
 
@@ -400,6 +423,27 @@ std::string gemv_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Ten
     a.type = native::elem_of(x.scalar_type());
     return fmt::format("{}x{}: {}", a.n, a.k,
                        kernels::plan_gemv(a, native::limits(ctx)).describe());
+}
+
+std::string gemv_fp8_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale,
+                             const at::Tensor& bias, const call_context& ctx) {
+    kernels::gemv_fp8_args a;
+    a.x = x.data_ptr();
+    a.w = w.data_ptr();
+    a.scale = scale.data_ptr<float>();
+    a.bias = bias.defined() ? bias.data_ptr() : nullptr;
+    a.tokens = x.size(0);
+    a.n = w.size(0);
+    a.k = w.size(1);
+    a.ld_x = x.stride(0);
+    a.ld_w = w.stride(0);
+    a.ld_y = w.size(0);
+    a.inc_x = x.stride(1);
+    a.inc_w = w.stride(1);
+    a.scaling = kernels::fp8_scaling::per_row;
+    a.inc_scale = scale.stride(0);
+    return fmt::format("{}x{}: {}", a.n, a.k,
+                       kernels::plan_gemv_fp8(a, native::limits(ctx)).describe());
 }
 
 } // namespace
@@ -452,22 +496,29 @@ void decoder_session::step_native() {
         native::check(kernels::launch_rmsnorm(p, a, stream), "rmsnorm");
         return h;
     };
-    auto linear = [&](const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
-                      const char* what) {
-        if (log.on())
-            log.add(fmt::format("gemv {}", what), m_paths.linear == op_path::native
-                                                      ? gemv_plan_of(x, w, bias, ctx)
-                                                      : std::string(to_string(m_paths.linear)));
+    // an fp8_row weight (its scale defined) through model_ops::linear_fp8, the FP8 GEMV
+    auto linear = [&](const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale,
+                      const at::Tensor& bias, const char* what) {
+        const bool native = m_paths.linear == op_path::native;
+        if (log.on() && scale.defined())
+            log.add(fmt::format("gemv_fp8 {}", what),
+                    native ? gemv_fp8_plan_of(x, w, scale, bias, ctx)
+                           : "dequantised, then at::linear (model_ops::linear_fp8_dequantised)");
+        else if (log.on())
+            log.add(fmt::format("gemv {}", what), native ? gemv_plan_of(x, w, bias, ctx)
+                                                         : std::string(to_string(m_paths.linear)));
         else
             log.add("", "");
-        return model_ops::linear(x, w, bias, m_paths.linear, &ctx);
+        return decoder_linear(x, w, scale, bias, m_paths.linear, &ctx);
     };
     // RMSNorm(x (+ pending)) W^T: one launch (the norm inside the GEMV's blocks) where there is
     // no residual to add or row to gather and the GEMV's plan takes it, else the norm, then W.
+    // The FP8 GEMV has no prologue: an fp8 weight always takes the norm, then W.
     auto normed_linear = [&](at::Tensor& x, const at::Tensor& pending, const at::Tensor& weight,
-                             bool gather, const at::Tensor& w, const char* what) {
+                             bool gather, const at::Tensor& w, const at::Tensor& scale,
+                             const char* what) {
         if (!gather && !pending.defined() && m_paths.linear == op_path::native &&
-            m_paths.fuse_prologues) {
+            m_paths.fuse_prologues && !scale.defined()) {
             auto y = model_ops::native_linear_rms_normed(x, weight, c.rms_eps, w, ctx);
             if (y.defined()) {
                 log.add(log.on() ? fmt::format("gemv {} (RMSNorm fused)", what) : "",
@@ -476,14 +527,15 @@ void decoder_session::step_native() {
             }
         }
         const auto h = norm(x, pending, weight, gather);
-        return linear(h, w, Tensor(), what);
+        return linear(h, w, scale, Tensor(), what);
     };
 
     auto x = at::empty({1, c.hidden}, opts);
     at::Tensor pending;
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
-        const auto qkv = normed_linear(x, pending, lw.input_norm, l == 0, lw.qkv, "qkv");
+        const auto qkv =
+            normed_linear(x, pending, lw.input_norm, l == 0, lw.qkv, lw.qkv_scale, "qkv");
         pending = at::Tensor();
 
         auto q = at::empty({1, c.q_dim()}, opts);
@@ -531,7 +583,7 @@ void decoder_session::step_native() {
         native::check(kernels::launch_decode_attention(ap, aa, stream), "decode_attention");
 
         // the residual add as the o projection's bias: x + o(attn), rounded once
-        x = linear(attn, lw.o, x.view({c.hidden}), "o (+ residual as bias)");
+        x = linear(attn, lw.o, lw.o_scale, x.view({c.hidden}), "o (+ residual as bias)");
         if (c.is_moe_layer(l)) {
             // added to the residual stream by the next norm (residual add fused)
             const auto h = norm(x, Tensor(), lw.post_attention_norm, false);
@@ -541,10 +593,11 @@ void decoder_session::step_native() {
                     log.on() ? std::string(to_string(m_paths.moe)) : "", 0);
             continue;
         }
-        const auto gu =
-            normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up, "gate_up");
-        // SwiGLU inside the down projection's GEMV where its plan takes it
-        if (m_paths.linear == op_path::native && m_paths.fuse_prologues) {
+        const auto gu = normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up,
+                                      lw.gate_up_scale, "gate_up");
+        // SwiGLU inside the down projection's GEMV where its plan takes it (bf16 weights)
+        if (m_paths.linear == op_path::native && m_paths.fuse_prologues &&
+            !lw.down_scale.defined()) {
             auto down = model_ops::native_linear_swiglu(gu, lw.down, x.view({c.hidden}), ctx);
             if (down.defined()) {
                 if (log.on())
@@ -569,9 +622,10 @@ void decoder_session::step_native() {
         const auto sp = kernels::plan_swiglu(sa, lim);
         log.add("swiglu", log.on() ? sp.describe() : "");
         native::check(kernels::launch_swiglu(sp, sa, stream), "swiglu");
-        x = linear(act, lw.down, x.view({c.hidden}), "down (+ residual as bias)");
+        x = linear(act, lw.down, lw.down_scale, x.view({c.hidden}), "down (+ residual as bias)");
     }
-    const auto logits = normed_linear(x, pending, m_w->final_norm, false, m_w->lm_head, "lm_head");
+    const auto logits = normed_linear(x, pending, m_w->final_norm, false, m_w->lm_head,
+                                      m_w->lm_head_scale, "lm_head");
     m_logits = logits; // a captured step's logits stay where the graph writes them
     if (!m_teacher_forced) {
         kernels::argmax_args ga;

@@ -46,6 +46,15 @@ struct decoder_paths {
 // One definition, so the tests run what `fourfold decode --variants native` runs.
 decoder_paths native_decoder_paths();
 
+// y = x W^T (+ bias) for one projection of the model with `path`: a model-dtype weight (scale
+// undefined) through model_ops::linear; an fp8_row weight (float8_e4m3fn, scale float32 [N])
+// through model_ops::linear_fp8 (fourfold's FP8 GEMV, fp8_linear's native_fp8_row) on the
+// native path, else through model_ops::linear_fp8_dequantised (libtorch's ops: dequantised per
+// call, then at::linear; fp8_linear's dequant_row).
+at::Tensor decoder_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale,
+                          const at::Tensor& bias, model_ops::op_path path,
+                          const call_context* ctx = nullptr);
+
 // The MLP of layer `layer` on its normalised hidden states h [T, hidden]: the dense SwiGLU
 // (model_ops::linear, swiglu) or the MoE block (the router through model_ops::linear, then
 // model_ops::moe_ffn), with `paths`. What every session step runs; tests hold it against the op
@@ -113,8 +122,10 @@ class decoder_session {
     std::tuple<at::Tensor, at::Tensor, at::Tensor>
     attention_inputs(const layer_weights& lw, const at::Tensor& x, const at::Tensor& cos,
                      const at::Tensor& sin, model_ops::op_path linear) const;
-    at::Tensor project(const at::Tensor& x, const at::Tensor& w) const;
-    at::Tensor project(const at::Tensor& x, const at::Tensor& w, model_ops::op_path path) const;
+    // through decoder_linear: `scale` defined for an fp8_row weight
+    at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale) const;
+    at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale,
+                       model_ops::op_path path) const;
     at::Tensor probabilities(const at::Tensor& logits) const; // float32 softmax, last dim
     const call_context* context() const { return m_ctx ? &*m_ctx : nullptr; }
 

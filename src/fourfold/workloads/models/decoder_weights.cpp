@@ -3,6 +3,7 @@
 #include "fourfold/core/error.hpp"
 #include "fourfold/core/rng.hpp"
 #include "fourfold/core/text.hpp"
+#include "fourfold/workloads/model_ops/linear_fp8.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -126,7 +127,62 @@ Tensor read_as(const checkpoint& ck, const std::string& name, c10::ScalarType ty
     return (w * full).to(type);
 }
 
+// Where fp8_row puts a projection as it is made: quantised on its device into `w` and `scale`
+// (the model-dtype tensor freed once the caller drops it), its original copied to the CPU into
+// `original` when asked; in the model format `w` is the tensor itself.
+class projection_store {
+  public:
+    explicit projection_store(weight_format f) : m_format(f) {}
+    void put(Tensor t, Tensor& w, Tensor& scale, Tensor* original = nullptr) const {
+        if (m_format == weight_format::model) {
+            w = std::move(t);
+            return;
+        }
+        if (original)
+            *original = t.to(at::kCPU);
+        auto [wq, s] = model_ops::quantise_fp8_row(t);
+        w = std::move(wq);
+        scale = std::move(s);
+    }
+    bool fp8() const { return m_format == weight_format::fp8_row; }
+
+  private:
+    weight_format m_format;
+};
+
+std::string fp8_source_note(const model_config& c) {
+    return fmt::format("; qkv, o, the dense MLPs' gate_up and down{} stored as float8_e4m3fn "
+                       "with a float32 scale per output row (amax / 448), quantised on the "
+                       "device from the job-dtype weights, one tensor at a time; embedding, "
+                       "norms{} in the job dtype",
+                       c.tie_embeddings ? "" : " and the LM head",
+                       c.has_moe() ? ", MoE router and experts" : "");
+}
+
 } // namespace
+
+std::string_view to_string(weight_format f) {
+    return f == weight_format::fp8_row ? "fp8_row" : "model";
+}
+
+fp8_footprint fp8_row_footprint(const model_config& c) {
+    fp8_footprint f;
+    auto add = [&](std::int64_t rows, std::int64_t cols) {
+        f.weights += rows * cols;
+        f.scales += rows;
+    };
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+        add(c.qkv_dim(), c.hidden);
+        add(c.hidden, c.q_dim());
+        if (!c.is_moe_layer(l)) {
+            add(2 * c.intermediate, c.hidden);
+            add(c.hidden, c.intermediate);
+        }
+    }
+    if (!c.tie_embeddings)
+        add(c.vocab, c.hidden);
+    return f;
+}
 
 c10::ScalarType decoder_weights::dtype() const {
     return embed.scalar_type();
@@ -145,10 +201,12 @@ std::int64_t decoder_weights::bytes() const {
     add(final_norm);
     if (!lm_head.is_same(embed))
         add(lm_head);
+    add(lm_head_scale);
     for (const auto& l : layers)
         for (const auto* t :
              {&l.input_norm, &l.post_attention_norm, &l.qkv, &l.o, &l.q_norm, &l.k_norm, &l.gate_up,
-              &l.down, &l.router, &l.experts_gate_up, &l.experts_down})
+              &l.down, &l.router, &l.experts_gate_up, &l.experts_down, &l.qkv_scale, &l.o_scale,
+              &l.gate_up_scale, &l.down_scale})
             add(*t);
     return n;
 }
@@ -166,9 +224,12 @@ decoder_weights decoder_weights::to_cpu() const {
     decoder_weights out;
     out.config = config;
     out.source = source;
+    out.format = format;
+    out.originals = originals; // on the CPU already
     out.embed = copy(embed);
     out.final_norm = copy(final_norm);
     out.lm_head = lm_head.is_same(embed) ? out.embed : copy(lm_head);
+    out.lm_head_scale = copy(lm_head_scale);
     for (const auto& l : layers) {
         layer_weights c;
         c.input_norm = copy(l.input_norm);
@@ -182,14 +243,46 @@ decoder_weights decoder_weights::to_cpu() const {
         c.router = copy(l.router);
         c.experts_gate_up = copy(l.experts_gate_up);
         c.experts_down = copy(l.experts_down);
+        c.qkv_scale = copy(l.qkv_scale);
+        c.o_scale = copy(l.o_scale);
+        c.gate_up_scale = copy(l.gate_up_scale);
+        c.down_scale = copy(l.down_scale);
         out.layers.push_back(std::move(c));
     }
     return out;
 }
 
+decoder_weights decoder_weights::with_originals() const {
+    if (format != weight_format::fp8_row || !originals)
+        throw std::logic_error("with_originals: these weights have no fp8 originals");
+    const auto n = std::min(layers.size(), originals->layers.size());
+    auto out = first_layers(static_cast<std::int64_t>(n));
+    out.format = weight_format::model;
+    out.originals.reset();
+    for (std::size_t l = 0; l < n; ++l) {
+        auto& lw = out.layers[l];
+        const auto& o = originals->layers[l];
+        lw.qkv = o.qkv;
+        lw.o = o.o;
+        if (o.gate_up.defined()) {
+            lw.gate_up = o.gate_up;
+            lw.down = o.down;
+        }
+        lw.qkv_scale = lw.o_scale = lw.gate_up_scale = lw.down_scale = Tensor();
+    }
+    if (originals->lm_head.defined())
+        out.lm_head = originals->lm_head;
+    out.lm_head_scale = Tensor();
+    return out;
+}
+
 decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10::Device device,
-                               std::uint64_t seed) {
+                               std::uint64_t seed, weight_format format,
+                               std::int64_t keep_originals) {
     c.validate();
+    const projection_store store(format);
+    if (store.fp8()) // before any generation: the skip costs nothing
+        (void)model_ops::quantise_fp8_row(at::zeros({1, 1}));
     // MPS has no private generator here: generate on the CPU and copy.
     const auto gen_device = device.is_cuda() ? device : c10::Device(c10::DeviceType::CPU);
     auto gen = make_generator(gen_device, seed);
@@ -206,13 +299,20 @@ decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10:
 
     decoder_weights w;
     w.config = c;
+    w.format = format;
+    auto originals = std::make_shared<fp8_originals>();
     w.embed = normal({c.vocab, c.hidden}, c.tie_embeddings ? fan_in(c.hidden) : 1.0);
     for (std::int64_t l = 0; l < c.layers; ++l) {
         layer_weights lw;
+        layer_weights* orig = nullptr;
+        if (store.fp8() && l < keep_originals)
+            orig = &originals->layers.emplace_back();
         lw.input_norm = ones(c.hidden);
         lw.post_attention_norm = ones(c.hidden);
-        lw.qkv = normal({c.qkv_dim(), c.hidden}, fan_in(c.hidden));
-        lw.o = normal({c.hidden, c.q_dim()}, fan_in(c.q_dim()));
+        store.put(normal({c.qkv_dim(), c.hidden}, fan_in(c.hidden)), lw.qkv, lw.qkv_scale,
+                  orig ? &orig->qkv : nullptr);
+        store.put(normal({c.hidden, c.q_dim()}, fan_in(c.q_dim())), lw.o, lw.o_scale,
+                  orig ? &orig->o : nullptr);
         if (c.qk_norm) {
             lw.q_norm = ones(c.head_dim);
             lw.k_norm = ones(c.head_dim);
@@ -224,18 +324,27 @@ decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10:
             lw.experts_down =
                 normal({c.experts, c.hidden, c.moe_intermediate}, fan_in(c.moe_intermediate));
         } else {
-            lw.gate_up = normal({2 * c.intermediate, c.hidden}, fan_in(c.hidden));
-            lw.down = normal({c.hidden, c.intermediate}, fan_in(c.intermediate));
+            store.put(normal({2 * c.intermediate, c.hidden}, fan_in(c.hidden)), lw.gate_up,
+                      lw.gate_up_scale, orig ? &orig->gate_up : nullptr);
+            store.put(normal({c.hidden, c.intermediate}, fan_in(c.intermediate)), lw.down,
+                      lw.down_scale, orig ? &orig->down : nullptr);
         }
         w.layers.push_back(std::move(lw));
     }
     w.final_norm = ones(c.hidden);
-    w.lm_head = c.tie_embeddings ? w.embed : normal({c.vocab, c.hidden}, fan_in(c.hidden));
+    if (c.tie_embeddings)
+        w.lm_head = w.embed;
+    else
+        store.put(normal({c.vocab, c.hidden}, fan_in(c.hidden)), w.lm_head, w.lm_head_scale,
+                  store.fp8() ? &originals->lm_head : nullptr);
+    if (store.fp8())
+        w.originals = std::move(originals);
     w.source =
         fmt::format("random: projections normal(0, 1/sqrt(fan_in)), RMSNorm weights 1, "
                     "embedding normal(0, {}); float32 from a {} generator seeded {}, rounded "
-                    "to the job dtype",
-                    c.tie_embeddings ? "1/sqrt(hidden)" : "1", gen_device.str(), seed);
+                    "to the job dtype{}",
+                    c.tie_embeddings ? "1/sqrt(hidden)" : "1", gen_device.str(), seed,
+                    store.fp8() ? fp8_source_note(c) : "");
     return w;
 }
 
@@ -259,31 +368,43 @@ void check_checkpoint(const model_config& c, const checkpoint& ck) {
 }
 
 decoder_weights load_weights(const model_config& c, const checkpoint& ck, c10::ScalarType type,
-                             c10::Device device) {
+                             c10::Device device, weight_format format,
+                             std::int64_t keep_originals) {
     check_checkpoint(c, ck);
+    const projection_store store(format);
+    if (store.fp8()) // before any tensor is read: the skip costs nothing
+        (void)model_ops::quantise_fp8_row(at::zeros({1, 1}));
     auto get = [&](const std::string& name) { return read_as(ck, name, type).to(device); };
     decoder_weights w;
     w.config = c;
+    w.format = format;
+    auto originals = std::make_shared<fp8_originals>();
     w.embed = get("model.embed_tokens.weight");
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto p = layer_prefix(l);
         layer_weights lw;
+        layer_weights* orig = nullptr;
+        if (store.fp8() && l < keep_originals)
+            orig = &originals->layers.emplace_back();
         lw.input_norm = get(p + "input_layernorm.weight");
         lw.post_attention_norm = get(p + "post_attention_layernorm.weight");
-        lw.qkv = at::cat({read_as(ck, p + "self_attn.q_proj.weight", type),
-                          read_as(ck, p + "self_attn.k_proj.weight", type),
-                          read_as(ck, p + "self_attn.v_proj.weight", type)})
-                     .to(device);
-        lw.o = get(p + "self_attn.o_proj.weight");
+        store.put(at::cat({read_as(ck, p + "self_attn.q_proj.weight", type),
+                           read_as(ck, p + "self_attn.k_proj.weight", type),
+                           read_as(ck, p + "self_attn.v_proj.weight", type)})
+                      .to(device),
+                  lw.qkv, lw.qkv_scale, orig ? &orig->qkv : nullptr);
+        store.put(get(p + "self_attn.o_proj.weight"), lw.o, lw.o_scale, orig ? &orig->o : nullptr);
         if (c.qk_norm) {
             lw.q_norm = get(p + "self_attn.q_norm.weight");
             lw.k_norm = get(p + "self_attn.k_norm.weight");
         }
         if (!c.is_moe_layer(l)) {
-            lw.gate_up = at::cat({read_as(ck, p + "mlp.gate_proj.weight", type),
-                                  read_as(ck, p + "mlp.up_proj.weight", type)})
-                             .to(device);
-            lw.down = get(p + "mlp.down_proj.weight");
+            store.put(at::cat({read_as(ck, p + "mlp.gate_proj.weight", type),
+                               read_as(ck, p + "mlp.up_proj.weight", type)})
+                          .to(device),
+                      lw.gate_up, lw.gate_up_scale, orig ? &orig->gate_up : nullptr);
+            store.put(get(p + "mlp.down_proj.weight"), lw.down, lw.down_scale,
+                      orig ? &orig->down : nullptr);
         } else {
             lw.router = get(p + "mlp.gate.weight");
             if (fused_experts_in(ck, l)) {
@@ -307,20 +428,29 @@ decoder_weights load_weights(const model_config& c, const checkpoint& ck, c10::S
         w.layers.push_back(std::move(lw));
     }
     w.final_norm = get("model.norm.weight");
-    w.lm_head = c.tie_embeddings ? w.embed : get("lm_head.weight");
+    if (c.tie_embeddings)
+        w.lm_head = w.embed;
+    else
+        store.put(get("lm_head.weight"), w.lm_head, w.lm_head_scale,
+                  store.fp8() ? &originals->lm_head : nullptr);
+    if (store.fp8())
+        w.originals = std::move(originals);
     std::set<std::string> dtypes;
     for (const auto& name : ck.names())
         dtypes.insert(ck.entry(name).dtype);
     w.source =
         fmt::format("checkpoint {} ({} safetensors file{}{}, stored as {}), converted to the "
-                    "job dtype",
+                    "job dtype{}",
                     ck.directory().string(), ck.file_count(), ck.file_count() == 1 ? "" : "s",
                     ck.indexed() ? " with index" : "",
-                    join(std::vector<std::string>(dtypes.begin(), dtypes.end()), ", "));
+                    join(std::vector<std::string>(dtypes.begin(), dtypes.end()), ", "),
+                    store.fp8() ? fp8_source_note(c) : "");
     return w;
 }
 
 named_tensors hf_tensors(const decoder_weights& w) {
+    if (w.format != weight_format::model)
+        throw std::invalid_argument("hf_tensors: fp8_row weights are not written out");
     const auto& c = w.config;
     named_tensors out{{"model.embed_tokens.weight", w.embed}};
     for (std::int64_t l = 0; l < c.layers; ++l) {
