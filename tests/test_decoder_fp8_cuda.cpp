@@ -11,9 +11,11 @@
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
 #include "runner_helpers.hpp"
+#include "test_helpers.hpp"
 
 #include <ATen/ATen.h>
 #include <cstdio>
+#include <fstream>
 #include <gtest/gtest.h>
 
 using namespace fourfold;
@@ -117,6 +119,30 @@ TEST(decoder_fp8_cuda, fp8_weights_are_the_quantised_bf16_weights_of_the_same_se
             << name;
         EXPECT_LT(fp8->bytes(), bf16.bytes()) << name;
     }
+}
+
+// A checkpoint is quantised as it loads, tensor by tensor: the same fp8 weights and scales as the
+// random weights it was written from, quantised as they were made.
+TEST(decoder_fp8_cuda, a_checkpoint_quantised_on_load_is_the_random_fp8_model_it_was_written_from) {
+    REQUIRE_FP8_NATIVE(dev);
+    fourfold::testing::temp_dir dir;
+    const auto& c = *find_preset("tiny-llama");
+    const auto bf16 = random_weights(c, at::kBFloat16, c10::Device(c10::DeviceType::CPU), 5);
+    std::ofstream(dir / "config.json") << c.to_hf_config().dump(2);
+    write_safetensors(dir / "model.safetensors", hf_tensors(bf16));
+    const auto loaded = load_weights(c, checkpoint(dir.path()), at::kBFloat16, dev->torch_device(),
+                                     weight_format::fp8_row, 2);
+    ASSERT_EQ(loaded.format, weight_format::fp8_row);
+    ASSERT_TRUE(loaded.originals);
+    EXPECT_TRUE(at::equal(loaded.originals->layers[1].o, bf16.layers[1].o));
+    EXPECT_TRUE(at::equal(loaded.originals->lm_head, bf16.lm_head));
+    for (std::size_t l = 0; l < bf16.layers.size(); ++l) {
+        const auto [wq, scale] =
+            workloads::model_ops::quantise_fp8_row(bf16.layers[l].gate_up.to(dev->torch_device()));
+        EXPECT_TRUE(at::equal(loaded.layers[l].gate_up.to(at::kFloat), wq.to(at::kFloat)));
+        EXPECT_TRUE(at::equal(loaded.layers[l].gate_up_scale, scale));
+    }
+    EXPECT_NE(loaded.source.find("float8_e4m3fn"), std::string::npos) << loaded.source;
 }
 
 TEST(decoder_fp8_cuda, tiny_presets_pass_against_the_dequantised_reference_in_both_modes) {
