@@ -295,8 +295,21 @@ stage_s22_c() {
     echo "python_decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
     s22_fp8_decode
     echo "fp8 decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
-    SANITIZER_LIMIT_S=45 stage_decode_sanitizer
+    SANITIZER_TOOLS=memcheck SANITIZER_LIMIT_S=45 stage_decode_sanitizer
     echo "sanitizer: after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
 }
 
-s22_fp8_decode() { :; }
+# The decoder with fp8 weights (weights=fp8_row): its gpu tests, then llama3-8b at ctx 512 in
+# graph mode, stock (dequantised per call) and native (the FP8 GEMV), every decode ledger.
+s22_fp8_decode() {
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='decoder_fp8_cuda.*' \
+        >"$OUT/s22_fp8.txt" 2>&1
+    echo "decoder_fp8_cuda tests: exit $?" | tee -a "$OUT/s22_c.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|Failure" "$OUT/s22_fp8.txt" | head -8
+    timeout 100 $BIN run --workload decode --param model=llama3-8b --param weights=fp8_row \
+        --param ctx=512 --param tokens=32 --param mode=graph --variants stock,native --dtype bf16 \
+        --device cuda --ledgers throughput,correctness,memory --db "$DB" --label s22-fp8 \
+        --quiet >>"$OUT/s22_fp8.txt" 2>&1
+    echo "decode llama3-8b weights=fp8_row: exit $?" | tee -a "$OUT/s22_c.txt"
+    grep -E "^decode " "$OUT/s22_fp8.txt" | head -12
+}
