@@ -218,7 +218,7 @@ TEST(model_case, the_decode_workload_stands_on_the_base) {
     }
     EXPECT_EQ(ok, 4);
     // every case gone, the model is freed
-    EXPECT_FALSE(model_slot::holds<resident_model<decoder_weights>>("tiny-qwen3|fp32|1|cpu"));
+    EXPECT_FALSE(model_slot::holds<resident_model<decoder_weights>>("tiny-qwen3|fp32|1|model|cpu"));
 }
 
 // A run's cases live as long as its plan, so a model group's weights would stay resident through
@@ -226,7 +226,7 @@ TEST(model_case, the_decode_workload_stands_on_the_base) {
 // record would count them), and keeps them for one that does.
 TEST(model_case, the_runner_frees_the_resident_model_before_a_group_of_another_kind) {
     auto dev = cpu();
-    const std::string key = "tiny-qwen3|fp32|1|cpu";
+    const std::string key = "tiny-qwen3|fp32|1|model|cpu";
     const runner::job_spec decode{"decode",
                                   json{{"model", "tiny-qwen3"}, {"ctx", 4}, {"tokens", 2}},
                                   dtype::fp32,
