@@ -4,12 +4,14 @@
 # build folder are not ours to lint), from the build's compile_commands.json.
 # Usage: scripts/check_tidy.sh [BUILD_DIR] [FILE...]   (default build, every file)
 # The commands are rewritten into BUILD_DIR/tidy/compile_commands.json:
-#  - without GCC's precompiled header (cmake_pch.hxx is GCC's, not clang's);
+#  - without GCC's precompiled header (cmake_pch.hxx is GCC's, not clang's): a unit must
+#    include what it uses;
 #  - with scripts/tidy_prelude.hpp first: clang cannot parse libtorch 1.13's headers in C++20
 #    with libstdc++ 12 without it (the header says why);
-#  - a translation unit that includes libtorch (found from the #include lines of src/, tests/
-#    and python/) gets a clang precompiled header of the prelude and <ATen/ATen.h> when at least
-#    three such units share its flags: parsing ATen is a quarter of such a unit's time.
+#  - a translation unit that includes all of ATen (<ATen/ATen.h>, found from the #include
+#    lines of src/, tests/ and python/) gets a clang precompiled header of the prelude and
+#    <ATen/ATen.h> when at least three such units share its flags: parsing ATen is a quarter of
+#    such a unit's time (the rest is the checks walking ATen's inline code).
 # Findings are errors (WarningsAsErrors in .clang-tidy); one log a file in BUILD_DIR/tidy/logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,7 @@ shift || true
 tidy=${CLANG_TIDY:-clang-tidy}
 clangxx=${CLANGXX:-clang++}
 command -v "$tidy" >/dev/null || {
-    echo "fourfold: $tidy not found (Debian package clang-tidy; scripts/setup.sh test installs it)" >&2
+    echo "fourfold: $tidy not found (Debian's clang-tidy; scripts/setup.sh test installs it)" >&2
     exit 2
 }
 major() { "$1" --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p' | head -1; }
@@ -43,11 +45,14 @@ root = os.getcwd()
 only = set(os.path.abspath(f) for f in sys.argv[4:])
 prelude = os.path.join(root, "scripts", "tidy_prelude.hpp")
 include_re = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
-torch_re = re.compile(r"^(ATen|c10|torch)/")
+# the headers that bring in all of ATen (ATen/core/ivalue.h and the rest); ATen/Tensor.h and
+# c10's headers are light and parse quickly without a PCH
+torch_re = re.compile(r"^(ATen/ATen\.h|ATen/cuda/|ATen/core/ivalue|torch/csrc/|"
+                      r"torch/torch\.h|torch/extension\.h)")
 memo = {}
 
 def includes_torch(path, search, stack=()):
-    """Whether path includes a libtorch header, through the repository's own headers."""
+    """Whether path includes all of ATen, through the repository's own headers."""
     if path in memo:
         return memo[path]
     if path in stack:
@@ -122,7 +127,7 @@ with open(os.path.join(out, "files.txt"), "w") as fl:
     fl.write("".join(f + "\n" for f, *_ in sorted(units, key=lambda u: (not u[4], u[0]))))
 with open(os.path.join(out, "pch_jobs.txt"), "w") as pj:
     pj.write("".join(shlex.join(j) + "\n" for j in pch_jobs))
-print(f"clang-tidy: {len(units)} files ({sum(u[4] for u in units)} with libtorch, "
+print(f"clang-tidy: {len(units)} files ({sum(u[4] for u in units)} with all of ATen, "
       f"{len(pch_of)} of them through {len(pch_jobs)} precompiled header(s))")
 PY
 jobs=$(nproc)
@@ -135,15 +140,23 @@ while read -r line; do
         exit 1
     }
 done <"$out/pch_jobs.txt"
-# the libtorch units first (the longest), then the rest: -j keeps both cores busy to the end
+# the ATen units first (the longest), then the rest: -j keeps both cores busy to the end
 export tidy out
 status=0
-xargs -P "$jobs" -I{} sh -c \
-    'f="$1"; "$tidy" --quiet -p "$out" --extra-arg=-Wno-unknown-warning-option "$f" \
-        >"$out/logs/$(echo "$f" | tr / _).log" 2>&1' _ {} <"$out/files.txt" || status=$?
-findings=$(cat "$out"/logs/*.log | grep -E '^/.*:[0-9]+:[0-9]+: (warning|error): ' | sort -u || true)
+# each unit's CPU seconds (user + system) go to BUILD_DIR/tidy/cpu.txt
+: >"$out/cpu.txt"
+xargs -P "$jobs" -I{} bash -c \
+    'f="$1"; log="$out/logs/$(echo "$f" | tr / _).log"; TIMEFORMAT="%U %S"
+     { time "$tidy" --quiet -p "$out" --extra-arg=-Wno-unknown-warning-option "$f" \
+           >"$log" 2>&1; } 2>"$log.time"; rc=$?
+     echo "$(awk "{print \$1 + \$2}" "$log.time") $f" >>"$out/cpu.txt"; rm -f "$log.time"
+     exit $rc' _ {} <"$out/files.txt" || status=$?
+findings=$(cat "$out"/logs/*.log | grep -E '^/.*:[0-9]+:[0-9]+: (warning|error): ' |
+    sort -u || true)
 n=$(printf '%s' "$findings" | grep -c . || true)
-echo "clang-tidy: $(wc -l <"$out/files.txt") files in $((SECONDS - start)) s, $jobs at a time"
+cpu=$(awk '{s += $1} END {printf "%.0f", s}' "$out/cpu.txt")
+echo "clang-tidy: $(wc -l <"$out/files.txt") files in $((SECONDS - start)) s, $jobs at a time" \
+    "($cpu s of CPU in clang-tidy)"
 if [ "$status" -ne 0 ] || [ "$n" -ne 0 ]; then
     printf '%s\n' "$findings" | head -100
     echo "fourfold: clang-tidy found $n problem(s) (xargs status $status); logs in $out/logs" >&2
