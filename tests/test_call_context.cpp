@@ -26,7 +26,7 @@ class context_probe_case final : public workloads::workload_case {
             .add("unused", at::zeros({1}));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         return workloads::chunked_reference(
             0, 64, 8, "x + 1 in float64",
             [x](std::int64_t s, std::int64_t l) { return x.narrow(0, s, l).to(at::kDouble) + 1; });
@@ -166,7 +166,7 @@ class undeclared_case final : public workloads::workload_case {
                                           workloads::seeded_normal({8}, seed, 0.0, 1.0, at::kHalf));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         return workloads::chunked_reference(
             0, 8, 8, "softmax in float64", [x](std::int64_t s, std::int64_t l) {
                 return at::softmax(x.to(at::kDouble), -1).narrow(0, s, l);

@@ -36,6 +36,7 @@ pid_t spawn_cli(const std::vector<std::string>& args, const temp_dir& dir) {
     std::vector<std::string> all{FOURFOLD_BINARY};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(all.size() + 1);
     for (auto& a : all)
         argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -310,7 +311,7 @@ void write_preset_checkpoint(const std::string& preset, const std::filesystem::p
     const auto config = *find_preset(preset);
     const auto w = random_weights(config, at::kFloat, c10::Device(c10::DeviceType::CPU),
                                   random_weights_seed(1));
-    write_sharded_checkpoint(dir, hf_tensors(w), 48 * 1024);
+    write_sharded_checkpoint(dir, hf_tensors(w), std::int64_t{48} * 1024);
     std::ofstream(dir / "config.json") << config.to_hf_config().dump(2);
 }
 

@@ -31,6 +31,7 @@ pid_t spawn(const std::vector<std::string>& args, const temp_dir& dir, const std
     std::vector<std::string> all{FOURFOLD_BINARY};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(all.size() + 1);
     for (auto& a : all)
         argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -24,7 +24,7 @@ constexpr auto npos = std::string::npos;
 // (with samples), correctness and memory, 12 records each.
 std::string seeded_store(const temp_dir& dir, const std::string& name = "f.db",
                          const std::string& label_a = "a") {
-    const auto db = dir / name;
+    auto db = dir / name;
     auto s = fourfold::store::result_store::open(db, fourfold::store::open_mode::read_write);
     for (const auto& label : {label_a, std::string("b")}) {
         std::vector<fourfold::record> recs;

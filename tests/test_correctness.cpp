@@ -16,10 +16,10 @@ correctness_result compare(const at::Tensor& out, const at::Tensor& ref, dtype t
     return acc.finish();
 }
 
-at::Tensor f64(std::vector<double> v) {
+at::Tensor f64(const std::vector<double>& v) {
     return at::tensor(v, at::kDouble);
 }
-at::Tensor f32(std::vector<float> v) {
+at::Tensor f32(const std::vector<float>& v) {
     return at::tensor(v, at::kFloat);
 }
 

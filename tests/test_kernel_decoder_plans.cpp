@@ -88,7 +88,7 @@ TEST(decoder_kernel_plans, rope_kv_takes_a_block_a_head_and_checks_its_shape) {
     a.kv_heads = 8;
     a.head_dim = 128;
     a.capacity = 576;
-    a.ld_qkv = (32 + 16) * 128;
+    a.ld_qkv = std::int64_t{32 + 16} * 128;
     a.pos = &pos;
     auto p = plan_rope_kv(a, h200);
     EXPECT_TRUE(p.valid.empty()) << p.valid;
@@ -96,7 +96,7 @@ TEST(decoder_kernel_plans, rope_kv_takes_a_block_a_head_and_checks_its_shape) {
     EXPECT_EQ(p.threads, 128);
     EXPECT_FALSE(p.qk_norm);
     a.head_dim = 16;
-    a.ld_qkv = 48 * 16;
+    a.ld_qkv = std::int64_t{48} * 16;
     EXPECT_EQ(plan_rope_kv(a, h200).threads, 32);
     int w = 1;
     a.q_norm = &w;
@@ -108,7 +108,7 @@ TEST(decoder_kernel_plans, rope_kv_takes_a_block_a_head_and_checks_its_shape) {
     a.head_dim = 16;
     a.ld_qkv = 10;
     EXPECT_FALSE(plan_rope_kv(a, h200).valid.empty());
-    a.ld_qkv = 48 * 16;
+    a.ld_qkv = std::int64_t{48} * 16;
     a.pos = nullptr;
     EXPECT_FALSE(plan_rope_kv(a, h200).valid.empty());
 }
@@ -203,7 +203,7 @@ TEST(decoder_kernel_plans, the_small_decode_kernels_launch_dependently_from_sm_9
     r.kv_heads = 8;
     r.head_dim = 128;
     r.capacity = 64;
-    r.ld_qkv = 48 * 128;
+    r.ld_qkv = std::int64_t{48} * 128;
     r.pos = &pos;
     ASSERT_TRUE(plan_rope_kv(r, h200).valid.empty()) << plan_rope_kv(r, h200).valid;
     EXPECT_TRUE(plan_rope_kv(r, h200).dependent_launch);

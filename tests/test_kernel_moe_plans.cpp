@@ -9,6 +9,7 @@ using namespace fourfold::kernels;
 namespace {
 
 void* addr(std::uintptr_t a) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a stand-in address the plan only inspects
     return reinterpret_cast<void*>(a);
 }
 constexpr std::uintptr_t k_aligned = 1 << 20;
@@ -60,7 +61,7 @@ TEST(kernel_moe_plans, tokens_take_the_smallest_tile_that_holds_them) {
         ASSERT_TRUE(p.valid.empty()) << p.valid;
         EXPECT_EQ(p.token_tile, expect[t]) << t;
         EXPECT_EQ(p.pairs, 8 * t);
-        EXPECT_EQ(p.max_active, std::min<std::int64_t>(128, 8 * t));
+        EXPECT_EQ(p.max_active, std::min<std::int64_t>(128, std::int64_t{8} * t));
     }
 }
 
@@ -70,7 +71,7 @@ TEST(kernel_moe_plans, the_workspace_holds_the_routing_and_the_intermediate) {
     EXPECT_EQ(p.workspace_bytes, l.bytes);
     // five int32/float arrays of 64 pairs after a 16-byte header, then 64 x 768 bf16
     EXPECT_EQ(l.inter, 16 + 5 * 256);
-    EXPECT_EQ(l.bytes, l.inter + 64 * 768 * 2);
+    EXPECT_EQ(l.bytes, l.inter + std::int64_t{64} * 768 * 2);
     for (auto off : {l.active_expert, l.active_begin, l.active_count, l.sorted_token,
                      l.sorted_weight, l.inter})
         EXPECT_EQ(off % 16, 0);

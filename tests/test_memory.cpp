@@ -52,7 +52,7 @@ class kept_graph_case final : public workloads::workload_case {
             "x", workloads::seeded_uniform({m_n, m_n}, seed, -1.0, 1.0, at::kFloat));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         return workloads::chunked_reference(0, m_n, m_n * 8, "x @ x in float64 on the CPU",
                                             [x](std::int64_t start, std::int64_t length) {
                                                 const auto d = x.to(at::kDouble);
@@ -65,7 +65,7 @@ class kept_graph_case final : public workloads::workload_case {
 
     std::function<void()> memory_call(const std::string&, const workloads::input_set& in,
                                       backend::device& dev) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         auto out = std::make_shared<at::Tensor>();
         std::shared_ptr<backend::captured_graph> graph;
         if (dev.caps().graphs)
@@ -112,7 +112,7 @@ class first_call_case final : public workloads::workload_case {
             "x", workloads::seeded_uniform({4096}, seed, -1.0, 1.0, at::kFloat));
     }
     workloads::reference_plan reference(const workloads::input_set& in) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         return workloads::chunked_reference(
             0, 4096, 8, "x * 2 in float64", [x](std::int64_t start, std::int64_t length) {
                 return x.narrow(0, start, length).to(at::kDouble) * 2;
@@ -220,6 +220,7 @@ TEST(memory, sampler_polls_at_its_target_rate_and_keeps_peaks_in_the_timeline) {
     EXPECT_LE(rep.timeline.size(), 256u);
     ASSERT_TRUE(rep.max.driver.has_value());
     std::vector<measure::timeline_point> pts;
+    pts.reserve(1000);
     for (int i = 0; i < 1000; ++i)
         pts.push_back({double(i), i == 777 ? 99 : 1});
     const auto down = measure::downsample_max(pts, 10);

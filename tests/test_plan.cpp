@@ -3,6 +3,7 @@
 #include "fourfold/runner/plan.hpp"
 
 #include <gtest/gtest.h>
+#include <utility>
 
 using namespace fourfold;
 using namespace fourfold::runner;
@@ -12,7 +13,8 @@ namespace {
 std::vector<job_spec> expand(std::vector<std::string> shapes, std::vector<std::string> params = {},
                              std::vector<std::string> dtypes = {},
                              std::string w = "linear_decode") {
-    return expand_request({w, shapes, params, dtypes, {}});
+    return expand_request(
+        {std::move(w), std::move(shapes), std::move(params), std::move(dtypes), {}});
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -62,7 +64,7 @@ TEST(plan, unknown_names_list_what_is_valid) {
 TEST(plan, make_plan_checks_dtype_variant_and_size_against_workload_and_device) {
     auto dev = backend::open_device({backend::device_kind::cpu, 0});
     run_settings s;
-    auto make = [&](job_spec spec) { make_plan({spec}, s, *dev); };
+    auto make = [&](job_spec spec) { make_plan({std::move(spec)}, s, *dev); };
     EXPECT_NE(error_of([&] {
                   make({"softmax", json::object(), dtype::fp64, {}, ""});
               }).find("no dtype fp64"),

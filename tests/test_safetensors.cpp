@@ -208,7 +208,7 @@ TEST(safetensors, a_sharded_checkpoint_reads_through_its_index) {
     named_tensors tensors;
     for (int i = 0; i < 6; ++i)
         tensors.emplace_back("t" + std::to_string(i), at::randn({32, 8}));
-    write_sharded_checkpoint(dir.path(), tensors, 3 * 32 * 8 * 4);
+    write_sharded_checkpoint(dir.path(), tensors, std::int64_t{3} * 32 * 8 * 4);
     EXPECT_TRUE(fourfold::path_exists(dir / "model-00001-of-00002.safetensors"));
     checkpoint ck(dir.path());
     EXPECT_TRUE(ck.indexed());

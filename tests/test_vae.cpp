@@ -218,7 +218,7 @@ TEST(vae, a_bad_checkpoint_is_one_line_naming_the_key) {
     const auto c = small_config();
     const auto w =
         random_vae_weights(c, vae_parts::both, at::kFloat, c10::Device(c10::DeviceType::CPU), 3);
-    auto write = [&](const temp_dir& d, named_tensors t) {
+    auto write = [&](const temp_dir& d, const named_tensors& t) {
         write_config(d.path(), c);
         write_safetensors(d / "diffusion_pytorch_model.safetensors", t);
     };
@@ -282,7 +282,7 @@ TEST(vae, a_bad_checkpoint_is_one_line_naming_the_key) {
 
 namespace {
 
-runner::job_spec decode_job(dtype t = dtype::fp32, json extra = json::object()) {
+runner::job_spec decode_job(dtype t = dtype::fp32, const json& extra = json::object()) {
     json p{{"model", "tiny"}, {"frames", 3}, {"height", 4},
            {"width", 7},      {"tile", 4},   {"stride", 3}};
     p.update(extra);

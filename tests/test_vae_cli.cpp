@@ -23,7 +23,7 @@ vae_config small() {
     return c;
 }
 
-void write_vae(const std::string& dir, named_tensors t) {
+void write_vae(const std::string& dir, const named_tensors& t) {
     fourfold::make_directory(dir);
     const auto c = small();
     write_file(dir + "/config.json", json{{"_class_name", "AutoencoderKLWan"},

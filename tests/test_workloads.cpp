@@ -216,7 +216,8 @@ TEST(pad, variants_pass_and_the_memory_ledger_shows_what_generic_allocates) {
     EXPECT_DOUBLE_EQ(c->declared_cost().bytes_written, 128.0 * 5 * 66 * 66 * 2);
     // generic's intermediates: width blocks 384x64x1, width-padded 384x64x66, height blocks
     // 384x1x66, height-padded 384x66x66, time block 128x2x66x66 (elements, x2 bytes)
-    const std::int64_t y2 = 384 * 66 * 66, time_block = 128 * 2 * 66 * 66;
+    const std::int64_t y2 = std::int64_t{384} * 66 * 66,
+                       time_block = std::int64_t{128} * 2 * 66 * 66;
     EXPECT_EQ(c->variant_facts("generic")["intermediate_bytes"],
               2 * (384 * 64 + 384 * 64 * 66 + 384 * 66 + y2 + time_block));
     EXPECT_EQ(c->variant_facts("stock")["intermediate_bytes"], 0);

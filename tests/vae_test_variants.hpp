@@ -19,7 +19,7 @@ using workloads::models::vae_pad_seam;
 inline void register_wrong_pads() {
     static const bool once = [] {
         auto& reg = workloads::registry::instance();
-        auto seam = [](pad_function pad) {
+        auto seam = [](const pad_function& pad) {
             return [pad](const workloads::workload_case& c, const workloads::call_context& ctx,
                          const workloads::input_set& in) {
                 return dynamic_cast<const vae_pad_seam&>(c).run_with_pad(ctx, in, pad);

@@ -15,6 +15,7 @@
 #include "fourfold/store/run_state.hpp"
 #include "python_workload.hpp"
 
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <map>
 #include <torch/version.h>

@@ -416,7 +416,8 @@ void register_python_workload(const json& d, std::shared_ptr<adapter_ref> adapte
             }
             return as_tensor(call_with_tensors(*fn, in), "variant " + vname);
         };
-    w.make_case = [adapter, overhead](const workloads::case_args& a) {
+    w.make_case = [adapter = std::move(adapter),
+                   overhead = std::move(overhead)](const workloads::case_args& a) {
         return std::make_unique<py_case>(a, adapter, overhead);
     };
 }

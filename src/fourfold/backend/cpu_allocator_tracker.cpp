@@ -64,6 +64,7 @@ class tracking_allocator final : public c10::Allocator {
         g_inner_raw_delete = inner->raw_deleter();
     }
 
+    // NOLINTNEXTLINE(modernize-use-override): it overrides in libtorch 1.13 only (see above)
     c10::DataPtr allocate(size_t n) const { return wrap(n); }
     c10::DataPtr allocate(size_t n) { return wrap(n); }
     c10::DeleterFnPtr raw_deleter() const override {

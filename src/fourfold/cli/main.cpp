@@ -19,6 +19,7 @@ namespace {
 
 std::string joined_args(int argc, char** argv) {
     std::vector<std::string> parts;
+    parts.reserve(static_cast<std::size_t>(argc));
     for (int i = 0; i < argc; ++i)
         parts.emplace_back(argv[i]);
     return fourfold::join(parts, " ");

@@ -56,6 +56,7 @@ int python_run_command(int argc, char** argv) {
     for (int i = 1; i < argc; ++i)
         args.emplace_back(argv[i]);
     std::vector<char*> raw;
+    raw.reserve(args.size() + 1);
     for (auto& a : args)
         raw.push_back(a.data());
     raw.push_back(nullptr);

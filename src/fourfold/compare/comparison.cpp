@@ -163,7 +163,7 @@ timed_row op_time_row(const record_pair& p, double threshold) {
     row.mode = arrow(timing_text(p.a), timing_text(p.b));
     const auto& sa = samples_of(p.a);
     const auto& sb = samples_of(p.b);
-    if (sa.size() >= 1 && sb.size() >= 1) {
+    if (!sa.empty() && !sb.empty()) {
         row.a_value = measure::median_of(sa);
         row.b_value = measure::median_of(sb);
         row.n_a = static_cast<std::int64_t>(sa.size());

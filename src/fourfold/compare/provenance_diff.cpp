@@ -106,6 +106,7 @@ bool is_diff_name(std::string_view name) {
 
 std::string diff_names_text() {
     std::vector<std::string> out;
+    out.reserve(k_names.size());
     for (const auto& n : k_names)
         out.emplace_back(n.name);
     return join(out, ", ");

@@ -65,6 +65,7 @@ std::optional<dtype> parse_dtype(std::string_view name) {
 
 std::vector<dtype> all_dtypes() {
     std::vector<dtype> out;
+    out.reserve(k_rows.size());
     for (const auto& r : k_rows)
         out.push_back(r.type);
     return out;
@@ -72,6 +73,7 @@ std::vector<dtype> all_dtypes() {
 
 std::string dtype_names() {
     std::vector<std::string> names;
+    names.reserve(k_rows.size());
     for (const auto& r : k_rows)
         names.emplace_back(r.name);
     return join(names, ", ");

@@ -27,6 +27,7 @@ std::optional<ledger> parse_ledger(std::string_view name) {
 
 std::string ledger_names() {
     std::vector<std::string> names;
+    names.reserve(k_all_ledgers.size());
     for (const auto l : k_all_ledgers)
         names.emplace_back(to_string(l));
     return join(names, ", ");

@@ -14,7 +14,7 @@ namespace fourfold::kernels {
 
 inline constexpr int k_gemv_max_tokens = 8;
 // the x of a fused RMSNorm or SwiGLU, in a block's dynamic shared memory (no opt-in needed)
-inline constexpr std::int64_t k_gemv_norm_max_shared_bytes = 48 * 1024;
+inline constexpr std::int64_t k_gemv_norm_max_shared_bytes = std::int64_t{48} * 1024;
 // Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
 // split so the grid fills whole waves of them.
 // (FMA path: 4 for one token, whose kernels fit 64 registers, 2 beyond)

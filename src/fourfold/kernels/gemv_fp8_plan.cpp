@@ -73,7 +73,8 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
     // there: a split of a grid of a wave or more cost more than it gained).
     p.k_split = 1;
     std::int64_t blocks = (groups + 7) / 8;
-    while (p.k_split < 8 && static_cast<double>(blocks) < capacity / 2 && units >= 2 * p.k_split) {
+    while (p.k_split < 8 && static_cast<double>(blocks) < capacity / 2 &&
+           units >= 2 * std::int64_t{p.k_split}) {
         p.k_split *= 2;
         const std::int64_t per_block = 8 / p.k_split;
         blocks = (groups + per_block - 1) / per_block;

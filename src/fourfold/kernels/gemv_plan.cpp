@@ -83,7 +83,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     p.k_split = 1;
     p.blocks = (groups + 7) / 8;
     while (p.k_split < 8 && static_cast<double>(p.blocks) < capacity / 2 &&
-           units >= 2 * p.k_split) {
+           units >= 2 * std::int64_t{p.k_split}) {
         p.k_split *= 2;
         const std::int64_t per_block = 8 / p.k_split;
         p.blocks = (groups + per_block - 1) / per_block;

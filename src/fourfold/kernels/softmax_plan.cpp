@@ -59,7 +59,7 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     p.vec = p.why_scalar.empty() ? static_cast<int>(vw) : 1;
     const std::int64_t nvec = a.cols / p.vec;
     constexpr int k_max_cache = 8;
-    if (nvec <= 32 * k_max_cache) {
+    if (nvec <= 32 * std::int64_t{k_max_cache}) {
         p.kind = softmax_plan::path::warp_per_row;
         p.threads = 256;
         p.cluster = 1;
@@ -72,9 +72,9 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     // cluster of at most 16 blocks (where the device schedules that size) shares one row.
     // and as many as it takes for every vector to stay in registers between the passes
     // (512 threads x 8 vectors a block), so no part of a row is read twice when avoidable
-    constexpr std::int64_t k_block_vectors = 512 * k_max_cache;
-    std::int64_t c =
-        std::max<std::int64_t>(2 * d.sm_count / a.rows, ceil_div(nvec, k_block_vectors));
+    constexpr std::int64_t k_block_vectors = 512 * std::int64_t{k_max_cache};
+    std::int64_t c = std::max<std::int64_t>(2 * std::int64_t{d.sm_count} / a.rows,
+                                            ceil_div(nvec, k_block_vectors));
     c = std::clamp<std::int64_t>(c, 1, d.max_cluster_blocks);
     c = std::min<std::int64_t>(c, std::max<std::int64_t>(1, nvec / 128));
     if (!d.clusters())

@@ -233,7 +233,9 @@ std::vector<const record*> ok_of(const std::vector<const record*>& records, ledg
 // One table per ledger over `records`; `scope` (a workload name, or empty) heads each title.
 void print_ok_tables(const std::vector<const record*>& records, const std::string& scope,
                      std::ostream& out, table_format format) {
-    auto titled = [&](std::string title) { return scope.empty() ? title : scope + " - " + title; };
+    auto titled = [&](const std::string& title) {
+        return scope.empty() ? title : scope + " - " + title;
+    };
     const bool layer = any_has(records, ledger::op_time, "/facts/layer");
     const bool host_sync = any_host_sync(records);
     const bool weights = any_has(records, ledger::memory, "/facts/weight_storage_bytes");
@@ -409,6 +411,7 @@ std::vector<const record*> in_row_order(const std::vector<record>& records) {
         variant_at.emplace(r.job.variant, variant_at.size());
     }
     std::vector<const record*> out;
+    out.reserve(records.size());
     for (const auto& r : records)
         out.push_back(&r);
     std::stable_sort(out.begin(), out.end(), [&](const record* a, const record* b) {

@@ -45,6 +45,7 @@ std::string lower(std::string_view v) {
 
 std::vector<record> plain_records(const std::vector<stored_record>& v) {
     std::vector<record> out;
+    out.reserve(v.size());
     for (const auto& s : v)
         out.push_back(s.rec);
     return out;

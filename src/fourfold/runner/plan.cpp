@@ -295,6 +295,7 @@ plan make_plan(const std::vector<job_spec>& specs, const run_settings& settings,
     }
     if (!measures_none.empty()) {
         std::vector<std::string> what;
+        what.reserve(measures_none.size());
         for (const auto& name : measures_none)
             what.push_back(
                 fmt::format("{} measures {}", name, find_workload(name).ledgers.names()));

@@ -323,6 +323,7 @@ class group_runner {
         }
         workloads::reference_plan ref;
         std::vector<std::string> compared;
+        compared.reserve(outputs.size());
         for (const auto& [v, out] : outputs)
             compared.push_back(v);
         if (!guarded(compared, ledger::correctness, "reference", [&] {

@@ -495,6 +495,7 @@ run_row result_store::find_run(const std::string& id_or_label) const {
 std::map<std::int64_t, std::int64_t> result_store::record_counts() const {
     return reading([&] {
         std::vector<std::string> parts;
+        parts.reserve(k_all_ledgers.size());
         for (const auto l : k_all_ledgers)
             parts.push_back(fmt::format("SELECT run_id FROM {}", table_of(l)));
         auto st = m_db.prepare(fmt::format("SELECT run_id, count(*) FROM ({}) GROUP BY run_id",

@@ -47,7 +47,7 @@ std::vector<runner::job_spec> jobs_of_workloads(const std::vector<runner::job_sp
                                                 const std::vector<std::string>& workloads);
 
 #define FOURFOLD_SUITE(ident, name, description, fn)                                               \
-    [[maybe_unused]] static ::fourfold::suites::suite& fourfold_suite_##ident =                    \
+    static ::fourfold::suites::suite& fourfold_suite_##ident [[maybe_unused]] =                    \
         ::fourfold::suites::suite_registry::instance().add(name, description, fn)
 
 } // namespace fourfold::suites

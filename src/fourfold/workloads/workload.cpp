@@ -185,7 +185,7 @@ reference_plan chunked_reference(std::int64_t dim, std::int64_t total, std::int6
     reference_plan plan;
     plan.chunks = std::max<std::int64_t>(1, chunks);
     plan.method = std::move(method);
-    plan.chunk = [=](std::int64_t i) {
+    plan.chunk = [dim, total, per_chunk, compute = std::move(compute)](std::int64_t i) {
         const std::int64_t start = i * per_chunk;
         const std::int64_t length = std::min(per_chunk, total - start);
         return reference_chunk{dim, start, compute(start, length)};

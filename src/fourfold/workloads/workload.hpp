@@ -357,11 +357,12 @@ template <class Case> class workload_builder {
     using member_variant = at::Tensor (Case::*)(const call_context&, const input_set&) const;
     workload_builder& variant(std::string name, member_variant fn, std::string help,
                               bool host_sync = false, variant_needs needs = {}) {
-        m_w->variants.push_back({name, std::move(help), host_sync, false, std::move(needs)});
         m_w->variant_fns[name] = [fn](const workload_case& c, const call_context& ctx,
                                       const input_set& in) {
             return (static_cast<const Case&>(c).*fn)(ctx, in);
         };
+        m_w->variants.push_back(
+            {std::move(name), std::move(help), host_sync, false, std::move(needs)});
         return *this;
     }
     // A variant of fourfold's own CUDA kernels (see kernels/): a skip with its reason wherever

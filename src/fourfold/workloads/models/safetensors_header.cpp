@@ -23,6 +23,7 @@ constexpr dtype_row k_dtypes[] = {{"BOOL", 1}, {"U8", 1},      {"I8", 1},     {"
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
     std::vector<std::string> parts;
+    parts.reserve(shape.size());
     for (const auto d : shape)
         parts.push_back(std::to_string(d));
     return fmt::format("[{}]", join(parts, ", "));

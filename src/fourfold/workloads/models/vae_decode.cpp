@@ -85,7 +85,7 @@ class vae_decode_case final : public vae_case_base {
 
     reference_plan reference(const input_set& in) const override {
         const auto model = last_model();
-        const auto z = in["z_twin"];
+        const auto& z = in["z_twin"];
         const auto f = config().spatial_factor();
         const auto per_frame = 3 * z.size(3) * f * z.size(4) * f * 8;
         const auto frames = config().output_frames(z.size(2));

@@ -46,6 +46,7 @@ class vae_roundtrip_case final : public vae_case_base {
         const auto y = at::linspace(0, 1, m_height, opts).view({m_height, 1});
         const auto x = at::linspace(0, 1, m_width, opts).view({1, m_width});
         std::vector<at::Tensor> channels;
+        channels.reserve(3);
         for (int c = 0; c < 3; ++c)
             channels.push_back(0.5 * at::sin(6.283185307179586 * (1.5 * x + 0.7 * y) + c) +
                                0.3 * at::cos(6.283185307179586 * (0.8 * x - 2.1 * y) + 2 * c));
@@ -58,7 +59,7 @@ class vae_roundtrip_case final : public vae_case_base {
 
     reference_plan reference(const input_set& in) const override {
         const auto model = last_model();
-        const auto image = in["image"];
+        const auto& image = in["image"];
         return chunked_reference(
             3, m_height, 3 * m_width * 8 * 2,
             "the round trip in float64 on the CPU: encode (every causal conv with its zeros in "

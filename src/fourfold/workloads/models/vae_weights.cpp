@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 
 std::string shape_str(const std::vector<std::int64_t>& s) {
     std::vector<std::string> parts;
+    parts.reserve(s.size());
     for (const auto v : s)
         parts.push_back(std::to_string(v));
     return "[" + join(parts, ", ") + "]";
@@ -36,7 +37,7 @@ struct spec_builder {
     std::vector<vae_tensor_spec> out;
 
     void conv(const std::string& p, std::int64_t out_c, std::int64_t in_c,
-              std::vector<std::int64_t> kernel, double scale = 1.0) {
+              const std::vector<std::int64_t>& kernel, double scale = 1.0) {
         std::vector<std::int64_t> shape{out_c, in_c};
         std::int64_t fan = in_c;
         for (const auto k : kernel) {

@@ -63,7 +63,7 @@ class fault_case final : public workload_case {
                                seeded_normal({m_size}, sub_seed(seed, 0), 0.0, 1.0, at::kFloat));
     }
     reference_plan reference(const input_set& in) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         return chunked_reference(0, m_size, 8, "the input in float64 (a copy)",
                                  [x](std::int64_t start, std::int64_t length) {
                                      return x.narrow(0, start, length).to(at::kDouble);

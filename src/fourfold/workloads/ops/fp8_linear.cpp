@@ -76,7 +76,7 @@ constexpr const char* k_scale_row = "scale_row";
 // (views of the CPU output) until finish(), whose tolerance needs the whole output's RMS.
 class dequantised_metrics final : public extra_metrics {
   public:
-    dequantised_metrics(at::Tensor x, at::Tensor wq, at::Tensor scale, bool per_row)
+    dequantised_metrics(const at::Tensor& x, at::Tensor wq, at::Tensor scale, bool per_row)
         : m_x64(x.to(at::kDouble)), m_wq(std::move(wq)), m_scale(std::move(scale)),
           m_per_row(per_row) {}
 
@@ -192,7 +192,7 @@ class fp8_linear_case final : public workload_case {
 
     reference_plan reference(const input_set& in) const override {
         const auto x64 = in[k_x].to(at::kDouble);
-        const auto w = in[k_w];
+        const auto& w = in[k_w];
         return chunked_reference(1, m_n, (m_k + m_tokens) * 8,
                                  "x @ W^T in float64 on the CPU with the original bf16 weights",
                                  [x64, w](std::int64_t start, std::int64_t length) {

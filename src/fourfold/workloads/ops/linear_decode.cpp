@@ -65,8 +65,8 @@ class linear_decode_case final : public workload_case {
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto x = in["x"];
-        const auto w = in["weight"];
+        const auto& x = in["x"];
+        const auto& w = in["weight"];
         const auto b = m_bias ? in["bias"] : at::Tensor();
         auto x64 = x.to(at::kDouble);
         if (m_pro == "rms_norm")

@@ -250,9 +250,9 @@ class moe_ffn_case final : public moe_decode_case {
         const auto r = m_routing;
         const auto tokens = m_tokens, experts = m_experts, top_k = m_top_k, width = m_width;
         plan.chunk = [=](std::int64_t) {
-            const auto w_gate_up = in["w_gate_up"];
+            const auto& w_gate_up = in["w_gate_up"];
             const auto x = in["x"].to(at::kDouble);
-            const auto w_down = in["w_down"];
+            const auto& w_down = in["w_down"];
             auto out = at::zeros({tokens, x.size(1)}, x.options());
             std::size_t pos = 0;
             for (std::int64_t e = 0; e < experts; ++e) {
@@ -337,7 +337,7 @@ class moe_gate_up_case final : public moe_decode_case {
         const auto r = m_routing;
         const auto experts = m_experts, width = m_width;
         plan.chunk = [=](std::int64_t) {
-            const auto w_gate_up = in["w_gate_up"];
+            const auto& w_gate_up = in["w_gate_up"];
             const auto rows = in["rows"].to(at::kDouble);
             auto out = at::empty({rows.size(0), 2 * width}, rows.options());
             std::int64_t start = 0;

@@ -44,7 +44,7 @@ class pad_case final : public workload_case {
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto x = in["x"];
+        const auto& x = in["x"];
         const auto pad = pads();
         const auto per_channel = (in_elements() + out_elements()) / m_channels * 8;
         // channels are independent of the padding, so the reference is sliced along them

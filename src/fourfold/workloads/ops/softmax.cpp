@@ -32,7 +32,7 @@ class softmax_case final : public workload_case {
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto x = in["logits"];
+        const auto& x = in["logits"];
         return chunked_reference(0, m_rows, 3 * m_vocab * 8, "softmax in float64 on the CPU",
                                  [x](std::int64_t start, std::int64_t length) {
                                      return at::softmax(x.narrow(0, start, length).to(at::kDouble),
