@@ -225,7 +225,7 @@ class decode_case final : public model_case<decoder_weights> {
 
     reference_plan reference(const input_set& in) const override {
         const auto model = last_model();
-        const auto tokens = in["twin_tokens"];
+        const auto& tokens = in["twin_tokens"];
         const auto hidden_bytes = config().hidden * 8 + k_twin_tokens * 8;
         return chunked_reference(
             1, config().vocab, hidden_bytes,
@@ -263,7 +263,7 @@ class decode_case final : public model_case<decoder_weights> {
                                "stock is the one path here",
                                m_model);
         if (m_graph) {
-            if (const auto why = graph_capture_missing(dev))
+            if (auto why = graph_capture_missing(dev))
                 return why;
             if (variant == "generic")
                 return "mode=graph: the generic MoE path copies the expert counts to the host in "

@@ -659,7 +659,7 @@ at::Tensor decoder_session::prefill(const at::Tensor& prompt) {
             fmt::format("prefill of {} tokens into a cache of {}", t, m_capacity));
     m_teacher_forced = false;
     m_seq.narrow(0, 0, t).copy_(prompt);
-    const auto logits = forward_prefill(prompt, false);
+    auto logits = forward_prefill(prompt, false);
     m_logits.copy_(logits);
     m_seq.narrow(0, t, 1).copy_(probabilities(logits).argmax(-1));
     m_pos.fill_(t);
@@ -675,7 +675,7 @@ at::Tensor decoder_session::prefill_teacher_forced(const at::Tensor& tokens,
             "teacher forcing {} of {} tokens into a cache of {}", prompt_length, n, m_capacity));
     m_teacher_forced = true;
     m_seq.narrow(0, 0, n).copy_(tokens);
-    const auto logits = forward_prefill(tokens.narrow(0, 0, prompt_length), true);
+    auto logits = forward_prefill(tokens.narrow(0, 0, prompt_length), true);
     m_pos.fill_(prompt_length);
     m_host_pos = prompt_length;
     return logits;

@@ -88,6 +88,7 @@ std::vector<expected_tensor> expected_tensors(const model_config& c, const check
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
     std::vector<std::string> parts;
+    parts.reserve(s.size());
     for (const auto d : s)
         parts.push_back(std::to_string(d));
     return fmt::format("[{}]", join(parts, ", "));
@@ -287,7 +288,7 @@ decoder_weights random_weights(const model_config& c, c10::ScalarType type, c10:
     const auto gen_device = device.is_cuda() ? device : c10::Device(c10::DeviceType::CPU);
     auto gen = make_generator(gen_device, seed);
     const auto f32 = at::TensorOptions().dtype(at::kFloat).device(gen_device);
-    auto normal = [&](std::vector<std::int64_t> shape, double stdev) {
+    auto normal = [&](const std::vector<std::int64_t>& shape, double stdev) {
         auto t = at::randn(shape, gen, f32);
         t.mul_(stdev);
         return t.to(device, type);
