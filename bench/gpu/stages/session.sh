@@ -221,15 +221,10 @@ stage_s22_vae() {
     grep -E "^vae_roundtrip" "$OUT/s22_vae.txt" | head -8
 }
 
-# Session 22's second call: what the first left (2026-12-01). The isolation cost per job group
-# on the H200 (softmax: 1 and 6 tiny groups, isolated and in-process, twice each: the slope is
-# the cost of a job process); the VAE gpu tests that the round-trip test's time had kept from
-# running (the wrong pad on the GPU, the native pad inside the decoder); the torch.compile peer
-# beside fourfold's decoder in one run (python_decode, graph mode only); then where the tiny
-# round trip's time goes (each ledger alone, timed). About 9.5 minutes with the build.
-stage_s22_b() {
-    local t0=$SECONDS iso n shapes
-    : >"$OUT/s22_b.txt"
+# Isolation's cost per job group: softmax stock correctness over 1 and 6 tiny groups, in one
+# process and isolated, twice each; the wall time of each command appended to $1.
+isolation_per_group() {
+    local iso shapes n
     for iso in --no-isolate --isolate --no-isolate --isolate; do
         for shapes in 1x1000 1x1000,1x2000,1x3000,1x4000,1x5000,1x6000; do
             local t1=$(date +%s.%N)
@@ -237,10 +232,22 @@ stage_s22_b() {
                 --ledgers correctness --device cuda $iso --db /tmp/iso-$$.db --quiet >/dev/null 2>&1
             local rc=$?
             n=$(echo $shapes | tr ',' '\n' | wc -l)
-            echo "isolation $iso, $n groups: exit $rc, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s" | tee -a "$OUT/s22_b.txt"
+            echo "isolation $iso, $n groups: exit $rc, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s" | tee -a "$1"
         done
     done
     rm -f /tmp/iso-$$.db*
+}
+
+# Session 22's second call: what the first left (2026-12-01). The isolation cost per job group
+# on the H200 (softmax: 1 and 6 tiny groups, isolated and in-process, twice each: the slope is
+# the cost of a job process); the VAE gpu tests that the round-trip test's time had kept from
+# running (the wrong pad on the GPU, the native pad inside the decoder); the torch.compile peer
+# beside fourfold's decoder in one run (python_decode, graph mode only); then where the tiny
+# round trip's time goes (each ledger alone, timed). About 9.5 minutes with the build.
+stage_s22_b() {
+    local t0=$SECONDS
+    : >"$OUT/s22_b.txt"
+    isolation_per_group "$OUT/s22_b.txt"
     timeout 60 $BUILD/tests/fourfold_gpu_tests \
         --gtest_filter='vae_cuda.a_wrong_pad*:vae_cuda.the_native_pad*' >>"$OUT/s22_b.txt" 2>&1
     echo "vae wrong-pad and native-pad gpu tests: exit $? after $((SECONDS - t0)) s"
@@ -266,22 +273,13 @@ stage_s22_b() {
 # with its weights and KV cache as static addresses (CUDA graphs had been skipped: "mutated
 # inputs"); the decoder with fp8 weights; the sanitizer over the decode kernels.
 stage_s22_c() {
-    local t0=$SECONDS iso n shapes
+    local t0=$SECONDS
     : >"$OUT/s22_c.txt"
     timeout 120 $BUILD/tests/fourfold_gpu_tests --gtest_filter='vae_cuda.*:cuda.a_long_call*' \
         >"$OUT/s22_c_tests.txt" 2>&1
     echo "vae gpu tests and the rotation test: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s22_c.txt"
     grep -E "^\[  (PASSED|FAILED) |^\[       OK|^\[  FAILED  \]|: [0-9.]* s$|PSNR|Failure" "$OUT/s22_c_tests.txt" | head -16
-    for iso in --no-isolate --isolate --no-isolate --isolate; do
-        for shapes in 1x1000 1x1000,1x2000,1x3000,1x4000,1x5000,1x6000; do
-            local t1=$(date +%s.%N)
-            timeout 40 $BIN run --workload softmax --shape $shapes --dtype fp32 --variants stock \
-                --ledgers correctness --device cuda $iso --db /tmp/iso-$$.db --quiet >/dev/null 2>&1
-            local rc=$?
-            n=$(echo $shapes | tr ',' '\n' | wc -l)
-            echo "isolation $iso, $n groups: exit $rc, $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s" | tee -a "$OUT/s22_c.txt"
-        done
-    done
+    isolation_per_group "$OUT/s22_c.txt"
     for iso in --isolate --no-isolate; do
         local t1=$(date +%s.%N)
         timeout 100 $BIN run --suite article --workload softmax --device cuda $iso \

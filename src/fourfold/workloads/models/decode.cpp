@@ -593,24 +593,18 @@ class decode_case final : public model_case<decoder_weights> {
         return static_cast<double>(m_ctx) + static_cast<double>(m_tokens - 1) / 2.0;
     }
     bool fp8() const { return m_format == weight_format::fp8_row; }
-    // the stored bytes: fp8_row's quantised weights 1 B each and their scales 4 B a row
-    double weights_bytes() const {
-        const auto& c = config();
+    // the stored bytes of `params` weights: fp8_row's quantised projections (every one of them
+    // is among the weights stored and among those read each token: attention, dense MLPs,
+    // untied LM head) 1 B each and their scales 4 B a row, the rest in the job dtype
+    double stored_bytes(std::int64_t params) const {
         if (!fp8())
-            return static_cast<double>(c.total_params()) * element_bytes();
-        const auto fp = fp8_row_footprint(c);
-        return static_cast<double>(c.total_params() - fp.weights) * element_bytes() +
+            return static_cast<double>(params) * element_bytes();
+        const auto fp = fp8_row_footprint(config());
+        return static_cast<double>(params - fp.weights) * element_bytes() +
                static_cast<double>(fp.weights) + 4.0 * static_cast<double>(fp.scales);
     }
-    double weights_read_per_token() const {
-        const auto& c = config();
-        if (!fp8())
-            return static_cast<double>(c.params_read_per_token()) * element_bytes();
-        // every quantised projection (attention, dense MLPs, untied LM head) is read each token
-        const auto fp = fp8_row_footprint(c);
-        return static_cast<double>(c.params_read_per_token() - fp.weights) * element_bytes() +
-               static_cast<double>(fp.weights) + 4.0 * static_cast<double>(fp.scales);
-    }
+    double weights_bytes() const { return stored_bytes(config().total_params()); }
+    double weights_read_per_token() const { return stored_bytes(config().params_read_per_token()); }
     // how a variant computes the fp8 projections, for the records
     static std::string projection_path(const std::string& variant) {
         if (native_like(variant))
