@@ -311,3 +311,31 @@ s22_fp8_decode() {
     echo "decode llama3-8b weights=fp8_row: exit $?" | tee -a "$OUT/s22_c.txt"
     grep -E "^decode " "$OUT/s22_fp8.txt" | head -12
 }
+
+# Session 23's first call (2026-12-02): what stop 22 left unmeasured at build 40e3b7c. The
+# native GEMV against cuBLAS under Nsight Compute at the two shapes where it is 2-5 % behind
+# (issue 13); the sanitizer, memcheck then racecheck, over the GEMV (with its prologues), the
+# FP8 GEMV and the MoE step's gpu tests (never run on the prologue fix or on gemv_fp8); the
+# fixed prologues' op figures. About 5 minutes after the build.
+stage_s23_a() {
+    local t0=$SECONDS tool
+    : >"$OUT/s23_a.txt"
+    stage_ncu_gemv_vs_cublas
+    echo "ncu gemv: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_a.txt"
+    for tool in memcheck racecheck; do
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 \
+            --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='native.gemv*:gemv_fp8*:moe_cuda.*' >"$OUT/s23_sanitizer_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool (gemv, gemv_fp8, moe): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_a.txt"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) |^\[  FAILED  \]" \
+            "$OUT/s23_sanitizer_$tool.txt" | sort | uniq -c | head -12
+    done
+    timeout 30 $BIN run --workload linear_decode --shape 1x28672x4096,1x6144x4096 --param prologue=none,rms_norm \
+        --dtype bf16 --variants stock,native --device cuda --ledgers op_time --min-time 0.1 --db "$DB" \
+        --label s23-prologue --quiet >>"$OUT/s23_a.txt" 2>&1
+    timeout 20 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu --param bias=1 \
+        --dtype bf16 --variants stock,native --device cuda --ledgers op_time --min-time 0.1 --db "$DB" \
+        --label s23-prologue --quiet >>"$OUT/s23_a.txt" 2>&1
+    echo "prologues: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_a.txt"
+    grep -E "^linear_decode .*graph" "$OUT/s23_a.txt" | head -12
+}
