@@ -30,8 +30,50 @@ softmax_args softmax_of(std::int64_t rows, std::int64_t cols, elem t,
 
 } // namespace
 
-TEST(kernel_plans, softmax_one_long_row_spreads_over_a_cluster_and_stays_in_registers) {
+namespace {
+// A device without cooperative launch (the cluster path is what the rows of 9 or more take too).
+device_limits without_cooperative_launch() {
+    device_limits d;
+    d.cooperative_launch = false;
+    return d;
+}
+} // namespace
+
+TEST(kernel_plans, softmax_one_long_row_spreads_over_the_whole_device_as_a_cooperative_grid) {
     const auto p = plan_softmax(softmax_of(1, 128256, elem::f32), h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.kind, softmax_plan::path::grid_per_row);
+    EXPECT_EQ(p.cluster, 132); // a block on every SM, not one GPC's 16
+    EXPECT_EQ(p.vec, 4);
+    EXPECT_EQ(p.threads, 128);
+    EXPECT_EQ(p.cache, 2);
+    EXPECT_FALSE(p.rereads) << p.describe();
+    EXPECT_GE(p.chunk_vectors * p.cluster, 128256 / 4);
+    EXPECT_NE(p.describe().find("cooperative grid"), std::string::npos) << p.describe();
+    // six rows share the device out (22 blocks a row: more than a cluster of 16)
+    device_limits sixteen;
+    sixteen.max_cluster_blocks = 16;
+    const auto six = plan_softmax(softmax_of(6, 128256, elem::f32), sixteen);
+    EXPECT_EQ(six.kind, softmax_plan::path::grid_per_row);
+    EXPECT_EQ(six.cluster, 22);
+    // eight rows would get 16 a row, no more than a cluster: the cluster path
+    EXPECT_EQ(plan_softmax(softmax_of(8, 128256, elem::f32), sixteen).kind,
+              softmax_plan::path::cluster_per_row);
+    // more rows than the grid path's barriers: clusters
+    EXPECT_EQ(
+        plan_softmax(softmax_of(k_softmax_grid_max_rows + 1, 1 << 20, elem::f32), h200()).kind,
+        softmax_plan::path::cluster_per_row);
+    // a row too short to give more than a cluster's blocks 128 vectors each: a cluster
+    EXPECT_EQ(plan_softmax(softmax_of(1, 4096, elem::f32), h200()).kind,
+              softmax_plan::path::cluster_per_row);
+    // 2^20 columns over 132 blocks stay in registers: no second read
+    const auto long_row = plan_softmax(softmax_of(1, 1 << 20, elem::f32), h200());
+    EXPECT_EQ(long_row.kind, softmax_plan::path::grid_per_row);
+    EXPECT_FALSE(long_row.rereads) << long_row.describe();
+}
+
+TEST(kernel_plans, softmax_one_long_row_spreads_over_a_cluster_and_stays_in_registers) {
+    const auto p = plan_softmax(softmax_of(1, 128256, elem::f32), without_cooperative_launch());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_EQ(p.kind, softmax_plan::path::cluster_per_row);
     EXPECT_EQ(p.vec, 4);
@@ -56,7 +98,7 @@ TEST(kernel_plans, softmax_short_rows_take_a_warp_each) {
 }
 
 TEST(kernel_plans, softmax_a_row_longer_than_the_registers_is_read_again) {
-    const auto p = plan_softmax(softmax_of(1, 1 << 20, elem::f32), h200());
+    const auto p = plan_softmax(softmax_of(1, 1 << 20, elem::f32), without_cooperative_launch());
     EXPECT_TRUE(p.rereads) << p.describe();
     EXPECT_EQ(p.cluster, 8);
 }

@@ -5,6 +5,7 @@
 // when no CUDA device is visible or the build has no native kernels.
 #include "fourfold/backend/device.hpp"
 #include "fourfold/runner/plan.hpp"
+#include "fourfold/workloads/models/captured_step.hpp"
 #include "fourfold/workloads/workload.hpp"
 #include "runner_helpers.hpp"
 #include "test_variants.hpp"
@@ -177,6 +178,49 @@ TEST(native, softmax_special_values_match_what_stock_does) {
                           << "; of a row with one NaN " << stock[1][0].item<float>()
                           << "; of a row with one +inf " << stock[2][0].item<float>() << '\n';
         }
+}
+
+// The cooperative grid path's per-row barriers live in the kernel's module and reset
+// themselves: launches of different row counts one after another, then one captured launch
+// replayed over new logits, each against stock on the same input.
+TEST(native, softmax_grid_path_barriers_reset_over_launches_and_graph_replays) {
+    REQUIRE_NATIVE(dev);
+    const std::int64_t vocab = 128256;
+    for (const std::int64_t rows : {1, 6, 3, 1, 2, 8, 1}) {
+        const auto dc =
+            make_case(*dev, "softmax", json{{"rows", rows}, {"vocab", vocab}}, dtype::fp32);
+        workloads::input_set in;
+        in.add("logits",
+               at::randn({rows, vocab}, at::TensorOptions().device(dev->torch_device())) * 2);
+        json facts;
+        const auto native = dc.call(*dev, "native", in, &facts);
+        const auto stock = dc.call(*dev, "stock", in);
+        const auto path = facts["kernel"]["path"].get<std::string>();
+        expect_same_values(native, stock, tol_of(dtype::fp32),
+                           "softmax rows " + std::to_string(rows) + ", " + path);
+        if (rows < 8) {
+            EXPECT_NE(path.find("cooperative grid"), std::string::npos) << path;
+        }
+    }
+    if (!dev->caps().graphs)
+        GTEST_SKIP() << "no graph capture on this device";
+    const auto dc = make_case(*dev, "softmax", json{{"rows", 1}, {"vocab", vocab}}, dtype::fp32);
+    auto logits = at::randn({1, vocab}, at::TensorOptions().device(dev->torch_device()));
+    workloads::input_set in;
+    in.add("logits", logits);
+    const workloads::call_context ctx(*dev, nullptr);
+    at::Tensor out;
+    workloads::models::captured_step step;
+    step.capture(*dev, [&] { out = dc.group().w->run("native", *dc.group().c, ctx, in); });
+    ASSERT_TRUE(step.captured());
+    for (int replay = 0; replay < 20; ++replay) {
+        logits.copy_(at::randn({1, vocab}, logits.options()) * (1 + replay % 4));
+        step.run([] { FAIL() << "not captured"; });
+        dev->synchronize();
+        const auto stock = at::softmax(logits, -1);
+        expect_same_values(out.to(at::kCPU), stock.to(at::kCPU), tol_of(dtype::fp32),
+                           "replay " + std::to_string(replay));
+    }
 }
 
 TEST(native, softmax_of_an_offset_view_takes_the_scalar_path_and_agrees_with_stock) {

@@ -158,7 +158,8 @@ stage_ncu_gemv_vs_cublas() {
     : >"$OUT/ncu_gemv.txt"
     local shape
     for shape in 1x28672x4096 1x4096x14336; do
-        timeout 60 ncu --clock-control none --launch-count 4 \
+        # the kernels of the two variants only (the correctness pass fills and copies first)
+        timeout 60 ncu --clock-control none --launch-count 4 --kernel-name regex:"gemv|nvjet|gemm|cutlass" \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
             --section LaunchStats --section Occupancy \
             $BIN run --workload linear_decode --shape $shape --dtype bf16 --variants stock,native \

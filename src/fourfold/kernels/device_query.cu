@@ -17,6 +17,7 @@ device_limits query_device(int index) {
     d.max_smem_per_block = static_cast<int>(prop.sharedMemPerBlockOptin);
     d.cc_major = prop.major;
     d.cc_minor = prop.minor;
+    d.cooperative_launch = prop.cooperativeLaunch != 0;
     if (d.clusters()) {
         int current = 0;
         cudaGetDevice(&current);

@@ -26,6 +26,8 @@ struct device_limits {
     int cc_major = 9;
     int cc_minor = 0;
     int max_cluster_blocks = 8; // 16 where the device can schedule the non-portable size
+    bool cooperative_launch =
+        true; // a grid whose blocks are all resident at once (cudaDevAttrCooperativeLaunch)
     bool clusters() const { return cc_major >= 9; }
 };
 

@@ -1,8 +1,9 @@
 // Softmax kernels (see softmax.hpp). Two passes over a row, one launch:
 //   1. every thread loads its vectors (keeping up to CACHE of them in registers), folding them
 //      into a running (max m, sum s of exp(x - m));
-//   2. the pairs are merged over the warp, the block and the cluster (distributed shared
-//      memory), then each thread writes exp(x - M) / S for its vectors.
+//   2. the pairs are merged over the warp, the block and the row's other blocks (a cluster's
+//      distributed shared memory, or for a few long rows a cooperative grid's global memory),
+//      then each thread writes exp(x - M) / S for its vectors.
 // Special values follow the arithmetic of stock softmax: a NaN anywhere in a row makes the row
 // NaN; a row of -inf has M = -inf and is NaN (exp(-inf - -inf)); a +inf makes the sum NaN.
 #include "fourfold/kernels/elements.cuh"
@@ -17,9 +18,9 @@ namespace {
 namespace cg = cooperative_groups;
 using namespace device;
 
-struct running {
-    float m; // max so far (never NaN)
-    float s; // sum of exp(x - m) so far; NaN once a NaN was seen
+struct alignas(8) running { // 8-byte aligned: the grid path loads a pair as one float2
+    float m;                // max so far (never NaN)
+    float s;                // sum of exp(x - m) so far; NaN once a NaN was seen
 };
 
 // s * exp(m - M), with the empty pair (s == 0: nothing but -inf seen) contributing nothing.
@@ -227,6 +228,82 @@ __global__ void __launch_bounds__(512)
     cluster.barrier_wait(std::move(done_reading));
 }
 
+// The grid path's exchange: one (max, sum) pair a block, and a self-resetting barrier per row
+// (an arrival count and a generation), in the module's global memory: zero when the module
+// loads, and every launch leaves the counts at zero again, so a replayed graph finds them as
+// the first launch did. One workspace a device: launches of this path must not run
+// concurrently (fourfold's calls are ordered on one stream).
+__device__ running g_grid_part[k_softmax_grid_max_blocks];
+__device__ unsigned g_grid_arrived[k_softmax_grid_max_rows];
+__device__ unsigned g_grid_generation[k_softmax_grid_max_rows];
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Thread 0 of each of a row's `blocks` blocks: publish the block's pair, count in, and wait
+// until the row's last block has counted in (it resets the count and moves the generation on).
+__device__ __forceinline__ void grid_row_barrier(std::int64_t row, int blocks) {
+    const unsigned generation = load_acquire(&g_grid_generation[row]);
+    __threadfence(); // the block's pair, stored before, is visible before its arrival
+    if (atomicAdd(&g_grid_arrived[row], 1u) == static_cast<unsigned>(blocks) - 1) {
+        atomicExch(&g_grid_arrived[row], 0u);
+        __threadfence();
+        atomicAdd(&g_grid_generation[row], 1u);
+    } else {
+        while (load_acquire(&g_grid_generation[row]) == generation) {
+        }
+    }
+    __threadfence();
+}
+
+// `blocks` blocks per row over a cooperative grid (every block resident at once, so the
+// barrier cannot wait on a block that has not started): a few long rows over the whole
+// device, where a cluster would hold a row to one GPC's 16 SMs. Block b of a row takes vectors
+// [b * chunk, (b + 1) * chunk); the pairs meet in global memory (L2).
+template <typename T, int VEC, int CACHE>
+__global__ void __launch_bounds__(512, 1)
+    softmax_grid_rows(const T* __restrict__ x, T* __restrict__ y, std::int64_t nvec,
+                      std::int64_t chunk, std::int64_t ld_x, std::int64_t ld_y, int blocks) {
+    using P = packet<T, VEC>;
+    __shared__ running warp_part[32];
+    const std::int64_t row = blockIdx.x / blocks;
+    const int part_index = static_cast<int>(blockIdx.x % blocks);
+    const std::int64_t begin = part_index * chunk;
+    const std::int64_t end = begin + chunk < nvec ? begin + chunk : nvec;
+    const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
+    auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+
+    thread_part<VEC, CACHE> part;
+    running r = warp_merge(
+        pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), part));
+    if (lane == 0)
+        warp_part[warp] = r;
+    __syncthreads();
+    if (warp == 0) {
+        r = lane < warps ? warp_part[lane] : running{-CUDART_INF_F, 0.f};
+        r = warp_merge(r);
+        if (lane == 0) {
+            g_grid_part[blockIdx.x] = r;
+            grid_row_barrier(row, blocks);
+        }
+    }
+    __syncthreads(); // thread 0 has seen every pair of the row
+    // each warp merges the row's pairs itself (from L2: written by other SMs in this launch)
+    running total{-CUDART_INF_F, 0.f};
+    const running* row_parts = g_grid_part + row * blocks;
+    for (int b = lane; b < blocks; b += 32) {
+        const float2 pair = __ldcg(reinterpret_cast<const float2*>(row_parts + b));
+        total = merge(total, running{pair.x, pair.y});
+    }
+    total = warp_merge(total);
+    pass_two<T, VEC, CACHE>(xr, yr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), total,
+                            part);
+}
+
 template <typename T, int VEC, int CACHE>
 launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_t stream) {
     const auto* x = static_cast<const T*>(a.x);
@@ -244,6 +321,14 @@ launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_
     config.blockDim = dim3(static_cast<unsigned>(p.threads));
     config.stream = stream;
     cudaLaunchAttribute attr[1];
+    if (p.kind == softmax_plan::path::grid_per_row) {
+        attr[0].id = cudaLaunchAttributeCooperative;
+        attr[0].val.cooperative = 1;
+        config.attrs = attr;
+        config.numAttrs = 1;
+        return status_of(cudaLaunchKernelEx(&config, softmax_grid_rows<T, VEC, CACHE>, x, y, nvec,
+                                            p.chunk_vectors, a.ld_x, a.ld_y, p.cluster));
+    }
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
     attr[0].val.clusterDim.y = 1;

@@ -2,7 +2,11 @@
 // Softmax over the last dimension of a rows x cols matrix, in fp32/fp16/bf16, output in the
 // input dtype. Numerically stable: each thread keeps a running (max, sum of exp) pair, merged
 // across the warp, the block and, for long rows, a thread-block cluster (sm_90 distributed
-// shared memory), so a row is read once from memory and written once in a single launch.
+// shared memory), so a row is read once from memory and written once in a single launch. A few
+// long rows (at most k_softmax_grid_max_rows) that a cluster would hold to one GPC's SMs are
+// spread over the whole device instead: a cooperative grid whose blocks exchange their pairs
+// through global memory behind a per-row barrier (a workspace of the kernel's module, so these
+// launches must not run concurrently on two streams).
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -17,12 +21,16 @@ struct softmax_args {
     elem type = elem::f32;
 };
 
+// The grid path's limits: rows, and blocks in all (its per-row barriers and pairs).
+inline constexpr int k_softmax_grid_max_rows = 8;
+inline constexpr int k_softmax_grid_max_blocks = 1024;
+
 struct softmax_plan {
-    enum class path { warp_per_row, cluster_per_row };
+    enum class path { warp_per_row, cluster_per_row, grid_per_row };
     path kind = path::cluster_per_row;
     int vec = 1;       // elements per load: 16 bytes where the pointers and strides allow
     int threads = 256; // per block
-    int cluster = 1;   // blocks per row (cluster_per_row)
+    int cluster = 1;   // blocks per row (a cluster, or the grid's share of a row)
     int cache = 1;     // vectors per thread kept in registers between the two passes
     std::int64_t chunk_vectors = 0; // vectors of a row per block
     bool rereads = false;           // part of a row is read again in the second pass (row too long)

@@ -21,10 +21,13 @@ int pow2_at_least(std::int64_t v) {
 } // namespace
 
 std::string softmax_plan::describe() const {
-    std::string s = kind == path::warp_per_row ? "warp per row" : "cluster of blocks per row";
+    std::string s = kind == path::warp_per_row ? "warp per row"
+                    : kind == path::cluster_per_row
+                        ? "cluster of blocks per row"
+                        : "cooperative grid, blocks of a row meet in L2";
     s += ", " + std::to_string(vec * 1) + "-element loads";
     s += ", " + std::to_string(threads) + " threads/block";
-    if (kind == path::cluster_per_row)
+    if (kind != path::warp_per_row)
         s += ", " + std::to_string(cluster) + " block(s)/row";
     s += ", " + std::to_string(cache) + " vector(s)/thread cached";
     if (rereads)
@@ -66,6 +69,24 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
         p.chunk_vectors = nvec;
         p.cache = pow2_at_least(ceil_div(nvec, 32));
         return p;
+    }
+    // A few long rows: a row over as many SMs as the device shares out (at least 128 vectors a
+    // block), where that is more than a cluster holds. A cluster is scheduled inside one GPC (16
+    // of the H200's 132 SMs), whose share of the memory system limits a 1 MB row to about 6 µs.
+    const auto cluster_limit = d.clusters() ? d.max_cluster_blocks : 1;
+    if (d.cooperative_launch && a.rows <= k_softmax_grid_max_rows) {
+        const std::int64_t share = std::min<std::int64_t>(
+            std::min<std::int64_t>(d.sm_count, k_softmax_grid_max_blocks) / a.rows, nvec / 128);
+        if (share > cluster_limit) {
+            p.kind = softmax_plan::path::grid_per_row;
+            p.cluster = static_cast<int>(share);
+            p.chunk_vectors = ceil_div(nvec, share);
+            p.threads = std::clamp(pow2_at_least(ceil_div(p.chunk_vectors, k_max_cache)), 128, 512);
+            const auto per_thread = ceil_div(p.chunk_vectors, p.threads);
+            p.cache = std::min(pow2_at_least(per_thread), k_max_cache);
+            p.rereads = per_thread > p.cache;
+            return p;
+        }
     }
     p.kind = softmax_plan::path::cluster_per_row;
     // Enough blocks to reach every SM twice over, but at least 128 vectors for each block; a
