@@ -339,3 +339,34 @@ stage_s23_a() {
     echo "prologues: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_a.txt"
     grep -E "^linear_decode .*graph" "$OUT/s23_a.txt" | head -12
 }
+
+# Session 23's second call: the softmax's cooperative grid path (a few long rows over the whole
+# device) under its gpu tests, its op figures beside stock in one run and one call under Nsight
+# Compute; the GEMV against cuBLAS under ncu (the stage now names their kernels); the
+# torch.compile peer in gpt-fast's form (F.linear on [out, in] weights, fused qkv,
+# coordinate-descent tuning) beside fourfold's decoder, graph mode. About 7.5 minutes with the build.
+stage_s23_b() {
+    local t0=$SECONDS
+    : >"$OUT/s23_b.txt"
+    timeout 90 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.softmax*:native.kernels_are*:native.memory*' \
+        >"$OUT/s23_softmax_tests.txt" 2>&1
+    echo "softmax gpu tests: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure|native: median|allocated above" "$OUT/s23_softmax_tests.txt" | head -16
+    timeout 60 $BIN run --workload softmax --shape 1x128256,1x262144,1x1048576,2x262144,6x128256,8x128256,64x128256 \
+        --dtype fp32 --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --label s23-softmax --db "$DB" --quiet >>"$OUT/s23_b.txt" 2>&1
+    timeout 30 $BIN run --workload softmax --shape 1x128256,1x32000 --dtype bf16,fp16 --variants stock,native \
+        --device cuda --ledgers op_time,correctness --min-time 0.1 --label s23-softmax --db "$DB" --quiet >>"$OUT/s23_b.txt" 2>&1
+    echo "softmax figures: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
+    grep -E "^softmax .*(graph|PASS|FAIL)" "$OUT/s23_b.txt" | head -40
+    timeout 60 ncu --clock-control none --kernel-name regex:"softmax" --launch-count 3 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy \
+        $BIN run --workload softmax --shape 1x128256 --dtype fp32 --variants native --ledgers correctness \
+        --device cuda --no-isolate --db /tmp/ncu-sm-$$.db --quiet >"$OUT/s23_ncu_softmax.txt" 2>&1
+    grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Grid Size|Block Size|Registers" "$OUT/s23_ncu_softmax.txt" | head -12
+    stage_ncu_gemv_vs_cublas
+    echo "ncu: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
+    PYTHON_DECODE_LIMIT_S=230 PYTHON_DECODE_ARGS="--variants stock,native,native_fused,torch_compile --param mode=graph" \
+        stage_python_decode
+    echo "python_decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
+}
