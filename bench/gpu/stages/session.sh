@@ -366,7 +366,7 @@ stage_s23_b() {
     grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Grid Size|Block Size|Registers" "$OUT/s23_ncu_softmax.txt" | head -12
     stage_ncu_gemv_vs_cublas
     echo "ncu: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
-    PYTHON_DECODE_LIMIT_S=230 PYTHON_DECODE_ARGS="--variants stock,native,native_fused,torch_compile --param mode=graph" \
+    PYTHON_DECODE_LIMIT_S=230 PYTHON_DECODE_ARGS="--variants stock,native,torch_compile --param mode=graph" \
         stage_python_decode
     echo "python_decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
 }
