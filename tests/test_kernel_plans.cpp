@@ -39,37 +39,44 @@ device_limits without_cooperative_launch() {
 }
 } // namespace
 
-TEST(kernel_plans, softmax_one_long_row_spreads_over_the_whole_device_as_a_cooperative_grid) {
-    const auto p = plan_softmax(softmax_of(1, 128256, elem::f32), h200());
+TEST(kernel_plans, softmax_a_row_too_long_for_a_cluster_spreads_over_the_device_as_a_grid) {
+    // 2^20 columns: more than 8 blocks of 512 x 8 vectors hold; 132 blocks hold it, no re-read
+    const auto p = plan_softmax(softmax_of(1, 1 << 20, elem::f32), h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_EQ(p.kind, softmax_plan::path::grid_per_row);
-    EXPECT_EQ(p.cluster, 132); // a block on every SM, not one GPC's 16
+    EXPECT_EQ(p.cluster, 132); // a block on every SM
     EXPECT_EQ(p.vec, 4);
-    EXPECT_EQ(p.threads, 128);
-    EXPECT_EQ(p.cache, 2);
+    EXPECT_EQ(p.threads, 256);
+    EXPECT_EQ(p.cache, 8);
     EXPECT_FALSE(p.rereads) << p.describe();
-    EXPECT_GE(p.chunk_vectors * p.cluster, 128256 / 4);
+    EXPECT_FALSE(p.dependent) << "a cooperative grid is not a dependent launch";
+    EXPECT_GE(p.chunk_vectors * p.cluster, (1 << 20) / 4);
     EXPECT_NE(p.describe().find("cooperative grid"), std::string::npos) << p.describe();
-    // six rows share the device out (22 blocks a row: more than a cluster of 16)
+    // two such rows share the device out: 66 blocks a row
+    EXPECT_EQ(plan_softmax(softmax_of(2, 1 << 20, elem::f32), h200()).cluster, 66);
+    // a row a cluster holds in registers stays on a cluster (the grid's barrier bought nothing
+    // there), a dependent launch on sm_90
+    const auto held = plan_softmax(softmax_of(1, 128256, elem::f32), h200());
+    EXPECT_EQ(held.kind, softmax_plan::path::cluster_per_row);
+    EXPECT_TRUE(held.dependent);
+    EXPECT_NE(held.describe().find("dependent launch"), std::string::npos) << held.describe();
     device_limits sixteen;
     sixteen.max_cluster_blocks = 16;
-    const auto six = plan_softmax(softmax_of(6, 128256, elem::f32), sixteen);
-    EXPECT_EQ(six.kind, softmax_plan::path::grid_per_row);
-    EXPECT_EQ(six.cluster, 22);
-    // eight rows would get 16 a row, no more than a cluster: the cluster path
-    EXPECT_EQ(plan_softmax(softmax_of(8, 128256, elem::f32), sixteen).kind,
+    EXPECT_EQ(plan_softmax(softmax_of(1, 262144, elem::f32), sixteen).kind,
               softmax_plan::path::cluster_per_row);
+    EXPECT_EQ(plan_softmax(softmax_of(1, 1 << 20, elem::f32), sixteen).kind,
+              softmax_plan::path::grid_per_row);
     // more rows than the grid path's barriers: clusters
     EXPECT_EQ(
         plan_softmax(softmax_of(k_softmax_grid_max_rows + 1, 1 << 20, elem::f32), h200()).kind,
         softmax_plan::path::cluster_per_row);
-    // a row too short to give more than a cluster's blocks 128 vectors each: a cluster
-    EXPECT_EQ(plan_softmax(softmax_of(1, 4096, elem::f32), h200()).kind,
+    // no cooperative launch: clusters, the rest of the row read again
+    EXPECT_EQ(plan_softmax(softmax_of(1, 1 << 20, elem::f32), without_cooperative_launch()).kind,
               softmax_plan::path::cluster_per_row);
-    // 2^20 columns over 132 blocks stay in registers: no second read
-    const auto long_row = plan_softmax(softmax_of(1, 1 << 20, elem::f32), h200());
-    EXPECT_EQ(long_row.kind, softmax_plan::path::grid_per_row);
-    EXPECT_FALSE(long_row.rereads) << long_row.describe();
+    // before sm_90 nothing is a dependent launch
+    device_limits ampere;
+    ampere.cc_major = 8;
+    EXPECT_FALSE(plan_softmax(softmax_of(64, 1000, elem::f32), ampere).dependent);
 }
 
 TEST(kernel_plans, softmax_one_long_row_spreads_over_a_cluster_and_stays_in_registers) {

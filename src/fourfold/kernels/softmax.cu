@@ -165,6 +165,24 @@ __device__ __forceinline__ void pass_two(const typename packet<T, VEC>::raw* row
     }
 }
 
+// The start of a dependent launch (plan.dependent): let the next kernel launch, bring the
+// thread's first CACHE vectors' lines into L2 while the kernel before may still run (a hint
+// through the coherent L2: nothing read into a register), then wait for it: the logits may be
+// its output.
+template <typename Raw, int CACHE>
+__device__ __forceinline__ void start_dependent(const Raw* row, std::int64_t first,
+                                                std::int64_t end, int step) {
+    allow_dependents();
+    constexpr int per_line = 128 / sizeof(Raw) > 0 ? static_cast<int>(128 / sizeof(Raw)) : 1;
+#pragma unroll
+    for (int c = 0; c < CACHE; ++c) {
+        const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
+        if (v < end && v % per_line == 0)
+            prefetch_l2(row + v);
+    }
+    dependency_wait();
+}
+
 // One warp per row (short rows); 8 rows per 256-thread block.
 template <typename T, int VEC, int CACHE>
 __global__ void __launch_bounds__(256, 1)
@@ -178,6 +196,7 @@ __global__ void __launch_bounds__(256, 1)
     const int lane = threadIdx.x % 32;
     const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
+    start_dependent<typename P::raw, CACHE>(xr, lane, nvec, 32);
     thread_part<VEC, CACHE> part;
     const running total = warp_merge(pass_one<T, VEC, CACHE>(xr, lane, nvec, 32, part));
     pass_two<T, VEC, CACHE>(xr, yr, lane, nvec, 32, total, part);
@@ -201,6 +220,8 @@ __global__ void __launch_bounds__(512)
     const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    start_dependent<typename P::raw, CACHE>(xr, begin + threadIdx.x, end,
+                                            static_cast<int>(blockDim.x));
 
     thread_part<VEC, CACHE> part;
     running r = warp_merge(
@@ -312,15 +333,15 @@ launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_
     if (p.kind == softmax_plan::path::warp_per_row) {
         const int rows_per_block = p.threads / 32;
         const auto blocks = static_cast<unsigned>((a.rows + rows_per_block - 1) / rows_per_block);
-        softmax_warp_rows<T, VEC, CACHE>
-            <<<blocks, p.threads, 0, stream>>>(x, y, a.rows, nvec, a.ld_x, a.ld_y);
-        return status_of(cudaGetLastError());
+        return status_of(launch_serialised_after(softmax_warp_rows<T, VEC, CACHE>, dim3(blocks),
+                                                 dim3(static_cast<unsigned>(p.threads)), stream,
+                                                 p.dependent, x, y, a.rows, nvec, a.ld_x, a.ld_y));
     }
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>(a.rows * p.cluster));
     config.blockDim = dim3(static_cast<unsigned>(p.threads));
     config.stream = stream;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     if (p.kind == softmax_plan::path::grid_per_row) {
         attr[0].id = cudaLaunchAttributeCooperative;
         attr[0].val.cooperative = 1;
@@ -333,8 +354,10 @@ launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_
     attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attr;
-    config.numAttrs = 1;
+    config.numAttrs = p.dependent ? 2 : 1;
     return status_of(cudaLaunchKernelEx(&config, softmax_cluster_rows<T, VEC, CACHE>, x, y, nvec,
                                         p.chunk_vectors, a.ld_x, a.ld_y));
 }

@@ -3,7 +3,7 @@
 // input dtype. Numerically stable: each thread keeps a running (max, sum of exp) pair, merged
 // across the warp, the block and, for long rows, a thread-block cluster (sm_90 distributed
 // shared memory), so a row is read once from memory and written once in a single launch. A few
-// long rows (at most k_softmax_grid_max_rows) that a cluster would hold to one GPC's SMs are
+// long rows (at most k_softmax_grid_max_rows) too long for a cluster's registers are
 // spread over the whole device instead: a cooperative grid whose blocks exchange their pairs
 // through global memory behind a per-row barrier (a workspace of the kernel's module, so these
 // launches must not run concurrently on two streams).
@@ -34,8 +34,11 @@ struct softmax_plan {
     int cache = 1;     // vectors per thread kept in registers between the two passes
     std::int64_t chunk_vectors = 0; // vectors of a row per block
     bool rereads = false;           // part of a row is read again in the second pass (row too long)
-    std::string why_scalar;         // why vec is 1, when it is
-    std::string valid; // empty when the plan can run; else what is wrong with the arguments
+    // a programmatic dependent launch (sm_90 on, warp and cluster paths): the next kernel may
+    // launch at once, and this one prefetches its row into L2 before it waits for the last
+    bool dependent = false;
+    std::string why_scalar; // why vec is 1, when it is
+    std::string valid;      // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
 };
 

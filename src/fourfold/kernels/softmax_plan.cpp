@@ -32,6 +32,8 @@ std::string softmax_plan::describe() const {
     s += ", " + std::to_string(cache) + " vector(s)/thread cached";
     if (rereads)
         s += ", rest of the row read again";
+    if (dependent)
+        s += ", dependent launch";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
@@ -68,13 +70,18 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
         p.cluster = 1;
         p.chunk_vectors = nvec;
         p.cache = pow2_at_least(ceil_div(nvec, 32));
+        p.dependent = d.cc_major >= 9;
         return p;
     }
-    // A few long rows: a row over as many SMs as the device shares out (at least 128 vectors a
-    // block), where that is more than a cluster holds. A cluster is scheduled inside one GPC (16
-    // of the H200's 132 SMs), whose share of the memory system limits a 1 MB row to about 6 µs.
+    // A few rows too long for a cluster's registers (the largest cluster's blocks of 512 threads
+    // x 8 vectors): a row over as many SMs as the device shares out (at least 128 vectors a
+    // block), where that is more than a cluster holds, so no part of it is read twice. Not for
+    // the rows a cluster holds: there the grid's barrier through L2 bought nothing (1 x 128,256
+    // fp32 6.04 µs on 132 blocks against 5.94 on a cluster of 16, H200, build ba5ea3b).
     const auto cluster_limit = d.clusters() ? d.max_cluster_blocks : 1;
-    if (d.cooperative_launch && a.rows <= k_softmax_grid_max_rows) {
+    constexpr std::int64_t k_block_vectors = 512 * std::int64_t{k_max_cache};
+    if (d.cooperative_launch && a.rows <= k_softmax_grid_max_rows &&
+        nvec > cluster_limit * k_block_vectors) {
         const std::int64_t share = std::min<std::int64_t>(
             std::min<std::int64_t>(d.sm_count, k_softmax_grid_max_blocks) / a.rows, nvec / 128);
         if (share > cluster_limit) {
@@ -93,7 +100,6 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     // cluster of at most 16 blocks (where the device schedules that size) shares one row.
     // and as many as it takes for every vector to stay in registers between the passes
     // (512 threads x 8 vectors a block), so no part of a row is read twice when avoidable
-    constexpr std::int64_t k_block_vectors = 512 * std::int64_t{k_max_cache};
     std::int64_t c = std::max<std::int64_t>(2 * std::int64_t{d.sm_count} / a.rows,
                                             ceil_div(nvec, k_block_vectors));
     c = std::clamp<std::int64_t>(c, 1, d.max_cluster_blocks);
@@ -106,6 +112,7 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     const auto per_thread = ceil_div(p.chunk_vectors, p.threads);
     p.cache = std::min(pow2_at_least(per_thread), k_max_cache);
     p.rereads = per_thread > p.cache;
+    p.dependent = d.cc_major >= 9;
     return p;
 }
 
