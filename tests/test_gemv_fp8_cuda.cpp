@@ -2,7 +2,8 @@
 // model_ops::linear_fp8, the function fp8_linear's native variants call: against the float64
 // product with the dequantised weights over shapes on both paths (16-byte and scalar: odd K,
 // offset and strided views), 1 to 8 tokens, both scale kinds, with and without bias; NaN
-// weights; and through the workload's ledgers: both correctness figures in the record, graph
+// weights; chains of dependent launches, each link reading the one before's output, eager and
+// captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
 #include "fourfold/backend/device.hpp"
@@ -12,13 +13,18 @@
 #include "runner_helpers.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <iostream>
+#include <limits>
+#include <vector>
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/gemv_fp8.hpp"
+#include "fourfold/workloads/native.hpp"
 #endif
 
 using namespace fourfold;
@@ -111,12 +117,15 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
     // 16-byte path: K % 16 == 0 (one row a warp, short rows 2 or 4 to a warp, split K for small
-    // N, the persistent grid from 2 row groups a resident warp); the scalar path: odd K, K % 16 ==
-    // 8
+    // N, the persistent grid from 2 row groups a resident warp; one token from 4 rows a block of
+    // the wave with rows of 2 KB or more balanced: 2112 x 2048 its least, a row of one step;
+    // 3000 x 2064 a last step of one vector; 4096 x 14336 rows of 7 steps cut between warps);
+    // the scalar path: odd K, K % 16 == 8
     const std::vector<shape> shapes{
-        {1, 1, 16},      {1, 7, 48},       {1, 33, 4096},   {1, 768, 2048},  {1, 4096, 4096},
-        {1, 4096, 8192}, {1, 14336, 4096}, {1, 8192, 1024}, {1, 65536, 512}, {1, 32000, 4096},
-        {1, 5, 1001},    {1, 300, 4104},   {1, 1, 1},       {1, 2048, 14336}};
+        {1, 1, 16},      {1, 7, 48},       {1, 33, 4096},   {1, 768, 2048},   {1, 4096, 4096},
+        {1, 4096, 8192}, {1, 14336, 4096}, {1, 8192, 1024}, {1, 65536, 512},  {1, 32000, 4096},
+        {1, 5, 1001},    {1, 300, 4104},   {1, 1, 1},       {1, 2048, 14336}, {1, 2112, 2048},
+        {1, 3000, 2064}, {1, 4096, 14336}};
     std::vector<shape> all = shapes;
     for (std::int64_t t = 2; t <= 8; ++t)
         for (const auto& s : {shape{t, 257, 512}, shape{t, 4096, 4096}, shape{t, 1000, 1000},
@@ -207,6 +216,129 @@ TEST(gemv_fp8, a_nan_weight_makes_its_row_nan_and_no_other) {
             y.to(at::kFloat)[0][0].item<float>(),
             at::full({1}, static_cast<double>(k)).to(at::kBFloat16).to(at::kFloat).item<float>())
             << "k " << k;
+    }
+#endif
+}
+
+// y_1 = f_1(x), y_2 = f_2(y_1), ...: each link a dependent launch (from sm_90) reading the
+// output of the one just before it. Launched back to back with no host synchronisation, eagerly
+// and as a captured graph: a link that read its x before the link before it had written all of
+// it would read the NaN every output is set to first. Each link must match the float64 product
+// of its own input, and every replay the eager chain bitwise.
+TEST(gemv_fp8, a_chain_of_dependent_launches_matches_eager_captured_and_float64) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8 && FOURFOLD_WITH_KERNELS
+    const auto d = dev->torch_device();
+    const workloads::call_context ctx(*dev);
+    const auto& limits = workloads::native::limits(ctx);
+    struct chain {
+        std::int64_t t;
+        std::vector<std::int64_t> widths; // link i: K = widths[i], N = widths[i + 1]
+        int sm_count;                     // the plan's; fewer than the device's, a smaller wave
+        const char* path;                 // every link's, or the vector links' of a mixed chain
+    };
+    const std::vector<chain> chains{
+        {1, {4096, 4096, 4096, 4096, 4096, 4096, 4096}, 0, "split evenly"},
+        // 16 blocks a wave: balanced links of 600 and 1000 rows (rows cut between warps, a last
+        // step of one vector) between scalar ones (K = 600, 1000)
+        {1, {2064, 600, 2064, 1000, 2064}, 4, "split evenly"},
+        {1, {1024, 1024, 1024, 1024, 1024}, 0, "a block per row block"},
+        {4, {4096, 4096, 4096, 4096, 4096}, 0, "streamed"},
+        {8, {2048, 2048, 2048, 2048, 2048}, 0, "a block per row block"},
+        {3, {1000, 1000, 1000, 1000, 1000}, 0, "scalar"}};
+    struct link {
+        quantised q;
+        at::Tensor wq, scale, bias, y; // on the device
+        at::Tensor bias_cpu;
+        kernels::gemv_fp8_args a;
+        kernels::gemv_fp8_plan plan;
+    };
+    std::uint64_t seed = 100;
+    for (const auto& c : chains) {
+        std::int64_t biggest = 0;
+        for (std::size_t i = 0; i + 1 < c.widths.size(); ++i)
+            biggest = std::max(biggest, c.widths[i] * c.widths[i + 1]);
+        if (too_big(biggest))
+            continue;
+        auto lim = limits;
+        if (c.sm_count > 0)
+            lim.sm_count = c.sm_count;
+        at::manual_seed(++seed);
+        const auto x = at::randn({c.t, c.widths[0]}).to(at::kBFloat16).to(d);
+        std::vector<link> links(c.widths.size() - 1);
+        for (std::size_t i = 0; i < links.size(); ++i) {
+            auto& l = links[i];
+            const std::int64_t k = c.widths[i], n = c.widths[i + 1];
+            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+            const bool per_row = i % 2 == 0;
+            l.q = quantise(at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16), per_row);
+            l.wq = l.q.wq.to(d);
+            l.scale = l.q.scale.to(d);
+            if (i % 2 == 1) {
+                l.bias_cpu = at::randn({n}).mul(bound).to(at::kBFloat16);
+                l.bias = l.bias_cpu.to(d);
+            }
+            l.y = at::empty({c.t, n}, x.options());
+            auto& a = l.a;
+            a.x = i == 0 ? x.data_ptr() : links[i - 1].y.data_ptr();
+            a.w = l.wq.data_ptr();
+            a.scale = l.scale.data_ptr<float>();
+            a.bias = l.bias.defined() ? l.bias.data_ptr() : nullptr;
+            a.y = l.y.data_ptr();
+            a.tokens = c.t;
+            a.n = n;
+            a.k = k;
+            a.ld_x = k;
+            a.ld_w = k;
+            a.ld_y = n;
+            a.scaling = per_row ? kernels::fp8_scaling::per_row : kernels::fp8_scaling::per_tensor;
+            l.plan = kernels::plan_gemv_fp8(a, lim);
+            ASSERT_TRUE(l.plan.valid.empty()) << l.plan.valid;
+            EXPECT_EQ(l.plan.dependent_launch, limits.cc_major >= 9) << l.plan.describe();
+            if (l.plan.vectorised || std::string(c.path) == "scalar") {
+                EXPECT_NE(l.plan.describe().find(c.path), std::string::npos) << l.plan.describe();
+            }
+        }
+        auto poison = [&] {
+            for (auto& l : links)
+                l.y.fill_(std::numeric_limits<float>::quiet_NaN());
+        };
+        auto run_chain = [&] {
+            for (const auto& l : links)
+                workloads::native::check(
+                    kernels::launch_gemv_fp8(l.plan, l.a, workloads::native::stream(ctx)),
+                    "gemv_fp8");
+        };
+        const auto what = [&](std::size_t i) {
+            return fmt::format("chain {} x {} link {}: {}", c.t, fmt::join(c.widths, "-"), i,
+                               links[i].plan.describe());
+        };
+        poison();
+        run_chain();
+        dev->synchronize();
+        std::vector<at::Tensor> eager;
+        for (std::size_t i = 0; i < links.size(); ++i) {
+            eager.push_back(links[i].y.cpu());
+            const auto in = i == 0 ? x.cpu() : eager[i - 1];
+            expect_kernel_error_within_budget(
+                eager[i],
+                dequantised_product(in, links[i].q.wq, links[i].q.scale, links[i].bias_cpu),
+                what(i));
+        }
+        if (!dev->caps().graphs)
+            continue;
+        const auto graph = dev->capture(run_chain);
+        for (int replay = 0; replay < 3; ++replay) {
+            poison();
+            graph->replay();
+            dev->synchronize();
+            for (std::size_t i = 0; i < links.size(); ++i) {
+                const auto y = links[i].y.cpu();
+                ASSERT_TRUE(at::equal(y, eager[i]))
+                    << what(i) << ", replay " << replay << ": max diff "
+                    << (y.to(at::kDouble) - eager[i].to(at::kDouble)).abs().max().item<double>();
+            }
+        }
     }
 #endif
 }

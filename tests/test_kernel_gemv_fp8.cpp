@@ -4,6 +4,8 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <gtest/gtest.h>
+#include <utility>
+#include <vector>
 
 using namespace fourfold::kernels;
 
@@ -39,23 +41,49 @@ gemv_fp8_args fp8_of(std::int64_t t, std::int64_t n, std::int64_t k, std::uintpt
 
 } // namespace
 
-TEST(kernel_plans_fp8, the_target_shapes_take_16_byte_loads_one_row_a_warp) {
-    // 1 x 4096 x 8192 (64 MB of bf16): 512 blocks of 8 rows, under one wave of 4 x 132: unsplit
-    const auto q = plan_gemv_fp8(fp8_of(1, 4096, 8192), h200());
-    ASSERT_TRUE(q.valid.empty()) << q.valid;
-    EXPECT_TRUE(q.vectorised);
-    EXPECT_EQ(q.rows_per_warp, 1);
-    EXPECT_EQ(q.k_split, 1);
-    EXPECT_EQ(q.blocks, 512);
-    EXPECT_EQ(q.row_blocks, 512);
-    // 14336 and 128256 rows: 2 or more a resident warp, streamed on one wave of blocks
-    for (const std::int64_t n : {14336, 128256}) {
-        const auto p = plan_gemv_fp8(fp8_of(1, n, 4096), h200());
-        EXPECT_EQ(p.k_split, 1) << n; // 2 KB halves of a 4 KB row: latency, not bytes
-        EXPECT_EQ(p.blocks, 4 * 132) << n;
-        EXPECT_EQ(p.row_blocks, n / 8) << n;
+TEST(kernel_plans_fp8, the_target_shapes_split_their_rows_evenly_over_one_wave) {
+    // one token, from 4 rows a block of a wave of 4 x 132 on (2112), rows of 2 KB or more: each
+    // block a contiguous run of rows, its warps equal runs of 2 KB steps
+    for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {4096, 4096}, {4096, 8192}, {14336, 4096}, {4096, 14336}, {128256, 4096}}) {
+        const auto p = plan_gemv_fp8(fp8_of(1, n, k), h200());
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_TRUE(p.vectorised) << n << "x" << k;
+        EXPECT_TRUE(p.balanced) << n << "x" << k;
+        EXPECT_EQ(p.rows_per_warp, 1) << n << "x" << k;
+        EXPECT_EQ(p.k_split, 1) << n << "x" << k;
+        EXPECT_EQ(p.unroll, 4) << n << "x" << k;
+        EXPECT_EQ(p.blocks, 4 * 132) << n << "x" << k;
+        EXPECT_EQ(p.row_blocks, p.blocks) << n << "x" << k;
+        EXPECT_NE(p.describe().find("16 e4m3"), std::string::npos) << p.describe();
+        EXPECT_NE(p.describe().find("split evenly"), std::string::npos) << p.describe();
     }
-    EXPECT_NE(q.describe().find("16 e4m3"), std::string::npos) << q.describe();
+}
+
+TEST(kernel_plans_fp8, the_balanced_split_needs_one_token_4_rows_a_block_and_2_kb_rows) {
+    EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 2112, 2048), h200()).balanced);
+    // 2111 rows: under 4 a block; rows of 2032 bytes: under one 2 KB step
+    const auto few = plan_gemv_fp8(fp8_of(1, 2111, 4096), h200());
+    EXPECT_FALSE(few.balanced);
+    EXPECT_EQ(few.describe().find("split evenly"), std::string::npos) << few.describe();
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 4096, 2032), h200()).balanced);
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 4096, 4096), h200()).balanced);
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 4096, 4100), h200()).balanced); // the scalar path
+}
+
+TEST(kernel_plans_fp8, every_path_launches_dependent_from_sm_90_and_serial_before_it) {
+    device_limits ampere;
+    ampere.sm_count = 108;
+    ampere.cc_major = 8;
+    for (const auto& a : {fp8_of(1, 4096, 4096), fp8_of(1, 768, 2048), fp8_of(4, 4096, 4096),
+                          fp8_of(1, 300, 1001)}) {
+        const auto p = plan_gemv_fp8(a, h200());
+        EXPECT_TRUE(p.dependent_launch) << p.describe();
+        EXPECT_NE(p.describe().find("dependent launch"), std::string::npos) << p.describe();
+        const auto q = plan_gemv_fp8(a, ampere);
+        EXPECT_FALSE(q.dependent_launch) << q.describe();
+        EXPECT_EQ(q.describe().find("dependent launch"), std::string::npos) << q.describe();
+    }
 }
 
 TEST(kernel_plans_fp8, small_n_splits_k_over_the_warps_of_a_block) {
@@ -73,12 +101,14 @@ TEST(kernel_plans_fp8, small_n_splits_k_over_the_warps_of_a_block) {
 }
 
 TEST(kernel_plans_fp8, the_last_round_of_rows_is_split_where_the_halves_are_5_kb) {
-    // 5120 rows over 4224 resident warps: two row times unsplit, 1.65 in 5 KB halves
-    const auto p = plan_gemv_fp8(fp8_of(1, 5120, 10240), h200());
+    // 2 tokens: 2200 row groups of 2 x 5 KB over 2112 resident warps: two group times unsplit,
+    // 1.65 in 5 KB halves
+    const auto p = plan_gemv_fp8(fp8_of(2, 4400, 5120), h200());
+    EXPECT_FALSE(p.balanced);
     EXPECT_EQ(p.k_split, 2);
-    EXPECT_EQ(p.blocks, 5120 / 4);
-    // 4 KB rows: halves of 2 KB are not split
-    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 5120, 4096), h200()).k_split, 1);
+    EXPECT_EQ(p.blocks, 2200 / 4);
+    // groups of 2 x 2 KB: halves of 2 KB are not split
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(2, 4400, 2048), h200()).k_split, 1);
 }
 
 TEST(kernel_plans_fp8, several_tokens_take_two_rows_a_warp) {

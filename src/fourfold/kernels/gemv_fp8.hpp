@@ -11,7 +11,10 @@
 // conversions would otherwise cost more than the weights' own), and where N is too small to give
 // every SM enough rows the warps of a block split K between them (reduced in shared memory: no
 // workspace, no second launch). Inputs whose rows are not 16-byte aligned (K not a multiple of
-// 16, a view at an odd offset, a stride along K) take a scalar path that the plan names.
+// 16, a view at an odd offset, a stride along K) take a scalar path that the plan names. One
+// token from 4 rows a block of the wave on, with rows of 2 KB or more, takes the bf16 GEMV's
+// balanced split: each block of one wave a contiguous run of rows, its warps equal runs of
+// their 2 KB steps. From sm_90 every path is a programmatic dependent launch.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <optional>
@@ -45,12 +48,20 @@ struct gemv_fp8_args {
 
 struct gemv_fp8_plan {
     bool vectorised = true;
+    // one token: one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut
+    // into 8 equal runs, one a warp; rows cut between runs summed in shared memory
+    bool balanced = false;
+    // a programmatic dependent launch (compute capability 9 or more): the kernel may start
+    // while the one before it on the stream finishes, its first weights prefetched into L2,
+    // and waits for it before it reads x, the scale or the bias (kernels/elements.cuh)
+    bool dependent_launch = false;
     int threads = 256;
     int rows_per_warp = 1; // R: 1, 2 or 4
     int k_split = 1;       // warps of a block sharing one row group's K
     int unroll = 4;        // 16-byte loads of each row a lane has in flight (x 2: double-buffered)
     std::int64_t blocks = 0;
-    std::int64_t row_blocks = 0; // row blocks of (8 / k_split) row groups; blocks <= row_blocks
+    // row blocks of (8 / k_split) row groups, blocks <= row_blocks; balanced: the blocks' runs
+    std::int64_t row_blocks = 0;
     std::string why_scalar;
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
