@@ -84,13 +84,13 @@ class Decoder:
         self.eps = cfg.get("rms_norm_eps", 1e-5)
         self.capacity, self.device, self.dtype = capacity, device, dtype
 
-        # Weights as gpt-fast and nn.Linear keep them, [out, in], multiplied by F.linear (a GEMV
-        # whose reduction runs along memory), q, k and v in one [q + 2 kv, in] matrix. (Stored
-        # [in, out] and multiplied as x @ W, the peer ran 137 tokens/s where the gpt-fast-style
-        # script of REFERENCE_EXPERIMENTS.md runs 202, H200, 2026-12-01.)
-        def w(out_features, in_features, scale=None):
-            scale = scale or 1.0 / math.sqrt(in_features)
-            t = torch.empty(out_features, in_features, dtype=torch.float32, device=device)
+        # Weights [in, out], multiplied as x @ W. (gpt-fast's form, [out, in] through F.linear with q,
+        # k and v in one matrix and inductor's coordinate-descent tuning, ran 130.8 tokens/s against
+        # this form's 137.1, H200, builds ba5ea3b and 528a6b2: not the gap to the 202.3 of
+        # REFERENCE_EXPERIMENTS.md's script, so the faster form stays the peer.)
+        def w(*shape, scale=None):
+            scale = scale or 1.0 / math.sqrt(shape[0])
+            t = torch.empty(*shape, dtype=torch.float32, device=device)
             t.normal_(0.0, scale, generator=g)
             return t.to(dtype)
 
@@ -99,11 +99,11 @@ class Decoder:
         for _ in range(cfg["num_hidden_layers"]):
             self.layers.append(dict(
                 attn_norm=torch.ones(H, dtype=dtype, device=device),
-                wqkv=w((self.nh + 2 * self.nkv) * self.hd, H),
-                wo=w(H, self.nh * self.hd), mlp_norm=torch.ones(H, dtype=dtype, device=device),
-                w_gate=w(I, H), w_up=w(I, H), w_down=w(H, I)))
+                wq=w(H, self.nh * self.hd), wk=w(H, self.nkv * self.hd), wv=w(H, self.nkv * self.hd),
+                wo=w(self.nh * self.hd, H), mlp_norm=torch.ones(H, dtype=dtype, device=device),
+                w_gate=w(H, I), w_up=w(H, I), w_down=w(I, H)))
         self.norm = torch.ones(H, dtype=dtype, device=device)
-        self.lm_head = self.embed if cfg.get("tie_word_embeddings") else w(V, H)
+        self.lm_head = self.embed.t() if cfg.get("tie_word_embeddings") else w(H, V)
         inv = rope_inv_freq(cfg)
         ang = torch.arange(capacity, dtype=torch.float64)[:, None] * inv[None, :]
         self.cos = torch.cos(ang).to(device=device, dtype=torch.float32)
@@ -125,7 +125,7 @@ class Decoder:
             tensors.extend(l.values())
         seen = set()
         for t in tensors:
-            if t._base is not None or t.data_ptr() in seen:  # a view or a tied LM head: marked once
+            if t._base is not None or t.data_ptr() in seen:  # a view (a tied LM head): its base is marked
                 continue
             seen.add(t.data_ptr())
             mark(t)
@@ -155,14 +155,11 @@ class Decoder:
         mask = torch.zeros(T, self.capacity, dtype=torch.float32, device=ids.device).masked_fill(~valid, float("-inf"))
         rep = self.nh // self.nkv
         scale = 1.0 / math.sqrt(self.hd)
-        linear = torch.nn.functional.linear
-        qd, kvd = self.nh * self.hd, self.nkv * self.hd
         for i, l in enumerate(self.layers):
             h = self._rms(x, l["attn_norm"])
-            qkv = linear(h, l["wqkv"])
-            q = self._rope(qkv[:, :qd].view(T, self.nh, self.hd), pos)
-            k = self._rope(qkv[:, qd:qd + kvd].view(T, self.nkv, self.hd), pos)
-            v = qkv[:, qd + kvd:].view(T, self.nkv, self.hd)
+            q = self._rope((h @ l["wq"]).view(T, self.nh, self.hd), pos)
+            k = self._rope((h @ l["wk"]).view(T, self.nkv, self.hd), pos)
+            v = (h @ l["wv"]).view(T, self.nkv, self.hd)
             self.k_cache[i].index_copy_(1, pos, k.transpose(0, 1))
             self.v_cache[i].index_copy_(1, pos, v.transpose(0, 1))
             # grouped-query attention without copying the cache: query head h reads kv head h // rep
@@ -170,10 +167,10 @@ class Decoder:
             s = (qg @ self.k_cache[i].transpose(1, 2)).float().view(self.nkv, rep, T, self.capacity) * scale + mask
             p = torch.softmax(s, dim=-1).to(x.dtype).view(self.nkv, rep * T, self.capacity)
             a = (p @ self.v_cache[i]).view(self.nh, T, self.hd).transpose(0, 1).reshape(T, self.nh * self.hd)
-            x = x + linear(a, l["wo"])
+            x = x + a @ l["wo"]
             h = self._rms(x, l["mlp_norm"])
-            x = x + linear(torch.nn.functional.silu(linear(h, l["w_gate"])) * linear(h, l["w_up"]), l["w_down"])
-        return linear(self._rms(x[-1:], self.norm), self.lm_head)  # [1, V]
+            x = x + (torch.nn.functional.silu(h @ l["w_gate"]) * (h @ l["w_up"])) @ l["w_down"]
+        return self._rms(x[-1:], self.norm) @ self.lm_head  # [1, V]
 
 
 def greedy(logits):
@@ -213,12 +210,6 @@ def compile_step(model, variant, mode):
                       "compile_fallback": f"torch {torch.__version__} has no torch.compile; ran eager"}
     compile_mode = "reduce-overhead" if mode == "graph" else "default"
     about = {"compiled": True, "engine": "torch.compile", "compile_mode": compile_mode}
-    # gpt-fast's inductor setting: coordinate-descent tuning of the generated kernels' launch
-    # parameters (its decode GEMVs and reductions), set process-wide as gpt-fast sets it
-    inductor = getattr(getattr(torch, "_inductor", None), "config", None)
-    if inductor is not None and hasattr(inductor, "coordinate_descent_tuning"):
-        inductor.coordinate_descent_tuning = True
-        about["inductor"] = {"coordinate_descent_tuning": True}
     if mode == "graph":
         # The weights and the KV cache are plain tensors reached through the model object, so
         # torch.compile sees them as graph inputs, and CUDA graphs refuse an input the step
