@@ -370,3 +370,44 @@ stage_s23_b() {
         stage_python_decode
     echo "python_decode: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_b.txt"
 }
+
+# Session 23's third call: the softmax's warp and cluster paths as dependent launches; the FP8
+# GEMV as a dependent launch with the balanced split for one token (helper, branch s23-fp8): its
+# gpu tests (the chain of dependent launches), op figures beside the bf16 GEMV, racecheck one
+# gtest process a test (the sanitizer's internal error kills a process's context at the first
+# cuBLAS call: s23_a), and the decoder with fp8 weights at ctx 512 and 2048. About 7.5 minutes.
+stage_s23_c() {
+    local t0=$SECONDS t
+    : >"$OUT/s23_c.txt"
+    timeout 120 $BUILD/tests/fourfold_gpu_tests --gtest_filter='gemv_fp8*:decoder_fp8_cuda.*:native.softmax*' \
+        >"$OUT/s23_c_tests.txt" 2>&1
+    echo "gpu tests (gemv_fp8, decoder_fp8_cuda, native.softmax): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_c.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s23_c_tests.txt" | head -16
+    timeout 60 $BIN run --workload softmax --shape 1x128256,1x262144,1x1048576,2x262144,6x128256,8x128256,64x128256 \
+        --dtype fp32 --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --label s23-softmax-pdl --db "$DB" --quiet >>"$OUT/s23_c.txt" 2>&1
+    timeout 30 $BIN run --workload softmax --shape 1x128256,1x32000 --dtype bf16 --variants stock,native \
+        --device cuda --ledgers op_time --min-time 0.1 --label s23-softmax-pdl --db "$DB" --quiet >>"$OUT/s23_c.txt" 2>&1
+    echo "softmax: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_c.txt"
+    grep -E "^softmax .*graph" "$OUT/s23_c.txt" | head -12
+    timeout 60 $BIN run --workload fp8_linear --shape 1x4096x4096,1x14336x4096,1x4096x14336,1x128256x4096,8x4096x4096 \
+        --dtype bf16 --variants bf16,native_bf16,native_fp8_tensor,native_fp8_row --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --label s23-fp8 --db "$DB" --quiet >>"$OUT/s23_c.txt" 2>&1
+    echo "fp8_linear: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_c.txt"
+    grep -E "^fp8_linear .*graph" "$OUT/s23_c.txt" | head -20
+    timeout 110 $BIN run --workload decode --param model=llama3-8b --param weights=fp8_row \
+        --param ctx=512,2048 --param tokens=32 --param mode=graph --variants native --dtype bf16 \
+        --device cuda --ledgers throughput,correctness --db "$DB" --label s23-fp8-decode \
+        --quiet >>"$OUT/s23_c.txt" 2>&1
+    echo "decode llama3-8b weights=fp8_row: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_c.txt"
+    grep -E "^decode " "$OUT/s23_c.txt" | head -8
+    : >"$OUT/s23_c_racecheck.txt"
+    for t in $($BUILD/tests/fourfold_gpu_tests --gtest_list_tests --gtest_filter='gemv_fp8*:native.gemv*:native.softmax*' \
+               | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 \
+            --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter="$t" >>"$OUT/s23_c_racecheck.txt" 2>&1
+        echo "racecheck $t: exit $?" | tee -a "$OUT/s23_c.txt"
+        [ $((SECONDS - t0)) -gt 400 ] && { echo "racecheck: stopped for time"; break; }
+    done
+    grep -E "RACECHECK SUMMARY|Internal" "$OUT/s23_c_racecheck.txt" | sort | uniq -c
+}
