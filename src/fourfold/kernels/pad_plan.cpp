@@ -8,7 +8,7 @@ namespace fourfold::kernels {
 std::string pad_plan::describe() const {
     if (staged) {
         std::string s = "input rows staged in shared memory by cp.async, a block per " +
-                        std::to_string(rows_per_tile) + " output rows of a plane (" +
+                        std::to_string(rows_per_tile) + " output row(s) of a plane (" +
                         std::to_string(tiles_per_plane) + " a plane), " +
                         (flat_rows ? "one copy a tile" : "one copy a row (rows not contiguous)") +
                         ", 16-byte stores";
