@@ -306,20 +306,70 @@ pad_args pad_of(std::uintptr_t y = k_aligned) {
 
 } // namespace
 
-TEST(kernel_plans, pad_stores_as_wide_as_the_row_allows_and_counts_the_output) {
+TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
     const auto p = plan_pad(pad_of(), h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.staged) << p.describe();
+    EXPECT_TRUE(p.flat_rows);
+    // 132 output rows of 264 bytes cut in 3 tiles of 44 (about 12 KB each)
+    EXPECT_EQ(p.tiles_per_plane, 3);
+    EXPECT_EQ(p.rows_per_tile, 44);
+    EXPECT_EQ(p.blocks, 96ll * 7 * 3);
+    EXPECT_EQ(p.threads, k_pad_tile_threads);
+    // 16 + 15 + 44 rows of 260 bytes + 48, to 16 bytes
+    EXPECT_EQ(p.shared_bytes, 11520);
+    EXPECT_EQ(p.vec, 8);
+    EXPECT_TRUE(p.dependent_launch);
+    EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
+    EXPECT_NE(p.describe().find("shared memory"), std::string::npos) << p.describe();
+    // an output at any element alignment: its first elements are stored alone
+    EXPECT_TRUE(plan_pad(pad_of(k_aligned + 2), h200()).staged);
+    // a small plane is one tile
+    auto small = pad_of();
+    small.in_shape[3] = small.in_shape[4] = 32;
+    small.in_stride[3] = 32;
+    small.in_stride[2] = 32 * 32;
+    const auto s = plan_pad(small, h200());
+    EXPECT_EQ(s.tiles_per_plane, 1);
+    EXPECT_EQ(s.rows_per_tile, 34);
+}
+
+TEST(kernel_plans, pad_copies_rows_alone_where_they_are_not_contiguous) {
+    auto a = pad_of();
+    a.in_stride[3] = 132; // a view of a wider tensor: rows 264 bytes apart, 260 long
+    const auto p = plan_pad(a, h200());
+    ASSERT_TRUE(p.staged);
+    EXPECT_FALSE(p.flat_rows);
+    EXPECT_EQ(p.row_slot_bytes, 288); // 260 + 15 of misalignment, to 16 bytes
+    EXPECT_EQ(p.rows_per_tile, 33);   // 12 KB / 288 = 42 rows: 4 tiles of 33
+    EXPECT_EQ(p.shared_bytes, 16 + 33 * 288 + 48);
+    EXPECT_NE(p.describe().find("one copy a row"), std::string::npos) << p.describe();
+}
+
+TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
+    auto strided = pad_of();
+    strided.in_stride[4] = 2;
+    const auto p = plan_pad(strided, h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_FALSE(p.staged);
+    EXPECT_FALSE(p.contiguous_rows);
+    EXPECT_NE(p.describe().find("strided"), std::string::npos) << p.describe();
     EXPECT_EQ(p.vec, 4); // rows of 132 bf16 (264 bytes) take 8-byte stores
-    // a warp per 8 rows of one 132 x 132 plane: 17 a plane, 8 warps a block
+    // a warp per 8 rows of one 132 x 132 plane: 17 a plane, one wave of 5 blocks an SM
     EXPECT_EQ(p.chunks_per_plane, 17);
     EXPECT_EQ(p.chunks, 96ll * 7 * 17);
-    // one wave of 5 blocks an SM at most, the warps looping over the rest
     EXPECT_EQ(p.blocks, 5 * 132);
-    auto small = pad_of();
-    small.in_shape[1] = 4; // 4 x 7 planes x 17 chunks: 60 blocks, under a wave
-    EXPECT_EQ(plan_pad(small, h200()).blocks, (4 * 7 * 17 + 7) / 8);
-    EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
-    EXPECT_TRUE(p.contiguous_rows);
+    strided.y = at(k_aligned + 2);
+    EXPECT_EQ(plan_pad(strided, h200()).vec, 1);
+    pad_args huge;
+    huge.x = at(k_aligned);
+    huge.y = at(k_aligned);
+    huge.dims = 1;
+    huge.in_shape[0] = 20000; // 40 KB, over a tile's row
+    huge.in_stride[0] = 1;
+    const auto h = plan_pad(huge, h200());
+    EXPECT_FALSE(h.staged);
+    EXPECT_NE(h.describe().find("not staged"), std::string::npos) << h.describe();
 }
 
 TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {
@@ -329,7 +379,6 @@ TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {
     auto huge = pad_of();
     huge.in_shape[0] = 1000;
     EXPECT_NE(plan_pad(huge, h200()).valid.find("2^31"), std::string::npos);
-    EXPECT_EQ(plan_pad(pad_of(k_aligned + 2), h200()).vec, 1);
 }
 
 TEST(kernel_plans, gemv_launches_dependent_on_hopper_and_serial_before_it) {

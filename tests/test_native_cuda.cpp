@@ -342,9 +342,13 @@ TEST(native, pad_matches_the_float64_reference_at_edge_sizes) {
     struct shape {
         std::int64_t c, f, h, w, pt, ps;
     };
+    // the staged path: 96x5x130x130 takes 3 tiles a plane, input rows at every 4-byte offset;
+    // 7000-wide rows a tile each; 20000-wide rows (40 KB in bf16) the register path
     const std::vector<shape> shapes{
-        {1, 1, 1, 1, 0, 0},     {1, 1, 1, 1, 2, 1},  {3, 2, 5, 7, 1, 1},    {96, 5, 130, 130, 2, 1},
-        {384, 3, 32, 32, 2, 1}, {5, 4, 9, 16, 0, 3}, {2, 3, 1, 1000, 2, 8}, {17, 1, 33, 15, 4, 0}};
+        {1, 1, 1, 1, 0, 0},      {1, 1, 1, 1, 2, 1},     {3, 2, 5, 7, 1, 1},
+        {96, 5, 130, 130, 2, 1}, {384, 3, 32, 32, 2, 1}, {5, 4, 9, 16, 0, 3},
+        {2, 3, 1, 1000, 2, 8},   {17, 1, 33, 15, 4, 0},  {2, 1, 3, 7000, 1, 2},
+        {1, 1, 2, 20000, 1, 1},  {3, 2, 200, 67, 1, 0}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
             if (!too_big(s.c * (s.f + s.pt) * (s.h + 2 * s.ps) * (s.w + 2 * s.ps)))
@@ -369,7 +373,15 @@ TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
         const auto o = at::TensorOptions().dtype(type).device(dev->torch_device());
         const auto offset = at::randn({1, 6, 3, 20, 22}, o).narrow(4, 1, 21); // odd offset
         const auto strided = at::randn({1, 6, 3, 21, 20}, o).transpose(3, 4); // last stride 20
-        for (const auto& x : {offset, strided}) {
+        // contiguous rows at a one-element offset (one copy a tile, its ends element by element)
+        const auto shifted = at::randn({6 * 3 * 20 * 21 + 1}, o).narrow(0, 1, 6 * 3 * 20 * 21);
+        // rows copied alone over several tiles a plane (300 rows of 300, 302 apart)
+        const auto wide = at::randn({1, 2, 3, 300, 302}, o).narrow(4, 1, 300);
+        // fewer than 5 dimensions: the pads of the last three
+        const auto three = at::randn({3, 20, 21}, o);
+        const auto four = at::randn({6, 3, 20, 21}, o).narrow(3, 0, 20);
+        for (const auto& x :
+             {offset, strided, shifted.view({1, 6, 3, 20, 21}), wide, three, four}) {
             workloads::input_set in;
             in.add("x", x);
             const auto native = dc.call(*dev, "native", in);

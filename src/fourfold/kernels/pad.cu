@@ -1,5 +1,6 @@
-// Constant pad kernel (see pad.hpp): a warp per few output rows of one plane, index arithmetic
-// once per warp, 32-bit with multiply-high division (the output has fewer than 2^31 elements).
+// Constant pad kernels (see pad.hpp): pad_staged, input rows staged through shared memory, and
+// pad_planes, a warp per few output rows of one plane loading into registers. Index arithmetic
+// 32-bit with multiply-high division (the output has fewer than 2^31 elements).
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/pad.hpp"
 
@@ -131,6 +132,175 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     }
 }
 
+// The staged path. Loads into registers held too few bytes in flight (ncu, build e62084f: DRAM
+// 28 % busy, 48 registers, 2-4 loads of 2 bytes a lane: input rows shifted by the pad start at
+// any 2-byte boundary). cp.async holds them in shared memory instead: a block takes one tile,
+// rows [oh0, oh0 + rows_per_tile) of one output plane, copies the input rows they map to into
+// shared memory (16-byte copies wherever the source is 16-byte aligned, the few elements before
+// and after one by one), waits, then writes the tile's output as one flat run of 16-byte units
+// (elements before the first aligned unit and after the last alone), each unit's input bytes
+// read from shared memory at any 2-byte offset as two aligned 16-byte reads and a funnel shift.
+// 16 blocks an SM of 12 KB tiles hold up to 190 KB in flight where about 32 KB an SM cover the
+// DRAM latency; resident blocks overlap one's wait with another's writes, so no double buffer.
+// Shared memory: 16 guard bytes, the rows, 48 guard bytes (a unit's window reaches up to 14
+// bytes before a row's first element and 46 past its last: read, never used).
+constexpr int k_guard_front = 16;
+
+__device__ __forceinline__ void copy16_async(void* smem, const void* global) {
+    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
+}
+
+// n elements from src to dst_slot (16-byte aligned) + src's address mod 16, so that 16-byte
+// aligned source chunks land on 16-byte aligned shared memory; thread t of nt.
+template <typename T>
+__device__ __forceinline__ void stage_run(const T* src, int n, char* dst_slot, int t, int nt) {
+    const auto a = reinterpret_cast<std::uintptr_t>(src);
+    T* dst = reinterpret_cast<T*>(dst_slot + (a & 15));
+    const std::uintptr_t a16 = (a + 15) & ~std::uintptr_t{15};
+    const std::uintptr_t e16 = (a + std::uintptr_t(n) * sizeof(T)) & ~std::uintptr_t{15};
+    int head = n, tail = 0; // elements copied one by one, before and after the 16-byte chunks
+    if (a16 < e16) {
+        head = static_cast<int>((a16 - a) / sizeof(T));
+        const int chunks = static_cast<int>((e16 - a16) / 16);
+        tail = n - head - chunks * static_cast<int>(16 / sizeof(T));
+        const char* g = reinterpret_cast<const char*>(a16);
+        char* s = reinterpret_cast<char*>(dst + head);
+        for (int i = t; i < chunks; i += nt)
+            copy16_async(s + 16 * i, g + 16 * i);
+    }
+    for (int i = t; i < head + tail; i += nt) {
+        const int k = i < head ? i : n - tail + (i - head);
+        dst[k] = src[k];
+    }
+}
+
+// 16 bytes of shared memory at byte offset off (a multiple of 2) from s (16-byte aligned).
+__device__ __forceinline__ uint4 window16(const char* s, unsigned off) {
+    const auto* p = reinterpret_cast<const uint4*>(s + (off & ~15u));
+    const uint4 lo = p[0], hi = p[1];
+    const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const unsigned q = (off >> 2) & 3, sh = (off & 3) * 8;
+    unsigned t[7], u[5];
+#pragma unroll
+    for (int k = 0; k < 7; ++k)
+        t[k] = (q & 1) ? w[k + 1] : w[k];
+#pragma unroll
+    for (int k = 0; k < 5; ++k)
+        u[k] = (q & 2) ? t[k + 2] : t[k];
+    return {__funnelshift_r(u[0], u[1], sh), __funnelshift_r(u[1], u[2], sh),
+            __funnelshift_r(u[2], u[3], sh), __funnelshift_r(u[3], u[4], sh)};
+}
+
+struct tile_params {
+    divider by_tiles, by_w; // by tiles_per_plane, by the output row's length
+    std::uint32_t tiles;    // tiles_per_plane
+    std::uint32_t rows;     // output rows a tile
+    std::uint32_t slot;     // shared bytes a staged row takes (rows mode)
+    bool flat;              // the tile's input rows are one contiguous run
+};
+
+template <typename T>
+__global__ void __launch_bounds__(k_pad_tile_threads, k_pad_tile_blocks_per_sm)
+    pad_staged(const T* __restrict__ x, T* __restrict__ y, pad_params p, tile_params tp, T value) {
+    constexpr int VE = 16 / sizeof(T);
+    constexpr unsigned es = sizeof(T);
+    extern __shared__ uint4 smem_raw[];
+    char* const smem = reinterpret_cast<char*>(smem_raw);
+    allow_dependents();
+    dependency_wait(); // x is read and y written from the start
+
+    // the tile: output plane (q0, q1, q2) -> input plane (i0, i1, i2), block-uniform
+    const std::uint32_t plane = tp.by_tiles.div(blockIdx.x);
+    const std::uint32_t oh0 = (blockIdx.x - plane * tp.tiles) * tp.rows;
+    const std::uint32_t q01 = p.by_t.div(plane);
+    const std::uint32_t q0 = p.by_c.div(q01);
+    const int i2 = static_cast<int>(plane - q01 * p.od[2]) - p.pb[2];
+    const int i1 = static_cast<int>(q01 - q0 * p.od[1]) - p.pb[1];
+    const int i0 = static_cast<int>(q0) - p.pb[0];
+    const bool plane_ok = static_cast<unsigned>(i0) < static_cast<unsigned>(p.id[0]) &&
+                          static_cast<unsigned>(i1) < static_cast<unsigned>(p.id[1]) &&
+                          static_cast<unsigned>(i2) < static_cast<unsigned>(p.id[2]);
+    const int rows = min(static_cast<int>(tp.rows), static_cast<int>(p.od[3] - oh0));
+    // input rows [lo, hi) of the plane; none where the plane or the tile is all constant
+    const int lo = max(0, static_cast<int>(oh0) - p.pb[3]);
+    const int hi = plane_ok ? min(p.id[3], static_cast<int>(oh0) + rows - p.pb[3]) : 0;
+    const int width_in = p.id[4];
+    const T* const src = x + (plane_ok ? i0 * p.is[0] + i1 * p.is[1] + i2 * p.is[2] : 0) +
+                         (hi > lo ? lo * p.is[3] : 0);
+    const auto src_addr = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(src));
+    const unsigned row_bytes = tp.flat ? width_in * es : tp.slot;
+    const auto row_stride_bytes = static_cast<unsigned>(p.is[3] * es); // mod 2^32: only mod 16 used
+    if (hi > lo) {
+        if (tp.flat) {
+            stage_run(src, (hi - lo) * width_in, smem + k_guard_front, threadIdx.x, blockDim.x);
+        } else {
+            const int warps = blockDim.x / 32, lane = threadIdx.x % 32;
+            for (int l = threadIdx.x / 32; l < hi - lo; l += warps)
+                stage_run(src + l * p.is[3], width_in, smem + k_guard_front + l * tp.slot, lane,
+                          32);
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+    }
+    // shared byte offset of input row lo + l's first element
+    auto row_at = [&](int l) {
+        const unsigned mis = tp.flat ? src_addr : src_addr + l * row_stride_bytes;
+        return k_guard_front + l * row_bytes + (mis & 15);
+    };
+    // output element (r, c) of the tile
+    auto element_at = [&](int r, int c) {
+        const int ih = static_cast<int>(oh0) + r - p.pb[3], iw = c - p.pb[4];
+        const bool ok = ih >= lo && ih < hi && static_cast<unsigned>(iw) < unsigned(width_in);
+        return ok ? *reinterpret_cast<const T*>(smem + row_at(ih - lo) + iw * es) : value;
+    };
+
+    const int width = static_cast<int>(p.od[4]);
+    const int n = rows * width;
+    T* const out = y + (static_cast<std::size_t>(plane) * p.od[3] + oh0) * width;
+    const auto out_mis = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(out)) & 15;
+    const int head = min(n, static_cast<int>(((16 - out_mis) & 15) / es));
+    const int units = (n - head) / VE;
+    const int tail = n - head - units * VE;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        const int f = head + u * VE;
+        const int r = static_cast<int>(tp.by_w.div(static_cast<unsigned>(f)));
+        const int c = f - r * width;
+        uint4 o;
+        T* const e = reinterpret_cast<T*>(&o);
+        const int ih = static_cast<int>(oh0) + r - p.pb[3], iw = c - p.pb[4];
+        if (c + VE > width) { // the unit crosses into the next row
+            int rr = r, cc = c;
+#pragma unroll
+            for (int j = 0; j < VE; ++j) {
+                e[j] = element_at(rr, cc);
+                if (++cc == width) {
+                    cc = 0;
+                    ++rr;
+                }
+            }
+        } else if (ih < lo || ih >= hi || iw >= width_in || iw + VE <= 0) {
+#pragma unroll
+            for (int j = 0; j < VE; ++j)
+                e[j] = value;
+        } else {
+            o = window16(smem, row_at(ih - lo) + iw * static_cast<int>(es));
+            if (iw < 0 || iw + VE > width_in) { // the unit holds pad columns
+#pragma unroll
+                for (int j = 0; j < VE; ++j)
+                    if (static_cast<unsigned>(iw + j) >= unsigned(width_in))
+                        e[j] = value;
+            }
+        }
+        *reinterpret_cast<uint4*>(out + f) = o;
+    }
+    for (int i = threadIdx.x; i < head + tail; i += blockDim.x) {
+        const int f = i < head ? i : n - tail + (i - head);
+        const int r = static_cast<int>(tp.by_w.div(static_cast<unsigned>(f)));
+        out[f] = element_at(r, f - r * width);
+    }
+}
+
 template <typename T> T constant_of(double v) {
     if constexpr (sizeof(T) == 4)
         return static_cast<float>(v);
@@ -160,6 +330,19 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
     const auto* x = static_cast<const T*>(a.x);
     auto* y = static_cast<T*>(a.y);
     const T value = constant_of<T>(a.value);
+    if (plan.staged) {
+        tile_params tp;
+        tp.by_tiles = divider(static_cast<std::uint32_t>(plan.tiles_per_plane));
+        tp.by_w = divider(p.od[4]);
+        tp.tiles = static_cast<std::uint32_t>(plan.tiles_per_plane);
+        tp.rows = static_cast<std::uint32_t>(plan.rows_per_tile);
+        tp.slot = static_cast<std::uint32_t>(plan.row_slot_bytes);
+        tp.flat = plan.flat_rows;
+        return status_of(launch_serialised_after_smem(
+            pad_staged<T>, dim3(static_cast<unsigned>(plan.blocks)), dim3(plan.threads),
+            static_cast<std::size_t>(plan.shared_bytes), stream, plan.dependent_launch, x, y, p, tp,
+            value));
+    }
     const auto grid = static_cast<unsigned>(plan.blocks);
     const auto chunks = static_cast<std::uint32_t>(plan.chunks);
     const auto per_plane = static_cast<std::uint32_t>(plan.chunks_per_plane);

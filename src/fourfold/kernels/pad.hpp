@@ -3,7 +3,9 @@
 // written exactly once, either the input value it maps to or the constant (where stock
 // constant_pad_nd on CUDA fills the whole output, then copies the input into its interior).
 // Pads are non-negative (no cropping). The output is contiguous; the input may have any
-// strides and any element alignment.
+// strides and any element alignment. Two paths: input rows staged through shared memory by
+// cp.async (bytes in flight without registers; wherever the last dimension has stride 1 and a
+// row fits a tile), else a warp per few output rows loading each element into registers.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -16,6 +18,13 @@ inline constexpr int k_pad_rows_per_warp = 8;
 // Resident blocks of 256 threads an SM the kernel is compiled for (__launch_bounds__): the grid
 // is one wave of them, each warp looping over its chunks.
 inline constexpr int k_pad_blocks_per_sm = 5;
+// The staged path (pad_staged): blocks of 128 threads, 16 resident an SM (its launch bounds),
+// each one tile of about k_pad_tile_bytes of output rows of one plane.
+inline constexpr int k_pad_tile_threads = 128;
+inline constexpr int k_pad_tile_blocks_per_sm = 16;
+inline constexpr std::int64_t k_pad_tile_bytes = 12 * 1024;
+// An input row above this goes the register path (a tile is at least one row).
+inline constexpr std::int64_t k_pad_max_staged_row_bytes = 32 * 1024;
 
 struct pad_args {
     const void* x = nullptr;
@@ -38,6 +47,15 @@ struct pad_plan {
     std::int64_t chunks_per_plane = 0; // per plane of (last-but-one x last) output elements
     bool contiguous_rows = true;       // the input's last dimension has stride 1
     std::string why_scalar;
+    // the staged path: a block per tile of rows_per_tile output rows of one output plane
+    bool staged = false;
+    std::string why_registers; // why the staged path was not taken
+    bool flat_rows = true;     // a tile's input rows are one contiguous run (one copy)
+    std::int64_t rows_per_tile = 0;
+    std::int64_t tiles_per_plane = 0;
+    std::int64_t row_slot_bytes = 0; // shared bytes a row takes where rows are copied alone
+    std::int64_t shared_bytes = 0;   // dynamic shared memory a block takes
+    bool dependent_launch = false;   // programmatic dependent launch (compute capability >= 9)
     std::string valid;
     std::string describe() const;
 };

@@ -6,6 +6,18 @@
 namespace fourfold::kernels {
 
 std::string pad_plan::describe() const {
+    if (staged) {
+        std::string s = "input rows staged in shared memory by cp.async, a block per " +
+                        std::to_string(rows_per_tile) + " output row(s) of a plane (" +
+                        std::to_string(tiles_per_plane) + " a plane), " +
+                        (flat_rows ? "one copy a tile" : "one copy a row (rows not contiguous)") +
+                        ", 16-byte stores";
+        s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads) + ", " +
+             std::to_string(shared_bytes) + " B shared";
+        if (dependent_launch)
+            s += ", dependent launch";
+        return s;
+    }
     std::string s = "warp per " + std::to_string(k_pad_rows_per_warp) +
                     " output rows of a plane, lanes over their flat units, " + std::to_string(vec) +
                     " element(s) per store";
@@ -14,6 +26,8 @@ std::string pad_plan::describe() const {
         s += ", strided input rows";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
+    if (!why_registers.empty())
+        s += " (not staged: " + why_registers + ")";
     return s;
 }
 
@@ -57,10 +71,39 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         p.valid = "the input is not aligned to its element size";
         return p;
     }
-    // warp tasks: k_pad_rows_per_warp rows of one plane (the output's last two dimensions)
+    // the staged path wherever the input's last dimension is contiguous and a row fits a tile
+    const std::int64_t width_in = a.in_shape[a.dims - 1];
     const std::int64_t height =
         a.dims >= 2 ? a.in_shape[a.dims - 2] + a.before[a.dims - 2] + a.after[a.dims - 2] : 1;
     const std::int64_t planes = total / (width * height);
+    if (!p.contiguous_rows && width_in > 1)
+        p.why_registers = "the input's last dimension is strided";
+    else if (width_in * es > k_pad_max_staged_row_bytes)
+        p.why_registers = "an input row of " + std::to_string(width_in * es) + " B is over " +
+                          std::to_string(k_pad_max_staged_row_bytes) + " B";
+    if (p.why_registers.empty()) {
+        p.staged = true;
+        const std::int64_t height_in = a.dims >= 2 ? a.in_shape[a.dims - 2] : 1;
+        p.flat_rows = height_in == 1 || (a.dims >= 2 && a.in_stride[a.dims - 2] == width_in);
+        // a row copied alone starts at its own address mod 16 in its slot
+        p.row_slot_bytes = (width_in * es + 15 + 15) / 16 * 16;
+        const std::int64_t staged_row = p.flat_rows ? width_in * es : p.row_slot_bytes;
+        // about k_pad_tile_bytes of output (or staged input) a tile, the plane's rows cut evenly
+        const std::int64_t most =
+            std::max<std::int64_t>(1, k_pad_tile_bytes / std::max(width * es, staged_row));
+        p.tiles_per_plane = (height + most - 1) / most;
+        p.rows_per_tile = (height + p.tiles_per_plane - 1) / p.tiles_per_plane;
+        const std::int64_t rows_in = std::min(p.rows_per_tile, height_in);
+        // 16 guard bytes, 15 of misalignment (flat), the rows, 48 guard bytes (pad.cu)
+        p.shared_bytes = (16 + (p.flat_rows ? 15 : 0) + rows_in * staged_row + 48 + 15) / 16 * 16;
+        p.threads = k_pad_tile_threads;
+        p.blocks = planes * p.tiles_per_plane;
+        p.vec = static_cast<int>(16 / es);
+        p.why_scalar.clear();
+        p.dependent_launch = d.cc_major >= 9;
+        return p;
+    }
+    // warp tasks: k_pad_rows_per_warp rows of one plane (the output's last two dimensions)
     p.chunks_per_plane = (height + k_pad_rows_per_warp - 1) / k_pad_rows_per_warp;
     p.chunks = planes * p.chunks_per_plane;
     // At most one wave of resident blocks, each warp looping over its chunks: a grid of 1428
