@@ -411,3 +411,27 @@ stage_s23_c() {
     done
     grep -E "RACECHECK SUMMARY|Internal" "$OUT/s23_c_racecheck.txt" | sort | uniq -c
 }
+
+# Session 23's last call: the constant pad staged through shared memory (helper, branch s23-pad):
+# its gpu tests, the article suite's pad jobs, memcheck over the pad tests; then the article
+# suite's softmax, linear_decode and pad jobs with every variant (native_article, cut at
+# NATIVE_ARTICLE_LIMIT_S) for issue 13's whole table. About 5 minutes after the build.
+stage_s23_d() {
+    local t0=$SECONDS
+    : >"$OUT/s23_d.txt"
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.pad*:native.kernels_are*:native.memory*' \
+        >"$OUT/s23_d_tests.txt" 2>&1
+    echo "pad gpu tests: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_d.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure|native: median|allocated above" "$OUT/s23_d_tests.txt" | head -14
+    timeout 40 $BIN run --suite article --workload pad --device cuda --min-time 0.1 --label s23-pad \
+        --db "$DB" --quiet >>"$OUT/s23_d.txt" 2>&1
+    echo "article pad: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_d.txt"
+    grep -E "^pad .*(graph|PASS|FAIL)" "$OUT/s23_d.txt" | head -30
+    FOURFOLD_NATIVE_TEST_SIZES=small timeout 35 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.pad*' \
+        >"$OUT/s23_d_memcheck.txt" 2>&1
+    echo "memcheck pad: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s23_d.txt"
+    grep -E "ERROR SUMMARY" "$OUT/s23_d_memcheck.txt"
+    NATIVE_ARTICLE_LIMIT_S=${NATIVE_ARTICLE_LIMIT_S:-185} stage_native_article
+    echo "native article: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_d.txt"
+}
