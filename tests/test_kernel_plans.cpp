@@ -292,8 +292,9 @@ TEST(kernel_plans, gemv_takes_one_to_eight_tokens) {
 
 namespace {
 
-pad_args pad_of(std::uintptr_t y = k_aligned) {
+pad_args pad_of(std::uintptr_t y = k_aligned, elem t = elem::bf16) {
     pad_args a;
+    a.type = t;
     a.x = at(k_aligned);
     a.y = at(y);
     a.dims = 5;
@@ -312,25 +313,29 @@ pad_args pad_of(std::uintptr_t y = k_aligned) {
 } // namespace
 
 TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
-    const auto p = plan_pad(pad_of(), h200());
+    const auto p = plan_pad(pad_of(k_aligned, elem::f32), h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.staged) << p.describe();
     EXPECT_TRUE(p.flat_rows);
-    // 132 output rows of 264 bytes cut in 3 tiles of 44 (about 12 KB each)
-    EXPECT_EQ(p.tiles_per_plane, 3);
-    EXPECT_EQ(p.rows_per_tile, 44);
-    EXPECT_EQ(p.blocks, 96ll * 7 * 3);
+    // 132 output rows of 528 bytes cut in 6 tiles of 22 (about 12 KB each)
+    EXPECT_EQ(p.tiles_per_plane, 6);
+    EXPECT_EQ(p.rows_per_tile, 22);
+    EXPECT_EQ(p.blocks, 96ll * 7 * 6);
     EXPECT_EQ(p.threads, k_pad_tile_threads);
-    // 16 + 15 + 44 rows of 260 bytes + 48, to 16 bytes
+    // 16 + 15 + 22 rows of 520 bytes + 48, to 16 bytes
     EXPECT_EQ(p.shared_bytes, 11520);
-    EXPECT_EQ(p.vec, 8);
+    EXPECT_EQ(p.vec, 4);
     EXPECT_TRUE(p.dependent_launch);
     EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
     EXPECT_NE(p.describe().find("shared memory"), std::string::npos) << p.describe();
     // an output at any element alignment: its first elements are stored alone
-    EXPECT_TRUE(plan_pad(pad_of(k_aligned + 2), h200()).staged);
+    EXPECT_TRUE(plan_pad(pad_of(k_aligned + 4, elem::f32), h200()).staged);
+    // 2-byte elements load into registers (they staged slower), and the record says why
+    const auto half = plan_pad(pad_of(), h200());
+    EXPECT_FALSE(half.staged);
+    EXPECT_NE(half.describe().find("2-byte elements"), std::string::npos) << half.describe();
     // a small plane is one tile
-    auto small = pad_of();
+    auto small = pad_of(k_aligned, elem::f32);
     small.in_shape[3] = small.in_shape[4] = 32;
     small.in_stride[3] = 32;
     small.in_stride[2] = 32 * 32;
@@ -340,14 +345,14 @@ TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
 }
 
 TEST(kernel_plans, pad_copies_rows_alone_where_they_are_not_contiguous) {
-    auto a = pad_of();
-    a.in_stride[3] = 132; // a view of a wider tensor: rows 264 bytes apart, 260 long
+    auto a = pad_of(k_aligned, elem::f32);
+    a.in_stride[3] = 132; // a view of a wider tensor: rows 528 bytes apart, 520 long
     const auto p = plan_pad(a, h200());
     ASSERT_TRUE(p.staged);
     EXPECT_FALSE(p.flat_rows);
-    EXPECT_EQ(p.row_slot_bytes, 288); // 260 + 15 of misalignment, to 16 bytes
-    EXPECT_EQ(p.rows_per_tile, 33);   // 12 KB / 288 = 42 rows: 4 tiles of 33
-    EXPECT_EQ(p.shared_bytes, 16 + 33 * 288 + 48);
+    EXPECT_EQ(p.row_slot_bytes, 544); // 520 + 15 of misalignment, to 16 bytes
+    EXPECT_EQ(p.rows_per_tile, 22);   // 12 KB / 544 = 22 rows: 6 tiles of 22
+    EXPECT_EQ(p.shared_bytes, 16 + 22 * 544 + 48);
     EXPECT_NE(p.describe().find("one copy a row"), std::string::npos) << p.describe();
 }
 
@@ -370,11 +375,13 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     huge.x = address(k_aligned);
     huge.y = address(k_aligned);
     huge.dims = 1;
-    huge.in_shape[0] = 20000; // 40 KB, over a tile's row
+    huge.type = elem::f32;
+    huge.in_shape[0] = 20000; // 80 KB, over a tile's row
     huge.in_stride[0] = 1;
     const auto h = plan_pad(huge, h200());
     EXPECT_FALSE(h.staged);
     EXPECT_NE(h.describe().find("not staged"), std::string::npos) << h.describe();
+    EXPECT_NE(h.describe().find("is over"), std::string::npos) << h.describe();
 }
 
 TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {

@@ -4,8 +4,9 @@
 // constant_pad_nd on CUDA fills the whole output, then copies the input into its interior).
 // Pads are non-negative (no cropping). The output is contiguous; the input may have any
 // strides and any element alignment. Two paths: input rows staged through shared memory by
-// cp.async (bytes in flight without registers; wherever the last dimension has stride 1 and a
-// row fits a tile), else a warp per few output rows loading each element into registers.
+// cp.async (bytes in flight without registers; for 4-byte elements wherever the last dimension
+// has stride 1 and a row fits a tile), else a warp per few output rows loading each element
+// into registers (2-byte elements: staged they measured slower, pad_plan.cpp says by how much).
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
