@@ -338,7 +338,7 @@ TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
     auto small = pad_of(k_aligned, elem::f32);
     small.in_shape[3] = small.in_shape[4] = 32;
     small.in_stride[3] = 32;
-    small.in_stride[2] = 32 * 32;
+    small.in_stride[2] = std::int64_t{32} * 32;
     const auto s = plan_pad(small, h200());
     EXPECT_EQ(s.tiles_per_plane, 1);
     EXPECT_EQ(s.rows_per_tile, 34);

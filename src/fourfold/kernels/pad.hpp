@@ -23,9 +23,9 @@ inline constexpr int k_pad_blocks_per_sm = 5;
 // each one tile of about k_pad_tile_bytes of output rows of one plane.
 inline constexpr int k_pad_tile_threads = 128;
 inline constexpr int k_pad_tile_blocks_per_sm = 16;
-inline constexpr std::int64_t k_pad_tile_bytes = 12 * 1024;
+inline constexpr std::int64_t k_pad_tile_bytes = std::int64_t{12} * 1024;
 // An input row above this goes the register path (a tile is at least one row).
-inline constexpr std::int64_t k_pad_max_staged_row_bytes = 32 * 1024;
+inline constexpr std::int64_t k_pad_max_staged_row_bytes = std::int64_t{32} * 1024;
 
 struct pad_args {
     const void* x = nullptr;
