@@ -440,6 +440,7 @@ TEST(cli_decode, bad_requests_are_one_line_exit_2) {
         {"decode --model tiny-llama --tokens 0", "--tokens"},
         {"decode --model tiny-llama --dtype fp8_e4m3fn", "fp8_e4m3fn"},
         {"decode --model tiny-llama --device cuda:7", "cuda:7"},
+        {"decode --model tiny-llama --weights int4", "int4"},
     };
     for (const auto& [args, needle] : cases) {
         const auto r = run_cli(args + " --db " + db, dir);
@@ -447,6 +448,33 @@ TEST(cli_decode, bad_requests_are_one_line_exit_2) {
         EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
         EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
         EXPECT_FALSE(fourfold::path_exists(db)) << args;
+    }
+}
+
+TEST(cli_decode, weights_fp8_row_reaches_the_decode_workload_and_its_records) {
+    temp_dir dir;
+    const auto db = (dir / "f.db");
+    const auto r = run_cli("decode --model tiny-llama --weights fp8_row --ctx 8 --tokens 2 "
+                           "--ledgers throughput --db " +
+                               db + k_decode_quick,
+                           dir);
+    // exit 4 where nothing could be measured (a libtorch without float8 types: every record a
+    // skip), else 0
+    ASSERT_TRUE(r.code == 0 || r.code == 4) << r.code << ": " << r.err << r.out;
+    const auto doc = export_all(db, dir);
+    ASSERT_FALSE(doc["records"].empty());
+    for (const auto& rec : doc["records"]) {
+        EXPECT_EQ(rec["params"].value("weights", ""), "fp8_row") << rec.dump();
+        if (r.code == 4) {
+            EXPECT_EQ(rec["status"], "skipped") << rec.dump();
+        }
+        // an fp8 model on a libtorch without float8 types is a skip that says why, else measured
+        if (rec["status"] == "skipped") {
+            EXPECT_NE(rec["reason"].get<std::string>().find("float8"), std::string::npos)
+                << rec.dump();
+        } else {
+            EXPECT_EQ(rec["status"], "ok") << rec.dump();
+        }
     }
 }
 

@@ -32,8 +32,13 @@ CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
     d->add_option("--dtype", o.dtypes, "bf16, fp16, fp32 (a comma list sweeps; default bf16)")
         ->allow_extra_args(false);
     d->add_option("--variants", o.variants,
-                  "stock, generic (default: both for MoE models, stock for dense ones)")
+                  "stock, generic, native, native_fused (default: stock and generic for MoE "
+                  "models, stock for dense ones)")
         ->allow_extra_args(false);
+    d->add_option("--weights", o.weights,
+                  "how the projections are stored: model (the job's dtype) or fp8_row (e4m3 with a "
+                  "float32 scale a row, E3; stock dequantises, native runs the FP8 GEMV); a comma "
+                  "list sweeps");
     d->add_option("--ledgers", o.ledgers, "throughput,correctness,memory or a subset")
         ->capture_default_str();
     d->add_option("--init-seed", o.init_seed,
@@ -88,6 +93,8 @@ int decode_command(const decode_options& o) {
     r.params.push_back("mode=" + o.mode.value_or(cuda ? "eager,graph" : "eager"));
     if (o.init_seed)
         r.params.push_back("init_seed=" + *o.init_seed);
+    if (o.weights)
+        r.params.push_back("weights=" + *o.weights);
     r.dtypes = o.dtypes;
     r.variants = o.variants;
     if (r.variants.empty()) {
