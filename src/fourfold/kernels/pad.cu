@@ -37,6 +37,24 @@ struct pad_params {
     divider by_t, by_c;  // by the output's dims 2 and 1
 };
 
+// Where output plane `plane` (an index over the output's first three dimensions) lies in the
+// input: its element offset there, or not at all (a plane of the pads before or after).
+struct input_plane {
+    bool ok;
+    std::int64_t offset; // 0 where !ok
+};
+__device__ __forceinline__ input_plane locate_plane(const pad_params& p, std::uint32_t plane) {
+    const std::uint32_t q01 = p.by_t.div(plane);
+    const std::uint32_t q0 = p.by_c.div(q01);
+    const int i2 = static_cast<int>(plane - q01 * p.od[2]) - p.pb[2];
+    const int i1 = static_cast<int>(q01 - q0 * p.od[1]) - p.pb[1];
+    const int i0 = static_cast<int>(q0) - p.pb[0];
+    const bool ok = static_cast<unsigned>(i0) < static_cast<unsigned>(p.id[0]) &&
+                    static_cast<unsigned>(i1) < static_cast<unsigned>(p.id[1]) &&
+                    static_cast<unsigned>(i2) < static_cast<unsigned>(p.id[2]);
+    return {ok, ok ? i0 * p.is[0] + i1 * p.is[1] + i2 * p.is[2] : 0};
+}
+
 template <typename T, int VE> struct store_of;
 template <typename T> struct store_of<T, 1> { using type = T; };
 template <typename T> struct store_of<T, 2> {
@@ -76,15 +94,9 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
         // the plane (warp-uniform): output (q0, q1, q2) -> input (i0, i1, i2)
         const std::uint32_t plane = chunk / chunks_per_plane;
         const std::uint32_t h_begin = (chunk - plane * chunks_per_plane) * k_pad_rows_per_warp;
-        const std::uint32_t q01 = p.by_t.div(plane);
-        const std::uint32_t q0 = p.by_c.div(q01);
-        const int i2 = static_cast<int>(plane - q01 * p.od[2]) - p.pb[2];
-        const int i1 = static_cast<int>(q01 - q0 * p.od[1]) - p.pb[1];
-        const int i0 = static_cast<int>(q0) - p.pb[0];
-        const bool plane_ok = static_cast<unsigned>(i0) < static_cast<unsigned>(p.id[0]) &&
-                              static_cast<unsigned>(i1) < static_cast<unsigned>(p.id[1]) &&
-                              static_cast<unsigned>(i2) < static_cast<unsigned>(p.id[2]);
-        const T* plane_src = x + (plane_ok ? i0 * p.is[0] + i1 * p.is[1] + i2 * p.is[2] : 0);
+        const input_plane in_plane = locate_plane(p, plane);
+        const bool plane_ok = in_plane.ok;
+        const T* plane_src = x + in_plane.offset;
         const int rows = min(k_pad_rows_per_warp, static_cast<int>(p.od[3] - h_begin));
         const int units = rows * units_per_row;
         T* const out = y + (static_cast<std::size_t>(plane) * p.od[3] + h_begin) * width;
@@ -213,21 +225,14 @@ __global__ void __launch_bounds__(k_pad_tile_threads, k_pad_tile_blocks_per_sm)
     // the tile: output plane (q0, q1, q2) -> input plane (i0, i1, i2), block-uniform
     const std::uint32_t plane = tp.by_tiles.div(blockIdx.x);
     const std::uint32_t oh0 = (blockIdx.x - plane * tp.tiles) * tp.rows;
-    const std::uint32_t q01 = p.by_t.div(plane);
-    const std::uint32_t q0 = p.by_c.div(q01);
-    const int i2 = static_cast<int>(plane - q01 * p.od[2]) - p.pb[2];
-    const int i1 = static_cast<int>(q01 - q0 * p.od[1]) - p.pb[1];
-    const int i0 = static_cast<int>(q0) - p.pb[0];
-    const bool plane_ok = static_cast<unsigned>(i0) < static_cast<unsigned>(p.id[0]) &&
-                          static_cast<unsigned>(i1) < static_cast<unsigned>(p.id[1]) &&
-                          static_cast<unsigned>(i2) < static_cast<unsigned>(p.id[2]);
+    const input_plane in_plane = locate_plane(p, plane);
+    const bool plane_ok = in_plane.ok;
     const int rows = min(static_cast<int>(tp.rows), static_cast<int>(p.od[3] - oh0));
     // input rows [lo, hi) of the plane; none where the plane or the tile is all constant
     const int lo = max(0, static_cast<int>(oh0) - p.pb[3]);
     const int hi = plane_ok ? min(p.id[3], static_cast<int>(oh0) + rows - p.pb[3]) : 0;
     const int width_in = p.id[4];
-    const T* const src = x + (plane_ok ? i0 * p.is[0] + i1 * p.is[1] + i2 * p.is[2] : 0) +
-                         (hi > lo ? lo * p.is[3] : 0);
+    const T* const src = x + in_plane.offset + (hi > lo ? lo * p.is[3] : 0);
     const auto src_addr = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(src));
     const unsigned row_bytes = tp.flat ? width_in * es : tp.slot;
     const auto row_stride_bytes = static_cast<unsigned>(p.is[3] * es); // mod 2^32: only mod 16 used

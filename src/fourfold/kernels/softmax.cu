@@ -64,6 +64,19 @@ __device__ __forceinline__ running warp_merge(running r) {
     return r;
 }
 
+// The block's pair from each thread's: merged over the warp's lanes by the caller, then over
+// the warps through `warp_part` (one barrier); the block's pair is in every lane of warp 0, the
+// other warps get their own back.
+__device__ __forceinline__ running block_merge(running r, running (&warp_part)[32]) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    if (lane == 0)
+        warp_part[warp] = r;
+    __syncthreads();
+    if (warp != 0)
+        return r;
+    return warp_merge(lane < warps ? warp_part[lane] : running{-CUDART_INF_F, 0.f});
+}
+
 // exp(x) as one MUFU.EX2 on x * log2(e): relative error a few ulp plus |x| * 2^-24 from the
 // product's rounding, far inside fp32's tolerance (1e-4) for the arguments softmax meets
 // (x - max <= 0, where the largest errors fall on the smallest, least significant outputs).
@@ -173,7 +186,7 @@ template <typename Raw, int CACHE>
 __device__ __forceinline__ void start_dependent(const Raw* row, std::int64_t first,
                                                 std::int64_t end, int step) {
     allow_dependents();
-    constexpr int per_line = 128 / sizeof(Raw) > 0 ? static_cast<int>(128 / sizeof(Raw)) : 1;
+    constexpr int per_line = static_cast<int>(128 / sizeof(Raw)); // Raw is 2 to 16 bytes
 #pragma unroll
     for (int c = 0; c < CACHE; ++c) {
         const std::int64_t v = first + static_cast<std::int64_t>(c) * step;
@@ -219,22 +232,17 @@ __global__ void __launch_bounds__(512)
     const std::int64_t end = begin + chunk < nvec ? begin + chunk : nvec;
     const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const int lane = threadIdx.x % 32;
     start_dependent<typename P::raw, CACHE>(xr, begin + threadIdx.x, end,
                                             static_cast<int>(blockDim.x));
 
     thread_part<VEC, CACHE> part;
-    running r = warp_merge(
-        pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), part));
-    if (lane == 0)
-        warp_part[warp] = r;
-    __syncthreads();
-    if (warp == 0) {
-        r = lane < warps ? warp_part[lane] : running{-CUDART_INF_F, 0.f};
-        r = warp_merge(r);
-        if (lane == 0)
-            block_part = r;
-    }
+    const running r =
+        block_merge(warp_merge(pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end,
+                                                       static_cast<int>(blockDim.x), part)),
+                    warp_part);
+    if (threadIdx.x == 0)
+        block_part = r;
     cluster.sync(); // every block's pair is written
     // each warp merges the cluster's pairs itself: no further barrier inside the block
     running total{-CUDART_INF_F, 0.f};
@@ -296,21 +304,16 @@ __global__ void __launch_bounds__(512, 1)
     const std::int64_t end = begin + chunk < nvec ? begin + chunk : nvec;
     const auto* xr = reinterpret_cast<const typename P::raw*>(x + row * ld_x);
     auto* yr = reinterpret_cast<typename P::raw*>(y + row * ld_y);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const int lane = threadIdx.x % 32;
 
     thread_part<VEC, CACHE> part;
-    running r = warp_merge(
-        pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end, static_cast<int>(blockDim.x), part));
-    if (lane == 0)
-        warp_part[warp] = r;
-    __syncthreads();
-    if (warp == 0) {
-        r = lane < warps ? warp_part[lane] : running{-CUDART_INF_F, 0.f};
-        r = warp_merge(r);
-        if (lane == 0) {
-            g_grid_part[blockIdx.x] = r;
-            grid_row_barrier(row, blocks);
-        }
+    const running r =
+        block_merge(warp_merge(pass_one<T, VEC, CACHE>(xr, begin + threadIdx.x, end,
+                                                       static_cast<int>(blockDim.x), part)),
+                    warp_part);
+    if (threadIdx.x == 0) {
+        g_grid_part[blockIdx.x] = r;
+        grid_row_barrier(row, blocks);
     }
     __syncthreads(); // thread 0 has seen every pair of the row
     // each warp merges the row's pairs itself (from L2: written by other SMs in this launch)
