@@ -435,3 +435,36 @@ stage_s23_d() {
     NATIVE_ARTICLE_LIMIT_S=${NATIVE_ARTICLE_LIMIT_S:-185} stage_native_article
     echo "native article: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_d.txt"
 }
+
+# Session 24's first call (2026-12-02): the last session's refactor (softmax block merge, pad
+# plane lookup, bf16 pad back on the register path) under the softmax, pad and kernel gpu tests;
+# the article suite's softmax and pad jobs with every variant (the last run was cut before them);
+# the GEMV's time against its weight bytes (N and K swept, stock and native in one run: the
+# intercept is the per-call fixed cost, the slope the marginal rate); llama3-8b native and
+# native_fused at ctx 512 (the prologue fix at the decode level). About 6 minutes after the build.
+stage_s24_a() {
+    local t0=$SECONDS
+    : >"$OUT/s24_a.txt"
+    timeout 100 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.softmax*:native.pad*:native.kernels*:native.memory*' \
+        >"$OUT/s24_a_tests.txt" 2>&1
+    echo "gpu tests (softmax, pad, kernels, memory): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_a.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s24_a_tests.txt" | head -16
+    timeout -s INT 110 $BIN run --suite article --workload softmax,pad --device cuda --min-time 0.1 \
+        --label s24-article --db "$DB" --quiet >"$OUT/s24_article.txt" 2>&1
+    echo "article softmax, pad: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_a.txt"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/s24_article.txt"
+    $BIN export --format json --run s24-article --db "$DB" >"$OUT/s24_article.json"
+    python3 bench/gpu/native_table.py "$OUT/s24_article.json" >"$OUT/s24_article_table.md" 2>&1
+    tail -8 "$OUT/s24_article_table.md"
+    local sweep=1x2048x4096,1x4096x4096,1x8192x4096,1x16384x4096,1x28672x4096,1x57344x4096,1x128256x4096
+    sweep=$sweep,1x4096x2048,1x4096x8192,1x4096x14336,1x4096x28672,1x8192x2048,1x8192x8192,1x8192x28672
+    timeout -s INT 80 $BIN run --workload linear_decode --shape "$sweep" --dtype bf16 --variants stock,native \
+        --device cuda --ledgers op_time --min-time 0.1 --label s24-sweep --db "$DB" --quiet >"$OUT/s24_sweep.txt" 2>&1
+    echo "gemv sweep: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_a.txt"
+    grep -E "^linear_decode .*graph" "$OUT/s24_sweep.txt" | head -40
+    timeout 100 $BIN decode --model llama3-8b --variants stock,native,native_fused --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s24-llama --quiet >"$OUT/s24_decode.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_a.txt"
+    grep -E "^decode " "$OUT/s24_decode.txt" | head -8
+}
