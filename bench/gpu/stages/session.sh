@@ -468,3 +468,35 @@ stage_s24_a() {
     echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_a.txt"
     grep -E "^decode " "$OUT/s24_decode.txt" | head -8
 }
+
+# Session 24's second call: the one-token GEMV through the copy engine (gemv_bulk): its gpu
+# tests (edge sizes, views, graph capture, the decode's kernels), the sweep of s24_a again (its
+# intercept against the balanced kernel's 5.5 us), ncu on two shapes of equal steps a warp, and
+# llama3-8b native and native_fused at ctx 512 and 2048. About 7.5 minutes with the build.
+stage_s24_b() {
+    local t0=$SECONDS
+    : >"$OUT/s24_b.txt"
+    timeout 150 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='native.gemv*:native.kernels*:native.memory*:decode_native_cuda.*' >"$OUT/s24_b_tests.txt" 2>&1
+    echo "gpu tests (gemv, kernels, memory, decode_native): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_b.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s24_b_tests.txt" | head -16
+    local sweep=1x2048x4096,1x4096x4096,1x8192x4096,1x16384x4096,1x28672x4096,1x57344x4096,1x128256x4096
+    sweep=$sweep,1x4096x2048,1x4096x8192,1x4096x14336,1x4096x28672,1x8192x2048,1x8192x8192,1x8192x28672,1x6144x4096
+    timeout -s INT 85 $BIN run --workload linear_decode --shape "$sweep" --dtype bf16 --variants stock,native \
+        --device cuda --ledgers op_time,correctness --min-time 0.1 --label s24-bulk --db "$DB" --quiet >"$OUT/s24_bulk.txt" 2>&1
+    echo "gemv sweep: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_b.txt"
+    grep -E "^linear_decode .*(graph|FAIL|skipped|error)" "$OUT/s24_bulk.txt" | head -40
+    local shape
+    for shape in 1x28672x4096 1x4096x28672; do
+        timeout 40 ncu --clock-control none --launch-count 1 --kernel-name regex:"gemv_bulk" \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
+            $BIN run --workload linear_decode --shape $shape --dtype bf16 --variants native \
+            --ledgers correctness --device cuda --no-isolate --db /tmp/ncu-bulk-$$.db --quiet >>"$OUT/s24_ncu.txt" 2>&1
+    done
+    grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|L2 Hit|L1/TEX Hit|Grid Size|Dynamic Shared" "$OUT/s24_ncu.txt" | head -30
+    timeout 150 $BIN decode --model llama3-8b --variants stock,native,native_fused --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s24-llama-bulk --quiet >"$OUT/s24_b_decode.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_b.txt"
+    grep -E "^decode " "$OUT/s24_b_decode.txt" | head -12
+}
