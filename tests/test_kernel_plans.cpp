@@ -169,37 +169,9 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
     EXPECT_EQ(big.k_split, 1) << big.describe();
     EXPECT_EQ(big.rows_per_warp, 1);
-    // unsplit: rows balanced over the SMs, one block each, streamed by the copy engine
+    // unsplit: rows balanced over one wave of 4 x 132 resident blocks
     EXPECT_TRUE(big.balanced) << big.describe();
-    EXPECT_TRUE(big.bulk) << big.describe();
-    EXPECT_EQ(big.blocks, 132);
-    EXPECT_EQ(big.threads, 288);
-    EXPECT_EQ(big.stages, 12);
-    EXPECT_EQ(big.shared_bytes, 12 * 8 * 2048);
-    EXPECT_NE(big.describe().find("cp.async.bulk"), std::string::npos) << big.describe();
-}
-
-TEST(kernel_plans, gemv_takes_the_bulk_copies_for_one_token_on_sm90_only) {
-    // before sm_90 (no copy engine) the same shape stays on the balanced kernel's 4 blocks an SM
-    auto a100 = h200();
-    a100.cc_major = 8;
-    a100.sm_count = 108;
-    a100.max_smem_per_block = 163 * 1024;
-    const auto old = plan_gemv(gemv_of(1, 28672, 4096), a100);
-    EXPECT_TRUE(old.balanced);
-    EXPECT_FALSE(old.bulk);
-    EXPECT_EQ(old.blocks, 4 * 108);
-    // a device whose blocks hold less shared memory: fewer slots, none below 4
-    auto small_smem = h200();
-    small_smem.max_smem_per_block = 64 * 1024;
-    EXPECT_EQ(plan_gemv(gemv_of(1, 28672, 4096), small_smem).stages, 4);
-    small_smem.max_smem_per_block = 48 * 1024;
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 28672, 4096), small_smem).bulk);
-    // several tokens (fp32 on the FMA path) and fused prologues keep the balanced kernel
-    auto f32 = gemv_of(4, 28672, 4096);
-    f32.type = elem::f32;
-    EXPECT_FALSE(plan_gemv(f32, h200()).bulk);
-    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 6144, 4096)), h200()).bulk);
+    EXPECT_EQ(big.blocks, 4 * 132);
 }
 
 TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
@@ -237,7 +209,7 @@ TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     EXPECT_TRUE(qkv.fused_norm);
     EXPECT_NE(qkv.describe().find("RMSNorm fused"), std::string::npos) << qkv.describe();
     EXPECT_EQ(qkv.shared_bytes, 4096 * 2); // the normalised x, one token
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 6144, 4096), h200()).fused_norm); // unfused: the ring
+    EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 4096), h200()).shared_bytes, 0);
     // rows whose normalised copy would not fit 48 KiB of shared memory: the norm goes alone
     const auto wide = plan_gemv(with_norm(gemv_of(1, 4096, 32768)), h200());
     EXPECT_TRUE(wide.balanced);
@@ -268,7 +240,7 @@ TEST(kernel_plans, gemv_balances_rows_over_each_blocks_warps_from_four_rows_a_bl
         const auto p = plan_gemv(gemv_of(1, n, k), h200());
         EXPECT_TRUE(p.balanced) << n << "x" << k << ": " << p.describe();
         EXPECT_EQ(p.k_split, 1);
-        EXPECT_EQ(p.blocks, 132); // one token: the bulk copies, a block an SM
+        EXPECT_EQ(p.blocks, 4 * 132);
         EXPECT_NE(p.describe().find("evenly"), std::string::npos);
     }
     EXPECT_FALSE(plan_gemv(gemv_of(1, 2111, 4096), h200()).balanced);  // 3.998 rows a block

@@ -500,3 +500,34 @@ stage_s24_b() {
     echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_b.txt"
     grep -E "^decode " "$OUT/s24_b_decode.txt" | head -12
 }
+
+# Session 24's last call (after the bulk-copy GEMV was measured slower and reverted): the GEMV
+# tests with the new edge shape on the balanced kernel; memcheck over the FP8 GEMV (its
+# dependent launch and balanced kernel) and the softmax (grid path, dependent launches);
+# racecheck over the pad tests one gtest process each (the staged path); qwen3-30b-a3b native
+# decode at ctx 512 and 2048. About 6 minutes with the build.
+stage_s24_c() {
+    local t0=$SECONDS t
+    : >"$OUT/s24_c.txt"
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' >"$OUT/s24_c_tests.txt" 2>&1
+    echo "gpu tests (gemv): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_c.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s24_c_tests.txt" | head -8
+    FOURFOLD_NATIVE_TEST_SIZES=small timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter='gemv_fp8*:native.softmax*' \
+        >"$OUT/s24_c_memcheck.txt" 2>&1
+    echo "memcheck (gemv_fp8, softmax): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_c.txt"
+    grep -E "ERROR SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s24_c_memcheck.txt" | sort | uniq -c | head
+    : >"$OUT/s24_c_racecheck.txt"
+    for t in $($BUILD/tests/fourfold_gpu_tests --gtest_list_tests --gtest_filter='native.pad*' \
+               | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 \
+            --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter="$t" >>"$OUT/s24_c_racecheck.txt" 2>&1
+        echo "racecheck $t: exit $?" | tee -a "$OUT/s24_c.txt"
+    done
+    grep -E "RACECHECK SUMMARY|Internal" "$OUT/s24_c_racecheck.txt" | sort | uniq -c
+    timeout 120 $BIN decode --model qwen3-30b-a3b --variants stock,native --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s24-qwen --quiet >"$OUT/s24_c_decode.txt" 2>&1
+    echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_c.txt"
+    grep -E "^decode " "$OUT/s24_c_decode.txt" | head -8
+}

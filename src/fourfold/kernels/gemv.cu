@@ -6,12 +6,9 @@
 // flight before the first multiply. x (T x K, at most 8 x K) is read through the L1 cache and
 // shared by the R rows. Partial sums are reduced over the lanes by shuffles and over the KS warps
 // in shared memory; the bias is added in fp32 before the one rounding to the output dtype.
-#include "fourfold/kernels/bulk.cuh"
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/reduce.cuh"
-
-#include <atomic>
 
 namespace fourfold::kernels {
 namespace {
@@ -502,110 +499,6 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     }
 }
 
-// One token, the weights through the copy engine (sm_90): one block an SM, each a contiguous run
-// of rows [b N / B, (b + 1) N / B) as gemv_balanced splits them, its bytes streamed by one
-// producer warp into a ring of `stages` slots of shared memory, 8 row pieces of 2 KB a slot
-// (rows r..r + 7 of a group of 8, columns kt CT..kt CT + CT - 1), each piece one bulk copy
-// landing on the slot's `full` barrier. Consumer warp w multiplies row w of every slot by x (read
-// through L1) and, at a row's last piece, reduces over its lanes and writes y (+ bias); it frees
-// the slot on its `empty` barrier (8 arrivals a phase), and the producer refills it. Why: the
-// balanced kernel's 4,224 warps each streamed their own 27-step run at about 1 GB/s, so how much
-// of a step each warp was served decided the kernel's end (its fixed cost about 5.5 us over the
-// marginal rate, cuBLAS's about 1.2, H200, build 74dc676); one stream an SM with a dozen 16 KB
-// slots in flight keeps the SM's share of the bandwidth whole until its last slot lands.
-template <typename T>
-__global__ void __launch_bounds__(k_gemv_bulk_threads, 1)
-    gemv_bulk(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-              T* __restrict__ y, std::int64_t n, std::int64_t k, std::int64_t ld_w, int stages) {
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int CT = k_gemv_bulk_piece_bytes / static_cast<int>(sizeof(T)); // columns a piece
-    constexpr int PV = CT / VEC;                                              // vectors a piece
-    constexpr int U = PV / 32;                                                // a lane's
-    using P = packet<T, VEC>;
-    __shared__ std::uint64_t full[k_gemv_bulk_max_stages], empty[k_gemv_bulk_max_stages];
-    extern __shared__ uint4 ring[]; // stages x 8 pieces x PV vectors
-    allow_dependents();
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const std::int64_t r0 = blockIdx.x * n / gridDim.x;
-    const int rows = static_cast<int>((blockIdx.x + 1) * n / gridDim.x - r0);
-    const int kc = static_cast<int>(k);       // the plan keeps k below 2^31
-    const int tiles = (kc + CT - 1) / CT;     // pieces a row
-    const int count = (rows + 7) / 8 * tiles; // slots the block streams
-    auto piece_src = [&](int q, int r) {
-        return w + (r0 + (q / tiles) * 8 + r) * ld_w + (q % tiles) * CT;
-    };
-    auto piece_rows = [&](int q) { return min(8, rows - (q / tiles) * 8); };
-    auto piece_bytes = [&](int q) {
-        return static_cast<unsigned>(min(CT, kc - (q % tiles) * CT) * static_cast<int>(sizeof(T)));
-    };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; ++s) {
-            barrier_init(&full[s], 1);
-            barrier_init(&empty[s], 8);
-        }
-        barrier_init_fence();
-    }
-    // the first slots' bytes into L2 while the kernel before may still run (a hint: only the
-    // copies after the wait write shared memory)
-    if (warp == 8)
-        for (int i = lane; i < min(stages, count) * 8; i += 32)
-            if (i % 8 < piece_rows(i / 8))
-                bulk_prefetch_l2(piece_src(i / 8, i % 8), piece_bytes(i / 8));
-    __syncthreads();
-    dependency_wait();
-    if (warp == 8) { // the producer
-        const std::uint64_t policy = evict_first_policy();
-        for (int q = 0; q < count; ++q) {
-            const int slot = q % stages;
-            if (q >= stages)
-                barrier_wait(&empty[slot], (q / stages - 1) & 1);
-            const int pr = piece_rows(q);
-            const unsigned bytes = piece_bytes(q);
-            if (lane == 0)
-                barrier_arrive_expect(&full[slot], bytes * static_cast<unsigned>(pr));
-            __syncwarp();
-            if (lane < pr)
-                bulk_copy(ring + (slot * 8 + lane) * PV, piece_src(q, lane), bytes, &full[slot],
-                          policy);
-        }
-        return;
-    }
-    const uint4* xv = reinterpret_cast<const uint4*>(x);
-    float acc = 0.f, bias_value = 0.f;
-    for (int q = 0; q < count; ++q) {
-        const int slot = q % stages, kt = q % tiles;
-        const int row = (q / tiles) * 8 + warp;
-        barrier_wait(&full[slot], (q / stages) & 1);
-        if (row < rows) {
-            if (kt == 0 && bias != nullptr && lane == 0)
-                bias_value = element<T>::to_float(bias[r0 + row]);
-            const int nv = static_cast<int>(piece_bytes(q) / 16);
-            const uint4* pc = ring + (slot * 8 + warp) * PV;
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int v = u * 32 + lane;
-                if (v < nv) {
-                    float wf[VEC], xf[VEC];
-                    P::unpack(pc[v], wf);
-                    P::unpack(__ldg(xv + kt * PV + v), xf);
-#pragma unroll
-                    for (int j = 0; j < VEC; ++j)
-                        acc = fmaf(wf[j], xf[j], acc);
-                }
-            }
-        }
-        __syncwarp();
-        if (lane == 0)
-            barrier_arrive(&empty[slot]);
-        if (kt == tiles - 1) {
-            const float sum = warp_sum(acc);
-            if (lane == 0 && row < rows)
-                y[r0 + row] = element<T>::from_float(sum + bias_value);
-            acc = 0.f;
-        }
-    }
-}
-
 // Any alignment and any strides: one element per lane per step, tokens up to 8 at run time.
 template <typename T>
 __global__ void __launch_bounds__(256, 1)
@@ -752,35 +645,6 @@ launch_status launch_mma(const gemv_plan& p, const gemv_args& a, stream_t stream
         kblocks, a.ld_x, a.ld_w, a.ld_y, p.k_split, kbchunk));
 }
 
-// The bulk kernel's shared memory beyond 48 KiB is an opt-in per kernel and device: asked once
-// for each (a host call, no stream work, so a launch under graph capture may make it).
-template <typename T> cudaError_t allow_bulk_shared() {
-    static std::atomic<std::uint64_t> done{0}; // a bit per device
-    int dev = 0;
-    if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess)
-        return e;
-    const std::uint64_t bit = dev < 64 ? std::uint64_t{1} << dev : 0;
-    if (bit != 0 && (done.load() & bit) != 0)
-        return cudaSuccess;
-    const cudaError_t e =
-        cudaFuncSetAttribute(gemv_bulk<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(k_gemv_bulk_max_shared_bytes));
-    if (e == cudaSuccess)
-        done.fetch_or(bit);
-    return e;
-}
-
-template <typename T>
-launch_status launch_bulk(const gemv_plan& p, const gemv_args& a, stream_t stream) {
-    if (const cudaError_t e = allow_bulk_shared<T>(); e != cudaSuccess)
-        return status_of(e);
-    return status_of(launch_serialised_after_smem(
-        gemv_bulk<T>, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads),
-        static_cast<std::size_t>(p.shared_bytes), stream, p.dependent_launch,
-        static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
-        static_cast<T*>(a.y), a.n, a.k, a.ld_w, p.stages));
-}
-
 template <typename T, int TOK>
 launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream) {
     constexpr int VEC = 16 / sizeof(T);
@@ -837,8 +701,6 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
     if constexpr (sizeof(T) == 2)
         if (p.tensor_cores)
             return launch_mma<T>(p, a, stream);
-    if (p.bulk)
-        return launch_bulk<T>(p, a, stream);
     switch (a.tokens) {
     case 1:
         return launch_vec<T, 1>(p, a, stream);

@@ -22,13 +22,6 @@ constexpr int gemv_fma_blocks_per_sm(int tokens) {
     return tokens <= 1 ? 4 : 2;
 }
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
-// The one-token bulk-copy path (sm_90): a producer warp and 8 consumer warps a block, one block
-// an SM, a ring of up to 12 slots of 8 row pieces of 2 KB (192 KiB of shared memory).
-inline constexpr int k_gemv_bulk_threads = 288;
-inline constexpr int k_gemv_bulk_piece_bytes = 2048;
-inline constexpr int k_gemv_bulk_max_stages = 12;
-inline constexpr std::int64_t k_gemv_bulk_max_shared_bytes =
-    std::int64_t{k_gemv_bulk_max_stages} * 8 * k_gemv_bulk_piece_bytes;
 
 struct gemv_args {
     const void* x = nullptr;    // T x K
@@ -62,18 +55,13 @@ struct gemv_plan {
     // one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut into 8 equal
     // runs, one a warp; rows cut between runs are summed in shared memory (gemv_balanced)
     bool balanced = false;
-    // one token on sm_90: the balanced rows streamed by the copy engine (cp.async.bulk) into a
-    // ring of `stages` shared-memory slots, one block an SM (gemv_bulk)
-    bool bulk = false;
-    int stages = 0;
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)
     bool dependent_launch = false;
     bool fused_norm = false;       // gemv_args::norm_weight applied inside (gemv_balanced)
     bool fused_swiglu = false;     // gemv_args::swiglu_x applied inside (gemv_balanced)
-    std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the prologue's x, or
-                                   // the bulk path's ring)
+    std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the prologue's x)
     int threads = 256;
     int rows_per_warp = 1; // R: 1, or 2 / 4 for rows under 2048 / 1024 bytes (streamed); 16
                            // on the tensor-core path (one tile)

@@ -7,15 +7,13 @@
 namespace fourfold::kernels {
 
 std::string gemv_plan::describe() const {
-    std::string s =
-        tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
-        : bulk       ? "bulk copies (cp.async.bulk) into a ring of " + std::to_string(stages) +
-                     " shared-memory slots, rows split evenly over the SMs"
-        : balanced   ? "16-byte loads, rows split evenly over each block's warps"
-        : streamed   ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
-                                   : "16-byte loads, streamed, a block per 8 row groups")
-        : vectorised ? "16-byte loads"
-                     : "scalar loads";
+    std::string s = tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
+                    : balanced   ? "16-byte loads, rows split evenly over each block's warps"
+                    : streamed
+                        ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
+                                      : "16-byte loads, streamed, a block per 8 row groups")
+                    : vectorised ? "16-byte loads"
+                                 : "scalar loads";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
@@ -138,21 +136,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
-            return p;
-        }
-        // One token, no prologue, sm_90: the same rows through the copy engine, one block an SM
-        // (gemv_bulk). The balanced kernel's fixed cost, about 5.5 us over its marginal 4.54
-        // TB/s against cuBLAS's 1.2 us (N x 4096 swept, H200, build 74dc676), is its 4,224
-        // streams' uneven finish; one stream an SM does not have it.
-        const int stages = static_cast<int>(std::min<std::int64_t>(
-            k_gemv_bulk_max_stages, d.max_smem_per_block / (8 * k_gemv_bulk_piece_bytes)));
-        if (a.tokens == 1 && d.cc_major >= 9 && stages >= 4) {
-            p.bulk = true;
-            p.stages = stages;
-            p.shared_bytes = std::int64_t{stages} * 8 * k_gemv_bulk_piece_bytes;
-            p.threads = k_gemv_bulk_threads;
-            p.blocks = d.sm_count;
-            p.unroll = k_gemv_bulk_piece_bytes / 16 / 32;
         }
         return p;
     }
