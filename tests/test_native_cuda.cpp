@@ -267,9 +267,8 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
                                     {1, 2113, 1032},
                                     {1, 3001, 3000},
                                     {3, 1100, 1024},
-                                    // one token through the bulk copies: K past whole 2 KB
-                                    // pieces by 16 bytes (bf16) or 32 (fp32), row groups of 8
-                                    // cut at every block's end
+                                    // one token, balanced: K past whole 2 KB steps by 16 bytes
+                                    // (bf16) or 32 (fp32), rows cut at every block's end
                                     {1, 4099, 4104}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
