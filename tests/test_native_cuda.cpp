@@ -269,7 +269,10 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
                                     {3, 1100, 1024},
                                     // one token, balanced: K past whole 2 KB steps by 16 bytes
                                     // (bf16) or 32 (fp32), rows cut at every block's end
-                                    {1, 4099, 4104}};
+                                    {1, 4099, 4104},
+                                    // the same on a grid below the wave where a divisor gives
+                                    // every block the same rows (512 blocks of 12 on the H200)
+                                    {1, 6144, 4104}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
             for (const bool bias : {false, true})
@@ -290,7 +293,11 @@ TEST(native, gemv_with_a_fused_prologue_matches_the_float64_reference) {
         for (const auto t : k_types) {
             const std::int64_t k = t == dtype::fp32 ? 520 : 1032;
             for (const auto& [tokens, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-                     {1, 4 * wave}, {1, 4 * wave + 13}, {3, 2 * wave + 7}}) {
+                     {1, 4 * wave},
+                     {1, 4 * wave + 13},
+                     {3, 2 * wave + 7},
+                     // 24 rows a block of 512 on the H200: the grid below the wave
+                     {1, 12288}}) {
                 if (too_big(n * k))
                     continue;
                 expect_native_passes(

@@ -531,3 +531,53 @@ stage_s24_c() {
     echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s24_c.txt"
     grep -E "^decode " "$OUT/s24_c_decode.txt" | head -8
 }
+
+# Session 25's first call (2026-12-02): the balanced GEMV on a grid of equal rows a block where a
+# divisor of N lies just below the wave (bench/gpu/gemv_probe.cu found the wave's 15-or-16-row
+# blocks cost N = 8192 12 %): the GEMV, kernel and native decode gpu tests (a new edge shape and a
+# prologue case on the smaller grid), memcheck over the GEMV tests, the s24 sweep with the shapes
+# the rule moves, and llama3-8b stock, native and native_fused at ctx 512. About 8 minutes with the
+# build.
+stage_s25_a() {
+    local t0=$SECONDS
+    : >"$OUT/s25_a.txt"
+    timeout 150 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='native.gemv*:native.kernels*:decode_native_cuda.*' >"$OUT/s25_a_tests.txt" 2>&1
+    echo "gpu tests (gemv, kernels, decode_native): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_a.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_a_tests.txt" | head -16
+    FOURFOLD_NATIVE_TEST_SIZES=small timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' \
+        >"$OUT/s25_a_memcheck.txt" 2>&1
+    echo "memcheck (gemv): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_a.txt"
+    grep -E "ERROR SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s25_a_memcheck.txt" | sort | uniq -c | head
+    local sweep=1x2048x4096,1x4096x4096,1x6144x4096,1x8192x4096,1x14336x4096,1x16384x4096,1x28672x4096
+    sweep=$sweep,1x128256x4096,1x4096x14336,1x4096x28672,1x8192x8192,1x6144x5120,1x3072x8192,1x8192x28672
+    timeout -s INT 100 $BIN run --workload linear_decode --shape "$sweep" --dtype bf16 --variants stock,native \
+        --device cuda --ledgers op_time,correctness --min-time 0.1 --label s25-sweep --db "$DB" --quiet >"$OUT/s25_sweep.txt" 2>&1
+    echo "gemv sweep: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_a.txt"
+    grep -E "^linear_decode .*(graph|FAIL|skipped|error)" "$OUT/s25_sweep.txt" | head -40
+    timeout 100 $BIN decode --model llama3-8b --variants stock,native,native_fused --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s25-llama --quiet >"$OUT/s25_decode.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_a.txt"
+    grep -E "^decode " "$OUT/s25_decode.txt" | head -8
+}
+
+# Session 25's second call, on the warm machine: the article suite's 96 one-token GEMV shapes,
+# stock and native in one run (the geometric mean and the 2 % bound), and llama3-8b at ctx 2048.
+stage_s25_b() {
+    local t0=$SECONDS
+    : >"$OUT/s25_b.txt"
+    timeout -s INT 240 $BIN run --suite article --workload linear_decode --variants stock,native --device cuda \
+        --min-time 0.1 --label s25-article --db "$DB" --quiet >"$OUT/s25_article.txt" 2>&1
+    echo "article linear_decode: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_b.txt"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/s25_article.txt"
+    $BIN export --format json --run s25-article --db "$DB" >"$OUT/s25_article.json"
+    python3 bench/gpu/native_table.py "$OUT/s25_article.json" >"$OUT/s25_article_table.md" 2>&1
+    tail -8 "$OUT/s25_article_table.md"
+    timeout 100 $BIN decode --model llama3-8b --variants native,native_fused --mode graph --ctx 2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s25-llama-2048 --quiet >"$OUT/s25_b_decode.txt" 2>&1
+    echo "decode llama3-8b ctx 2048: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_b.txt"
+    grep -E "^decode " "$OUT/s25_b_decode.txt" | head -8
+}

@@ -1,0 +1,569 @@
+// Where does the one-token GEMV's fixed cost go? Session 24 fitted the balanced kernel at 5.5 µs
+// + bytes at 4.54 TB/s and cuBLAS at 1.2 µs + 4.40 TB/s (H200, graph over rotated weights). This
+// standalone probe (no fourfold build) times, in fourfold's default op mode (a CUDA graph of calls
+// over rotated weight copies whose total exceeds the 60 MB L2, programmatic edges where the
+// kernel is a dependent launch):
+//   empty      the balanced kernel's grid (4 x 256 threads an SM) doing nothing: the launch floor
+//   balanced   kernels/gemv.cu's gemv_balanced<bf16, 1 token> (copied; with and without PDL)
+//   stream     the same partition and loads, the multiply left out (xor of the words)
+//   l2_256     balanced with the loads' L2::256B prefetch hint
+//   dynamic    rows handed out by an atomic counter (a warp takes the next row when it starts one)
+//   cublas     cublasGemmEx, bf16 in and out, fp32 compute (stock's path for a 1-token linear)
+// and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
+// %globaltimer: the spread of the ends is the tail a static partition pays.
+//   nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a bench/gpu/gemv_probe.cu -lcublas
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <vector>
+
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);   \
+            std::exit(3);                                                                          \
+        }                                                                                          \
+    } while (0)
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+__device__ __forceinline__ void dependency_wait() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void allow_dependents() {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+__device__ __forceinline__ std::uint64_t now_ns() {
+    std::uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+template <int HINT> __device__ __forceinline__ uint4 load_w(const uint4* p) {
+    uint4 v;
+    if constexpr (HINT == 1)
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    else
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+__device__ __forceinline__ void unpack(const uint4& r, float (&f)[8]) {
+    const bf16* e = reinterpret_cast<const bf16*>(&r);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        f[j] = __bfloat162float(e[j]);
+}
+
+__global__ void __launch_bounds__(256, 4) empty_kernel(bf16* y) {
+    allow_dependents();
+    dependency_wait();
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        y[0] = __float2bfloat16(1.f);
+}
+
+// gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
+// multiply out (xor of the words); HINT 1 adds L2::256B to the loads; stamps: a warp's start
+// (after the wait) and end, ns.
+template <int MODE, int HINT>
+__global__ void __launch_bounds__(256, 4)
+    balanced(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
+             std::int64_t n, std::int64_t nkv, std::int64_t ld_w, std::uint64_t* stamps) {
+    constexpr int U = 4;
+    __shared__ float head[8], tail[8];
+    __shared__ int head_row[8], tail_row[8];
+    allow_dependents();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const std::int64_t blocks = gridDim.x;
+    const std::int64_t r0 = blockIdx.x * n / blocks;
+    const int rows = static_cast<int>((blockIdx.x + 1) * n / blocks - r0);
+    const int kv = static_cast<int>(nkv);
+    const int steps = (kv + 32 * U - 1) / (32 * U);
+    const int total = rows * steps;
+    const int lo = static_cast<int>(std::int64_t{warp} * total / 8);
+    const int hi = static_cast<int>(std::int64_t{warp + 1} * total / 8);
+    if (lane == 0) {
+        head_row[warp] = -1;
+        tail_row[warp] = -1;
+    }
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + r0 * ld_w);
+    const std::int64_t ldv = ld_w / 8;
+    auto fetch = [&](uint4(&dst)[U], int row, int s) {
+        const uint4* wr = w0 + row * ldv;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = s * 32 * U + u * 32 + lane;
+            dst[u] = v < kv ? load_w<HINT>(wr + v) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    float acc = 0.f;
+    unsigned xr = 0;
+    for (int i = lo; i < lo + 2 && i < hi; ++i)
+        if (lane % 8 == 0)
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int v = (i % steps) * 32 * U + u * 32 + lane;
+                if (v < kv)
+                    prefetch_l2(w0 + (i / steps) * ldv + v);
+            }
+    dependency_wait();
+    const std::int64_t gw = std::int64_t{blockIdx.x} * 8 + warp;
+    if (stamps && lane == 0) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        stamps[3 * gw] = now_ns();
+        stamps[3 * gw + 2] = sm;
+    }
+    if (lo < hi) {
+        int row = lo / steps, s = lo % steps;
+        const int first_row = row;
+        const bool first_cut = s != 0;
+        uint4 cur[U], nxt[U];
+        fetch(cur, row, s);
+        for (int i = lo; i < hi; ++i) {
+            int row2 = row, s2 = s + 1;
+            if (s2 == steps) {
+                s2 = 0;
+                ++row2;
+            }
+            const bool more = i + 1 < hi;
+            if (more)
+                fetch(nxt, row2, s2);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int v = s * 32 * U + u * 32 + lane;
+                if (v >= kv)
+                    continue;
+                if constexpr (MODE == 1) {
+                    xr ^= cur[u].x ^ cur[u].y ^ cur[u].z ^ cur[u].w;
+                } else {
+                    float wf[8], xf[8];
+                    unpack(cur[u], wf);
+                    unpack(__ldg(xv + v), xf);
+#pragma unroll
+                    for (int j = 0; j < 8; ++j)
+                        acc = fmaf(wf[j], xf[j], acc);
+                }
+            }
+            if constexpr (MODE == 1)
+                acc = __uint_as_float(xr & 0x3f7fffffu);
+            const bool row_ends = s == steps - 1;
+            if (row_ends || !more) {
+                const bool whole = row_ends && !(row == first_row && first_cut);
+                const float sum = warp_sum(acc);
+                if (lane == 0) {
+                    if (whole)
+                        y[r0 + row] = __float2bfloat16(sum);
+                    else if (row_ends) {
+                        head[warp] = sum;
+                        head_row[warp] = row;
+                    } else {
+                        tail[warp] = sum;
+                        tail_row[warp] = row;
+                    }
+                }
+                acc = 0.f;
+                xr = 0;
+            }
+            if (!more)
+                break;
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                cur[u] = nxt[u];
+            row = row2;
+            s = s2;
+        }
+    }
+    if (stamps && lane == 0)
+        stamps[3 * gw + 1] = now_ns();
+    __syncthreads();
+    const int hr = head_row[warp];
+    if (hr >= 0 && lane == 0) {
+        float v = head[warp];
+        for (int j = warp - 1; j >= 0 && tail_row[j] == hr; --j)
+            v += tail[j];
+        y[r0 + hr] = __float2bfloat16(v);
+    }
+}
+
+// Pieces of rows (at most 4 steps of 2 KB, a row's pieces as even as they can be) handed out at
+// run time: 8 counters (a warp uses the one of its index in the block, so each takes an eighth of
+// the atomics), a warp's first piece its own index, the next taken when a piece starts (lane 0's
+// atomic read back one piece later, so its round trip hides under the piece). A row of several
+// pieces is summed by fp32 atomics into `acc_rows` (timing only: the order is not fixed).
+__global__ void __launch_bounds__(256, 4)
+    dynamic_pieces(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
+                   float* __restrict__ acc_rows, std::int64_t n, std::int64_t nkv,
+                   std::int64_t ld_w, unsigned* counters, int ppr, int pstep) {
+    constexpr int U = 4;
+    allow_dependents();
+    const int lane = threadIdx.x % 32;
+    const int kv = static_cast<int>(nkv);
+    const int steps = (kv + 32 * U - 1) / (32 * U);
+    const std::int64_t warps = std::int64_t{gridDim.x} * 8; // a multiple of 64
+    const std::int64_t gw = std::int64_t{blockIdx.x} * 8 + threadIdx.x / 32;
+    const int group = static_cast<int>(gw % 64);
+    const std::int64_t units = n * ppr;
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    const std::int64_t ldv = ld_w / 8;
+    if (gw >= units)
+        return;
+    auto first_step = [&](std::int64_t u) { return static_cast<int>(u % ppr) * pstep; };
+    auto last_step = [&](std::int64_t u) { return min(steps, first_step(u) + pstep); };
+    if (lane % 8 == 0)
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = first_step(gw) * 32 * U + u * 32 + lane;
+            if (v < kv)
+                prefetch_l2(reinterpret_cast<const uint4*>(w) + (gw / ppr) * ldv + v);
+        }
+    dependency_wait();
+    unsigned pending = 0;
+    if (lane == 0)
+        pending = atomicAdd(counters + 64 * group, 1u);
+    auto fetch = [&](uint4(&dst)[U], std::int64_t row, int s) {
+        const uint4* wr = reinterpret_cast<const uint4*>(w) + row * ldv;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = s * 32 * U + u * 32 + lane;
+            dst[u] = v < kv ? load_w<0>(wr + v) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    std::int64_t unit = gw;
+    std::int64_t next = warps + group + 64 * std::int64_t{__shfl_sync(0xffffffffu, pending, 0)};
+    if (lane == 0)
+        pending = atomicAdd(counters + 64 * group, 1u);
+    int s = first_step(unit), end = last_step(unit);
+    float acc = 0.f;
+    uint4 cur[U], nxt[U];
+    fetch(cur, unit / ppr, s);
+    while (true) {
+        std::int64_t unit2 = unit;
+        int s2 = s + 1;
+        const bool switching = s2 == end;
+        if (switching) {
+            unit2 = next;
+            s2 = unit2 < units ? first_step(unit2) : 0;
+        }
+        const bool more = unit2 < units;
+        if (more)
+            fetch(nxt, unit2 / ppr, s2);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = s * 32 * U + u * 32 + lane;
+            if (v >= kv)
+                continue;
+            float wf[8], xf[8];
+            unpack(cur[u], wf);
+            unpack(__ldg(xv + v), xf);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+                acc = fmaf(wf[j], xf[j], acc);
+        }
+        if (switching) {
+            const float sum = warp_sum(acc);
+            if (lane == 0) {
+                if (ppr == 1)
+                    y[unit] = __float2bfloat16(sum);
+                else
+                    atomicAdd(acc_rows + unit / ppr, sum);
+            }
+            acc = 0.f;
+        }
+        if (!more)
+            break;
+        if (switching) {
+            next = warps + group + 64 * std::int64_t{__shfl_sync(0xffffffffu, pending, 0)};
+            if (lane == 0)
+                pending = atomicAdd(counters + 64 * group, 1u);
+            unit = unit2;
+            end = last_step(unit);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            cur[u] = nxt[u];
+        s = s2;
+    }
+}
+
+template <typename... P, typename... A>
+void launch(void (*k)(P...), int grid, bool pdl, cudaStream_t st, A... a) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(256);
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, k, a...));
+}
+
+struct shape {
+    std::int64_t n, k;
+};
+
+} // namespace
+
+int main() {
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int grid = sms * 4;
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS)
+        return 3;
+    cublasSetStream(h, st);
+    void* ws = nullptr;
+    CK(cudaMalloc(&ws, 32 << 20));
+    cublasSetWorkspace(h, ws, 32 << 20);
+    const std::int64_t pool_bytes = std::int64_t{2300} << 20; // the rotation's weights
+    bf16 *pool = nullptr, *x = nullptr, *y = nullptr;
+    CK(cudaMalloc(&pool, pool_bytes));
+    CK(cudaMalloc(&x, 64 << 10));
+    CK(cudaMalloc(&y, 1 << 20));
+    unsigned* counters = nullptr;
+    constexpr int k_max_calls = 64;
+    CK(cudaMalloc(&counters, 4096 * k_max_calls * sizeof(unsigned)));
+    float* acc_rows = nullptr;
+    CK(cudaMalloc(&acc_rows, 1 << 20));
+    {
+        std::vector<std::uint16_t> hx(32 << 10);
+        for (std::size_t i = 0; i < hx.size(); ++i)
+            hx[i] = static_cast<std::uint16_t>(0x3c00 + (i * 37) % 256); // ~1..2, varied
+        CK(cudaMemcpy(x, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+        // weights: small varied bf16 (0x3b.. to 0xbb..), never zero
+        std::vector<std::uint16_t> hw(8 << 20);
+        for (std::size_t i = 0; i < hw.size(); ++i)
+            hw[i] = static_cast<std::uint16_t>(((i * 2654435761u) >> 7 & 0x8000) | 0x3b00 |
+                                               (i * 131) % 256);
+        for (std::int64_t off = 0; off < pool_bytes; off += hw.size() * 2)
+            CK(cudaMemcpy(reinterpret_cast<char*>(pool) + off, hw.data(),
+                          std::min<std::int64_t>(hw.size() * 2, pool_bytes - off),
+                          cudaMemcpyHostToDevice));
+    }
+    std::uint64_t* stamps = nullptr;
+    CK(cudaMalloc(&stamps, std::int64_t{grid} * 8 * 3 * 8));
+
+    const shape shapes[] = {{4096, 28672},  {6144, 5120},  {2048, 4096},  {4096, 4096},
+                            {6144, 4096},   {8192, 4096},  {14336, 4096}, {28672, 4096},
+                            {128256, 4096}, {4096, 14336}, {8192, 8192}};
+    enum variant {
+        v_empty,
+        v_bal,
+        v_bal_nopdl,
+        v_stream,
+        v_l2_256,
+        v_dynamic,
+        v_dyn2,
+        v_w2,
+        v_w4,
+        v_w8,
+        v_w16,
+        v_div,
+        v_div2,
+        v_cublas,
+        v_count
+    };
+    const bool run_variant[] = {true, true,  false, false, false, false, false,
+                                true, false, false, false, true,  true,  true};
+    // the largest divisor of n in [lo, hi], else hi: every block the same rows
+    auto divisor_grid = [](std::int64_t n, int lo, int hi) {
+        for (int b = hi; b >= lo; --b)
+            if (n % b == 0)
+                return b;
+        return hi;
+    };
+    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream", "l2_256",
+                           "dynamic", "dynamic_p2", "waves2",         "waves4", "waves8",
+                           "waves16", "divisor",    "divisor_x2",     "cublas"};
+    std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
+    std::printf("%-14s %-8s %9s %9s %9s\n", "shape", "variant", "us/call", "GB/s", "calls");
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (const auto& sh : shapes) {
+        const std::int64_t wbytes = sh.n * sh.k * 2;
+        const int sets = static_cast<int>(std::max<std::int64_t>(
+            1, std::min<std::int64_t>(pool_bytes / wbytes, (512ll << 20) / wbytes + 1)));
+        int calls = sets;
+        while (calls < 24)
+            calls += sets;
+        calls = std::min(calls, k_max_calls);
+        for (int v = 0; v < v_count; ++v) {
+            if (!run_variant[v])
+                continue;
+            auto one = [&](int i) {
+                const bf16* w = pool + (i % sets) * sh.n * sh.k;
+                switch (v) {
+                case v_empty:
+                    launch(empty_kernel, grid, true, st, y);
+                    break;
+                case v_bal:
+                    launch(balanced<0, 0>, grid, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
+                           sh.k, (std::uint64_t*)nullptr);
+                    break;
+                case v_w2:
+                case v_w4:
+                case v_w8:
+                case v_w16:
+                    launch(balanced<0, 0>, grid << (v - v_w2 + 1), true, st, (const bf16*)x, w, y,
+                           sh.n, sh.k / 8, sh.k, (std::uint64_t*)nullptr);
+                    break;
+                case v_div:
+                case v_div2: {
+                    const int cap = grid * (v == v_div ? 1 : 2);
+                    launch(balanced<0, 0>, divisor_grid(sh.n, cap * 3 / 4, cap), true, st,
+                           (const bf16*)x, w, y, sh.n, sh.k / 8, sh.k, (std::uint64_t*)nullptr);
+                    break;
+                }
+                case v_bal_nopdl:
+                    launch(balanced<0, 0>, grid, false, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
+                           sh.k, (std::uint64_t*)nullptr);
+                    break;
+                case v_stream:
+                    launch(balanced<1, 0>, grid, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
+                           sh.k, (std::uint64_t*)nullptr);
+                    break;
+                case v_l2_256:
+                    launch(balanced<0, 1>, grid, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
+                           sh.k, (std::uint64_t*)nullptr);
+                    break;
+                case v_dynamic:
+                case v_dyn2: {
+                    const int steps = static_cast<int>((sh.k / 8 + 127) / 128);
+                    const int maxp = v == v_dynamic ? 4 : 2;
+                    const int ppr = (steps + maxp - 1) / maxp, pstep = (steps + ppr - 1) / ppr;
+                    launch(dynamic_pieces, grid, true, st, (const bf16*)x, w, y, acc_rows, sh.n,
+                           sh.k / 8, sh.k, counters + 4096 * i, ppr, pstep);
+                    break;
+                }
+                case v_cublas: {
+                    const float alpha = 1.f, beta = 0.f;
+                    cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(sh.n), 1,
+                                 static_cast<int>(sh.k), &alpha, w, CUDA_R_16BF,
+                                 static_cast<int>(sh.k), x, CUDA_R_16BF, static_cast<int>(sh.k),
+                                 &beta, y, CUDA_R_16BF, static_cast<int>(sh.n), CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT);
+                    break;
+                }
+                }
+            };
+            for (int i = 0; i < 3; ++i)
+                one(i);
+            CK(cudaStreamSynchronize(st));
+            CK(cudaGetLastError());
+            cudaGraph_t g;
+            cudaGraphExec_t ge;
+            CK(cudaMemsetAsync(counters, 0, 4096 * k_max_calls * sizeof(unsigned), st));
+            CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+            CK(cudaMemsetAsync(counters, 0, 4096 * k_max_calls * sizeof(unsigned), st));
+            for (int i = 0; i < calls; ++i)
+                one(i);
+            CK(cudaStreamEndCapture(st, &g));
+            CK(cudaGraphInstantiate(&ge, g, 0));
+            CK(cudaGraphLaunch(ge, st));
+            CK(cudaStreamSynchronize(st));
+            std::vector<float> t;
+            for (int r = 0; r < 15; ++r) {
+                CK(cudaEventRecord(e0, st));
+                CK(cudaGraphLaunch(ge, st));
+                CK(cudaEventRecord(e1, st));
+                CK(cudaEventSynchronize(e1));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                t.push_back(ms * 1e3f / calls);
+            }
+            std::sort(t.begin(), t.end());
+            const float med = t[t.size() / 2];
+            char sname[32];
+            std::snprintf(sname, sizeof sname, "%lldx%lld", (long long)sh.n, (long long)sh.k);
+            std::printf("%-14s %-15s %8.2f %9.0f %6d (min %.2f max %.2f)\n", sname, names[v], med,
+                        v == v_empty ? 0.0 : wbytes / (med * 1e3), calls, t.front(), t.back());
+            CK(cudaGraphExecDestroy(ge));
+            CK(cudaGraphDestroy(g));
+        }
+        // one plain launch of the balanced kernel after a cold pass over another copy: each
+        // warp's start and end, relative to the earliest start
+        {
+            const int sgrid = divisor_grid(sh.n, grid * 3 / 4, grid);
+            launch(balanced<0, 0>, sgrid, false, st, (const bf16*)x,
+                   pool + (sets > 1 ? sh.n * sh.k : 0), y, sh.n, sh.k / 8, sh.k,
+                   (std::uint64_t*)nullptr);
+            CK(cudaEventRecord(e0, st));
+            launch(balanced<0, 0>, sgrid, false, st, (const bf16*)x, (const bf16*)pool, y, sh.n,
+                   sh.k / 8, sh.k, stamps);
+            CK(cudaEventRecord(e1, st));
+            CK(cudaStreamSynchronize(st));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            std::vector<std::uint64_t> hs(std::size_t(grid) * 24);
+            CK(cudaMemcpy(hs.data(), stamps, hs.size() * 8, cudaMemcpyDeviceToHost));
+            std::uint64_t t0 = ~0ull;
+            std::vector<double> starts, ends;
+            for (int i = 0; i < sgrid * 8; ++i)
+                t0 = std::min(t0, hs[3 * i]);
+            std::vector<double> sm_sum(sms, 0), sm_max(sms, 0), sm_min(sms, 1e9);
+            std::vector<int> sm_n(sms, 0);
+            for (int i = 0; i < sgrid * 8; ++i) {
+                starts.push_back((hs[3 * i] - t0) * 1e-3);
+                const double e = (hs[3 * i + 1] - t0) * 1e-3;
+                ends.push_back(e);
+                const auto sm = static_cast<int>(hs[3 * i + 2]) % sms;
+                sm_sum[sm] += e;
+                sm_n[sm] += 1;
+                sm_max[sm] = std::max(sm_max[sm], e);
+                sm_min[sm] = std::min(sm_min[sm], e);
+            }
+            std::vector<std::pair<double, int>> sm_mean;
+            double within = 0;
+            for (int i = 0; i < sms; ++i)
+                if (sm_n[i]) {
+                    sm_mean.push_back({sm_sum[i] / sm_n[i], i});
+                    within += sm_max[i] - sm_min[i];
+                }
+            std::sort(sm_mean.begin(), sm_mean.end());
+            std::printf(
+                "  per SM mean end: min %.2f p50 %.2f max %.2f; mean within-SM spread %.2f; "
+                "slowest SMs:",
+                sm_mean.front().first, sm_mean[sm_mean.size() / 2].first, sm_mean.back().first,
+                within / sm_mean.size());
+            for (std::size_t i = sm_mean.size() - 10; i < sm_mean.size(); ++i)
+                std::printf(" %d", sm_mean[i].second);
+            std::printf("\n");
+            std::sort(starts.begin(), starts.end());
+            std::sort(ends.begin(), ends.end());
+            auto q = [](const std::vector<double>& a, double p) {
+                return a[std::min(a.size() - 1, static_cast<std::size_t>(p * a.size()))];
+            };
+            std::printf("  stamps (divisor grid) %lldx%lld (one launch, event %.2f us): start p50 "
+                        "%.2f max %.2f | "
+                        "end min %.2f p10 %.2f p50 %.2f p90 %.2f p99 %.2f max %.2f us\n",
+                        (long long)sh.n, (long long)sh.k, ms * 1e3, q(starts, 0.5), starts.back(),
+                        ends.front(), q(ends, 0.1), q(ends, 0.5), q(ends, 0.9), q(ends, 0.99),
+                        ends.back());
+        }
+    }
+    return 0;
+}
