@@ -270,8 +270,7 @@ TEST(native, gemv_matches_the_float64_reference_at_edge_sizes) {
                                     // one token, balanced: K past whole 2 KB steps by 16 bytes
                                     // (bf16) or 32 (fp32), rows cut at every block's end
                                     {1, 4099, 4104},
-                                    // the same on a grid below the wave where a divisor gives
-                                    // every block the same rows (512 blocks of 12 on the H200)
+                                    // the same with 11 or 12 rows a block of the H200's wave
                                     {1, 6144, 4104}};
     for (const auto t : k_types)
         for (const auto& s : shapes)
@@ -296,7 +295,7 @@ TEST(native, gemv_with_a_fused_prologue_matches_the_float64_reference) {
                      {1, 4 * wave},
                      {1, 4 * wave + 13},
                      {3, 2 * wave + 7},
-                     // 24 rows a block of 512 on the H200: the grid below the wave
+                     // 23 or 24 rows a block of the H200's wave
                      {1, 12288}}) {
                 if (too_big(n * k))
                     continue;

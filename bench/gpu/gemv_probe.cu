@@ -19,6 +19,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <string>
 #include <vector>
 
 #define CK(x)                                                                                      \
@@ -305,6 +306,18 @@ __global__ void __launch_bounds__(256, 4)
     }
 }
 
+// bf16 weights from a hash of the index: about +-0.05, random signs and mantissas
+__global__ void fill_random(std::uint16_t* w, std::int64_t count, unsigned seed) {
+    for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+         i += std::int64_t{gridDim.x} * blockDim.x) {
+        unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        w[i] = static_cast<std::uint16_t>((h & 0x807f) | (0x3c00 + ((h >> 8) & 0x300)));
+    }
+}
+
 template <typename... P, typename... A>
 void launch(void (*k)(P...), int grid, bool pdl, cudaStream_t st, A... a) {
     cudaLaunchConfig_t cfg{};
@@ -365,6 +378,24 @@ int main() {
     }
     std::uint64_t* stamps = nullptr;
     CK(cudaMalloc(&stamps, std::int64_t{grid} * 8 * 3 * 8));
+    // PROBE_DATA=random: hashed weights instead of the repeated 16 MB pattern; PROBE_SETS=N: N
+    // weight copies in the rotation (fourfold takes ceil(3 x L2 / bytes), at least 1);
+    // PROBE_ONLY=1: the shapes fourfold measured apart from the probe, and no stamps
+    const char* data_env = std::getenv("PROBE_DATA");
+    const bool random_data = data_env && std::string(data_env) == "random";
+    const int sets_env = std::getenv("PROBE_SETS") ? std::atoi(std::getenv("PROBE_SETS")) : 0;
+    const bool only = std::getenv("PROBE_ONLY") != nullptr;
+    // PROBE_OFFSET_KB=X: the weight copies X KB further apart than their size (their bases off
+    // the size's power-of-two alignment, as separate allocations of a caching allocator are)
+    const std::int64_t offset_bytes =
+        std::getenv("PROBE_OFFSET_KB") ? std::atoll(std::getenv("PROBE_OFFSET_KB")) * 1024 : 0;
+    if (random_data) {
+        fill_random<<<1024, 256>>>(reinterpret_cast<std::uint16_t*>(pool), pool_bytes / 2, 12345u);
+        CK(cudaDeviceSynchronize());
+    }
+    std::printf("data %s, sets %s, %lld KB between copies\n", random_data ? "random" : "pattern",
+                sets_env ? std::to_string(sets_env).c_str() : "512 MB",
+                static_cast<long long>(offset_bytes / 1024));
 
     const shape shapes[] = {{4096, 28672},  {6144, 5120},  {2048, 4096},  {4096, 4096},
                             {6144, 4096},   {8192, 4096},  {14336, 4096}, {28672, 4096},
@@ -386,8 +417,8 @@ int main() {
         v_cublas,
         v_count
     };
-    const bool run_variant[] = {true, true,  false, false, false, false, false,
-                                true, false, false, false, true,  true,  true};
+    const bool run_variant[] = {false, true,  false, false, false, false, false,
+                                false, false, false, false, true,  false, true};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -404,9 +435,17 @@ int main() {
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     for (const auto& sh : shapes) {
+        if (only && !((sh.n == 4096 && sh.k != 4096) || sh.n == 8192 || sh.n == 14336))
+            continue;
         const std::int64_t wbytes = sh.n * sh.k * 2;
-        const int sets = static_cast<int>(std::max<std::int64_t>(
-            1, std::min<std::int64_t>(pool_bytes / wbytes, (512ll << 20) / wbytes + 1)));
+        int sets = static_cast<int>(
+            std::max<std::int64_t>(1, std::min<std::int64_t>(pool_bytes / (wbytes + offset_bytes),
+                                                             (512ll << 20) / wbytes + 1)));
+        if (sets_env)
+            sets = std::max(
+                1, std::min<int>(sets, sets_env == 3
+                                           ? static_cast<int>((3 * 60e6 + wbytes - 1) / wbytes)
+                                           : sets_env));
         int calls = sets;
         while (calls < 24)
             calls += sets;
@@ -415,7 +454,7 @@ int main() {
             if (!run_variant[v])
                 continue;
             auto one = [&](int i) {
-                const bf16* w = pool + (i % sets) * sh.n * sh.k;
+                const bf16* w = pool + (i % sets) * (sh.n * sh.k + offset_bytes / 2);
                 switch (v) {
                 case v_empty:
                     launch(empty_kernel, grid, true, st, y);
@@ -506,7 +545,7 @@ int main() {
         }
         // one plain launch of the balanced kernel after a cold pass over another copy: each
         // warp's start and end, relative to the earliest start
-        {
+        if (!only) {
             const int sgrid = divisor_grid(sh.n, grid * 3 / 4, grid);
             launch(balanced<0, 0>, sgrid, false, st, (const bf16*)x,
                    pool + (sets > 1 ? sh.n * sh.k : 0), y, sh.n, sh.k / 8, sh.k,

@@ -581,3 +581,34 @@ stage_s25_b() {
     echo "decode llama3-8b ctx 2048: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_b.txt"
     grep -E "^decode " "$OUT/s25_b_decode.txt" | head -8
 }
+
+# Session 25's last call: the grid rule of e5d6998 reverted (in fourfold's own runs it lost 8-9 %
+# on 16384 x 4096, 4096 x 14336 and 4096 x 28672 and won nothing at N = 8192, where the probe had
+# it 11-15 % ahead): the GEMV gpu tests with the new edge shapes on the wave's grid, the s25_a sweep
+# and llama3-8b again on this build (the same machine-day A/B), then the article suite's 96
+# one-token GEMV shapes, stock and native in one run. About 9.5 minutes with the build.
+stage_s25_c() {
+    local t0=$SECONDS
+    : >"$OUT/s25_c.txt"
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' >"$OUT/s25_c_tests.txt" 2>&1
+    echo "gpu tests (gemv): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_c_tests.txt" | head -8
+    local sweep=1x6144x4096,1x8192x4096,1x14336x4096,1x16384x4096,1x4096x14336,1x4096x28672,1x8192x8192
+    sweep=$sweep,1x6144x5120,1x3072x8192,1x8192x28672
+    timeout -s INT 80 $BIN run --workload linear_decode --shape "$sweep" --dtype bf16 --variants stock,native \
+        --device cuda --ledgers op_time --min-time 0.1 --label s25-sweep-wave --db "$DB" --quiet >"$OUT/s25_c_sweep.txt" 2>&1
+    echo "gemv sweep: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
+    grep -E "^linear_decode .*graph" "$OUT/s25_c_sweep.txt" | awk '{print $2, $4, $5, $(NF-6)}' | head -24
+    timeout 80 $BIN decode --model llama3-8b --variants native,native_fused --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
+        --label s25-llama-wave --quiet >"$OUT/s25_c_decode.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
+    grep -E "^decode " "$OUT/s25_c_decode.txt" | head -4
+    timeout -s INT 200 $BIN run --suite article --workload linear_decode --variants stock,native --device cuda \
+        --min-time 0.05 --label s25-article --db "$DB" --quiet >"$OUT/s25_article.txt" 2>&1
+    echo "article linear_decode: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/s25_article.txt"
+    $BIN export --format json --run s25-article --db "$DB" >"$OUT/s25_article.json"
+    python3 bench/gpu/native_table.py "$OUT/s25_article.json" >"$OUT/s25_article_table.md" 2>&1
+    tail -8 "$OUT/s25_article_table.md"
+}

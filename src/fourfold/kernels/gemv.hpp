@@ -52,9 +52,8 @@ struct gemv_plan {
     // group's loads in flight (gemv_stream)
     bool streamed = false;
     bool persistent = false; // streamed over one wave of blocks (8 or more row groups a warp)
-    // one wave of blocks (or a divisor of N just below it, so every block holds the same rows:
-    // gemv_plan.cpp says when), each a contiguous run of rows whose 2 KB steps are cut into 8
-    // equal runs, one a warp; rows cut between runs are summed in shared memory (gemv_balanced)
+    // one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut into 8 equal
+    // runs, one a warp; rows cut between runs are summed in shared memory (gemv_balanced)
     bool balanced = false;
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,

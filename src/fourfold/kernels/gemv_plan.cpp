@@ -28,29 +28,6 @@ std::string gemv_plan::describe() const {
     return s;
 }
 
-namespace {
-
-// The balanced kernel's grid. One wave of the resident blocks, unless a divisor of N lies within
-// 4 % below it and gives every block the same whole rows, a block's share is at least 48 steps of
-// 2 KB, and a row is more than 1/32 of a block's share at the wave (below 32 rows a block): then
-// that divisor. Measured on the H200 (bench/gpu/gemv_probe.cu, graph over rotated weights,
-// 2026-12-02): at 528 blocks the blocks of N = 8192 hold 15 or 16 rows, and the grid took 21.3 µs
-// where 512 blocks of 16 rows took 19.0 (8192 x 8192: 41.8 against 35.7; 6144 x 4096: 15.4,
-// 14.4; 4096 x 14336: 32.8, 32.1); the warps' ends spread over 10 µs at 528 blocks and 5 at 512.
-// Where the blocks' shares are short the wave's extra warps weigh more (4096 x 4096: 10.9 µs at
-// 528, 11.5 at 512; 2048 x 4096: 6.75, 7.0), and 5 % fewer blocks cost the LM head 10 %
-// (128256 x 4096 at 501 blocks: 264 against 239 µs).
-std::int64_t balanced_blocks(std::int64_t n, std::int64_t steps_per_row, std::int64_t wave) {
-    if (n >= 32 * wave)
-        return wave;
-    for (std::int64_t b = wave; b * 100 >= wave * 96; --b)
-        if (n % b == 0)
-            return (n / b) * steps_per_row >= 48 ? b : wave;
-    return wave;
-}
-
-} // namespace
-
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     gemv_plan p;
     if (a.tokens < 1 || a.tokens > k_gemv_max_tokens) {
@@ -129,7 +106,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.k_split = 1;
         p.rows_per_warp = 1;
         p.unroll = 4;
-        p.blocks = balanced_blocks(a.n, (nkv_all + 127) / 128, static_cast<std::int64_t>(capacity));
+        p.blocks = static_cast<std::int64_t>(capacity);
         if (a.norm_weight || a.swiglu_x) {
             if (a.norm_weight && a.swiglu_x) {
                 p.valid = "one prologue at a time: a fused RMSNorm or a fused SwiGLU";
