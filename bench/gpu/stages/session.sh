@@ -568,7 +568,7 @@ stage_s25_a() {
 stage_s25_b() {
     local t0=$SECONDS
     : >"$OUT/s25_b.txt"
-    timeout -s INT 240 $BIN run --suite article --workload linear_decode --variants stock,native --device cuda \
+    timeout -s INT 240 $BIN run --suite article --workload linear_decode --device cuda \
         --min-time 0.1 --label s25-article --db "$DB" --quiet >"$OUT/s25_article.txt" 2>&1
     echo "article linear_decode: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_b.txt"
     sed -n '/^speed-up of/,/^$/p' "$OUT/s25_article.txt"
@@ -598,13 +598,13 @@ stage_s25_c() {
     timeout -s INT 80 $BIN run --workload linear_decode --shape "$sweep" --dtype bf16 --variants stock,native \
         --device cuda --ledgers op_time --min-time 0.1 --label s25-sweep-wave --db "$DB" --quiet >"$OUT/s25_c_sweep.txt" 2>&1
     echo "gemv sweep: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
-    grep -E "^linear_decode .*graph" "$OUT/s25_c_sweep.txt" | awk '{print $2, $4, $5, $(NF-6)}' | head -24
+    grep -E "^linear_decode .*graph" "$OUT/s25_c_sweep.txt" | head -24
     timeout 80 $BIN decode --model llama3-8b --variants native,native_fused --mode graph --ctx 512 \
         --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
         --label s25-llama-wave --quiet >"$OUT/s25_c_decode.txt" 2>&1
     echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
     grep -E "^decode " "$OUT/s25_c_decode.txt" | head -4
-    timeout -s INT 200 $BIN run --suite article --workload linear_decode --variants stock,native --device cuda \
+    timeout -s INT 200 $BIN run --suite article --workload linear_decode --device cuda \
         --min-time 0.05 --label s25-article --db "$DB" --quiet >"$OUT/s25_article.txt" 2>&1
     echo "article linear_decode: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
     sed -n '/^speed-up of/,/^$/p' "$OUT/s25_article.txt"
