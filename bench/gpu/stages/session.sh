@@ -612,3 +612,17 @@ stage_s25_c() {
     python3 bench/gpu/native_table.py "$OUT/s25_article.json" >"$OUT/s25_article_table.md" 2>&1
     tail -8 "$OUT/s25_article_table.md"
 }
+
+# Session 25's spare minutes: the GEMV at T = 2, 4 and 8 tokens over stage_native_tokens's 16 layer
+# shapes (issue 13's multi-token target, last measured before the balanced kernel), cut at 200 s.
+stage_s25_d() {
+    local shapes=1x768x2048,1x1024x4096,1x2048x2048,1x4096x4096,1x2560x4096,1x14336x4096,1x4096x14336,1x8192x8192
+    shapes=$shapes,1x3072x3072,1x5120x5120,1x151936x1024,1x128256x4096,1x1024x1024,1x6144x2048,1x17408x5120,1x25600x5120
+    timeout -s INT 200 $BIN run --workload linear_decode --shape "$shapes" --param tokens=2,4,8 --dtype bf16 \
+        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s25-tokens --db "$DB" --quiet >"$OUT/s25_tokens.txt" 2>&1
+    echo "tokens run: exit $?"
+    sed -n '/^speed-up of native/,/^$/p' "$OUT/s25_tokens.txt"
+    grep -cE "^linear_decode .*PASS" "$OUT/s25_tokens.txt"
+    grep -E "^linear_decode .*(FAIL|skipped)" "$OUT/s25_tokens.txt" | head -5
+}
