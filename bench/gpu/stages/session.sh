@@ -618,7 +618,9 @@ stage_s25_c() {
 stage_s25_d() {
     local shapes=1x768x2048,1x1024x4096,1x2048x2048,1x4096x4096,1x2560x4096,1x14336x4096,1x4096x14336,1x8192x8192
     shapes=$shapes,1x3072x3072,1x5120x5120,1x151936x1024,1x128256x4096,1x1024x1024,1x6144x2048,1x17408x5120,1x25600x5120
-    timeout -s INT 200 $BIN run --workload linear_decode --shape "$shapes" --param tokens=2,4,8 --dtype bf16 \
+    local t all=
+    for t in 2 4 8; do all=$all${all:+,}$(echo "$shapes" | sed "s/\(^\|,\)1x/\1${t}x/g"); done
+    timeout -s INT 200 $BIN run --workload linear_decode --shape "$all" --dtype bf16 \
         --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
         --label s25-tokens --db "$DB" --quiet >"$OUT/s25_tokens.txt" 2>&1
     echo "tokens run: exit $?"
