@@ -11,7 +11,12 @@
 //   cublas     cublasGemmEx, bf16 in and out, fp32 compute (stock's path for a 1-token linear)
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
-//   nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a bench/gpu/gemv_probe.cu -lcublas
+// Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
+//   nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu
+//   -lcublas
+#include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/reduce.cuh"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -34,38 +39,24 @@
 namespace {
 
 using bf16 = __nv_bfloat16;
+// fourfold's own dependency_wait, allow_dependents, prefetch_l2, load_streaming and warp_sum
+using namespace fourfold::kernels::device;
 
-__device__ __forceinline__ void dependency_wait() {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void allow_dependents() {
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
 __device__ __forceinline__ std::uint64_t now_ns() {
     std::uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
 template <int HINT> __device__ __forceinline__ uint4 load_w(const uint4* p) {
-    uint4 v;
-    if constexpr (HINT == 1)
+    if constexpr (HINT == 1) {
+        uint4 v;
         asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
                      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                      : "l"(p));
-    else
-        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "l"(p));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2)
-        v += __shfl_xor_sync(0xffffffffu, v, off);
-    return v;
+        return v;
+    } else {
+        return load_streaming(p);
+    }
 }
 __device__ __forceinline__ void unpack(const uint4& r, float (&f)[8]) {
     const bf16* e = reinterpret_cast<const bf16*>(&r);
@@ -318,18 +309,10 @@ __global__ void fill_random(std::uint16_t* w, std::int64_t count, unsigned seed)
     }
 }
 
+// fourfold's launch (a programmatic dependent launch where pdl), 256 threads a block
 template <typename... P, typename... A>
 void launch(void (*k)(P...), int grid, bool pdl, cudaStream_t st, A... a) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(256);
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    CK(cudaLaunchKernelEx(&cfg, k, a...));
+    CK(fourfold::kernels::launch_serialised_after(k, dim3(grid), dim3(256), st, pdl, a...));
 }
 
 struct shape {
