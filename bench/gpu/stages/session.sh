@@ -628,3 +628,21 @@ stage_s25_d() {
     grep -cE "^linear_decode .*PASS" "$OUT/s25_tokens.txt"
     grep -E "^linear_decode .*(FAIL|skipped)" "$OUT/s25_tokens.txt" | head -5
 }
+
+# Session 25's last minutes: 2 to 4 bf16 tokens over weights of 64 MiB or more on the balanced
+# FMA kernel instead of the tensor cores: the GEMV gpu tests (4 x 14336 x 4096 takes it), then
+# the large shapes of s25_d at 2 and 4 tokens, stock and native.
+stage_s25_e() {
+    local t0=$SECONDS
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' >"$OUT/s25_e_tests.txt" 2>&1
+    echo "gpu tests (gemv): exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_e_tests.txt" | head -8
+    local s=4096x14336,14336x4096,8192x8192,5120x17408,25600x5120,17408x5120,151936x1024,128256x4096
+    local t all=
+    for t in 2 4; do all=$all${all:+,}$(echo ",$s" | sed "s/,/,${t}x/g; s/^,//"); done
+    timeout -s INT 70 $BIN run --workload linear_decode --shape "$all" \
+        --dtype bf16 --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s25-few --db "$DB" --quiet >"$OUT/s25_e.txt" 2>&1
+    echo "few tokens: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s25_e.txt" | head -40
+}
