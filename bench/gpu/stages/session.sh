@@ -637,9 +637,9 @@ stage_s25_e() {
     timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' >"$OUT/s25_e_tests.txt" 2>&1
     echo "gpu tests (gemv): exit $? after $((SECONDS - t0)) s"
     grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_e_tests.txt" | head -8
-    local s=4096x14336,14336x4096,8192x8192,5120x17408,25600x5120,17408x5120,151936x1024,128256x4096
+    local s=${S25_E_SHAPES:-4096x14336,14336x4096,8192x8192,5120x17408,25600x5120,17408x5120,151936x1024,128256x4096}
     local t all=
-    for t in 2 4; do all=$all${all:+,}$(echo ",$s" | sed "s/,/,${t}x/g; s/^,//"); done
+    for t in ${S25_E_TOKENS:-2 4}; do all=$all${all:+,}$(echo ",$s" | sed "s/,/,${t}x/g; s/^,//"); done
     timeout -s INT 70 $BIN run --workload linear_decode --shape "$all" \
         --dtype bf16 --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
         --label s25-few --db "$DB" --quiet >"$OUT/s25_e.txt" 2>&1
