@@ -54,12 +54,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     else if ((a.ld_x * es) % 16 != 0 || (a.ld_w * es) % 16 != 0)
         p.why_scalar = "a row stride is not a multiple of 16 bytes";
     p.vectorised = p.why_scalar.empty();
-    // 2 to 4 tokens over weights of 64 MiB or more take the balanced FMA kernel, not the tensor
-    // cores: the 16-row tiles stream large weights at about 3.6 TB/s (128256 x 4096 at 2 tokens:
-    // 291 µs against stock's 241 and the one-token balanced kernel's 239, H200, 59019ff).
-    const bool large_few = a.tokens <= 4 && a.n * a.k * es >= std::int64_t{64} << 20;
-    p.tensor_cores =
-        p.vectorised && a.type != elem::f32 && a.tokens >= 2 && a.k % 32 == 0 && !large_few;
+    p.tensor_cores = p.vectorised && a.type != elem::f32 && a.tokens >= 2 && a.k % 32 == 0;
     // The dependent launch won 1.1-1.5 us a call on the FMA paths and lost 1.3 us on the
     // tensor-core one (8 x 4096 x 4096: 11.0 -> 12.3 us, H200, builds dd5c95c and a4a457f): off
     // there, cause not isolated.
