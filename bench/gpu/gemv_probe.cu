@@ -438,39 +438,36 @@ int main() {
                 continue;
             auto one = [&](int i) {
                 const bf16* w = pool + (i % sets) * (sh.n * sh.k + offset_bytes / 2);
+                // the balanced kernel (MODE, HINT) on `blocks` blocks
+                const auto bal = [&](auto kernel, int blocks, bool pdl) {
+                    launch(kernel, blocks, pdl, st, (const bf16*)x, w, y, sh.n, sh.k / 8, sh.k,
+                           (std::uint64_t*)nullptr);
+                };
                 switch (v) {
                 case v_empty:
                     launch(empty_kernel, grid, true, st, y);
                     break;
                 case v_bal:
-                    launch(balanced<0, 0>, grid, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
-                           sh.k, (std::uint64_t*)nullptr);
+                case v_bal_nopdl:
+                    bal(balanced<0, 0>, grid, v == v_bal);
                     break;
                 case v_w2:
                 case v_w4:
                 case v_w8:
                 case v_w16:
-                    launch(balanced<0, 0>, grid << (v - v_w2 + 1), true, st, (const bf16*)x, w, y,
-                           sh.n, sh.k / 8, sh.k, (std::uint64_t*)nullptr);
+                    bal(balanced<0, 0>, grid << (v - v_w2 + 1), true);
                     break;
                 case v_div:
                 case v_div2: {
                     const int cap = grid * (v == v_div ? 1 : 2);
-                    launch(balanced<0, 0>, divisor_grid(sh.n, cap * 3 / 4, cap), true, st,
-                           (const bf16*)x, w, y, sh.n, sh.k / 8, sh.k, (std::uint64_t*)nullptr);
+                    bal(balanced<0, 0>, divisor_grid(sh.n, cap * 3 / 4, cap), true);
                     break;
                 }
-                case v_bal_nopdl:
-                    launch(balanced<0, 0>, grid, false, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
-                           sh.k, (std::uint64_t*)nullptr);
-                    break;
                 case v_stream:
-                    launch(balanced<1, 0>, grid, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
-                           sh.k, (std::uint64_t*)nullptr);
+                    bal(balanced<1, 0>, grid, true);
                     break;
                 case v_l2_256:
-                    launch(balanced<0, 1>, grid, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8,
-                           sh.k, (std::uint64_t*)nullptr);
+                    bal(balanced<0, 1>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {

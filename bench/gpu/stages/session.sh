@@ -532,6 +532,14 @@ stage_s24_c() {
     grep -E "^decode " "$OUT/s24_c_decode.txt" | head -8
 }
 
+# The gpu tests FILTER under a TIMEOUT (s), logged to LOG; prints the exit code and the summary.
+s25_gtests() {
+    local filter=$1 limit=$2 log=$3 t0=$SECONDS
+    timeout "$limit" $BUILD/tests/fourfold_gpu_tests --gtest_filter="$filter" >"$log" 2>&1
+    echo "gpu tests ($filter): exit $? after $((SECONDS - t0)) s"
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$log" | head -16
+}
+
 # Session 25's first call (2026-12-02): the balanced GEMV on a grid of equal rows a block where a
 # divisor of N lies just below the wave (bench/gpu/gemv_probe.cu found the wave's 15-or-16-row
 # blocks cost N = 8192 12 %): the GEMV, kernel and native decode gpu tests (a new edge shape and a
@@ -541,10 +549,7 @@ stage_s24_c() {
 stage_s25_a() {
     local t0=$SECONDS
     : >"$OUT/s25_a.txt"
-    timeout 150 $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='native.gemv*:native.kernels*:decode_native_cuda.*' >"$OUT/s25_a_tests.txt" 2>&1
-    echo "gpu tests (gemv, kernels, decode_native): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_a.txt"
-    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_a_tests.txt" | head -16
+    s25_gtests 'native.gemv*:native.kernels*:decode_native_cuda.*' 150 "$OUT/s25_a_tests.txt" | tee -a "$OUT/s25_a.txt"
     FOURFOLD_NATIVE_TEST_SIZES=small timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
         --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' \
         >"$OUT/s25_a_memcheck.txt" 2>&1
@@ -563,25 +568,6 @@ stage_s25_a() {
     grep -E "^decode " "$OUT/s25_decode.txt" | head -8
 }
 
-# Session 25's second call, on the warm machine: the article suite's 96 one-token GEMV shapes,
-# stock and native in one run (the geometric mean and the 2 % bound), and llama3-8b at ctx 2048.
-stage_s25_b() {
-    local t0=$SECONDS
-    : >"$OUT/s25_b.txt"
-    timeout -s INT 240 $BIN run --suite article --workload linear_decode --device cuda \
-        --min-time 0.1 --label s25-article --db "$DB" --quiet >"$OUT/s25_article.txt" 2>&1
-    echo "article linear_decode: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_b.txt"
-    sed -n '/^speed-up of/,/^$/p' "$OUT/s25_article.txt"
-    $BIN export --format json --run s25-article --db "$DB" >"$OUT/s25_article.json"
-    python3 bench/gpu/native_table.py "$OUT/s25_article.json" >"$OUT/s25_article_table.md" 2>&1
-    tail -8 "$OUT/s25_article_table.md"
-    timeout 100 $BIN decode --model llama3-8b --variants native,native_fused --mode graph --ctx 2048 \
-        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
-        --label s25-llama-2048 --quiet >"$OUT/s25_b_decode.txt" 2>&1
-    echo "decode llama3-8b ctx 2048: exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_b.txt"
-    grep -E "^decode " "$OUT/s25_b_decode.txt" | head -8
-}
-
 # Session 25's last call: the grid rule of e5d6998 reverted (in fourfold's own runs it lost 8-9 %
 # on 16384 x 4096, 4096 x 14336 and 4096 x 28672 and won nothing at N = 8192, where the probe had
 # it 11-15 % ahead): the GEMV gpu tests with the new edge shapes on the wave's grid, the s25_a sweep
@@ -590,9 +576,7 @@ stage_s25_b() {
 stage_s25_c() {
     local t0=$SECONDS
     : >"$OUT/s25_c.txt"
-    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' >"$OUT/s25_c_tests.txt" 2>&1
-    echo "gpu tests (gemv): exit $? after $((SECONDS - t0)) s" | tee -a "$OUT/s25_c.txt"
-    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_c_tests.txt" | head -8
+    s25_gtests 'native.gemv*' 60 "$OUT/s25_c_tests.txt" | tee -a "$OUT/s25_c.txt"
     local sweep=1x6144x4096,1x8192x4096,1x14336x4096,1x16384x4096,1x4096x14336,1x4096x28672,1x8192x8192
     sweep=$sweep,1x6144x5120,1x3072x8192,1x8192x28672
     timeout -s INT 80 $BIN run --workload linear_decode --shape "$sweep" --dtype bf16 --variants stock,native \
@@ -634,9 +618,7 @@ stage_s25_d() {
 # the large shapes of s25_d at 2 and 4 tokens, stock and native.
 stage_s25_e() {
     local t0=$SECONDS
-    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' >"$OUT/s25_e_tests.txt" 2>&1
-    echo "gpu tests (gemv): exit $? after $((SECONDS - t0)) s"
-    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|Failure" "$OUT/s25_e_tests.txt" | head -8
+    s25_gtests 'native.gemv*' 40 "$OUT/s25_e_tests.txt"
     local s=${S25_E_SHAPES:-4096x14336,14336x4096,8192x8192,5120x17408,25600x5120,17408x5120,151936x1024,128256x4096}
     local t all=
     for t in ${S25_E_TOKENS:-2 4}; do all=$all${all:+,}$(echo ",$s" | sed "s/,/,${t}x/g; s/^,//"); done
