@@ -1,5 +1,6 @@
-// The host half of the MoE decode kernels (kernels/moe.hpp): validity, token tiles, the two
-// persistent grids and the workspace, from the shape and the alignment alone (CPU, CI).
+// The host half of the MoE decode kernels (kernels/moe.hpp): validity, token tiles, one launch or
+// two, the persistent grids and the workspace, from the shape, the alignment and the device's
+// limits alone (CPU, CI).
 #include "fourfold/kernels/moe.hpp"
 
 #include <gtest/gtest.h>
@@ -36,22 +37,50 @@ moe_args qwen3_moe(std::int64_t tokens, elem t = elem::bf16) {
 
 } // namespace
 
-TEST(kernel_moe_plans, qwen3_moe_one_token_is_two_kernels_on_one_wave) {
+TEST(kernel_moe_plans, qwen3_moe_one_token_is_one_launch_on_one_wave) {
     const auto p = plan_moe(qwen3_moe(1), device_limits{});
     ASSERT_TRUE(p.valid.empty()) << p.valid;
-    EXPECT_EQ(p.kernels, 2);
+    EXPECT_EQ(p.kernels, 1);
+    EXPECT_TRUE(p.dependent_launch); // sm_90: behind the router's GEMV
     EXPECT_EQ(p.token_tile, 1);
     EXPECT_EQ(p.pairs, 8);
     EXPECT_EQ(p.max_active, 8);
     EXPECT_EQ(p.gate_up_units, 8 * 768);
     // 6144 (expert, column) units fill the 132 x 2 blocks of 8 warps: one wave, persistent
-    EXPECT_EQ(p.gate_up_blocks, 132 * k_moe_blocks_per_sm);
-    // 2048 output columns, a warp each: 256 blocks
-    EXPECT_EQ(p.down_units, 2048);
-    EXPECT_EQ(p.down_blocks, 256);
+    EXPECT_EQ(p.one_launch_blocks, 132 * k_moe_blocks_per_sm);
+    EXPECT_EQ(p.sm_count, 132);
+    // a warp's stage holds one output column's 8 down rows of 768 bf16
+    EXPECT_EQ(8 * 768 * 2, k_moe_stage_bytes);
+    EXPECT_EQ(p.smem_bytes, k_moe_stage_bytes * k_moe_threads / 32);
+    // two blocks an SM with their routing fit the H100/H200's 228 KB
+    EXPECT_LE(k_moe_blocks_per_sm * (k_moe_one_launch_dynamic_smem + k_moe_one_launch_static_smem),
+              228 * 1024);
     // an expert: gate/up 2 x 768 x 2048 and down 2048 x 768, bf16
     EXPECT_EQ(p.expert_bytes, 3ll * 768 * 2048 * 2);
+    EXPECT_NE(p.describe().find("1 kernel"), std::string::npos);
+    EXPECT_NE(p.describe().find("dependent launch"), std::string::npos);
+}
+
+TEST(kernel_moe_plans, two_kernels_when_asked_or_where_the_shared_memory_is_short) {
+    auto a = qwen3_moe(1);
+    a.one_launch = false;
+    auto p = plan_moe(a, device_limits{});
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.kernels, 2);
+    // 2048 output columns, a warp each: 256 blocks; kernel 1 on the full wave
+    EXPECT_EQ(p.gate_up_blocks, 132 * k_moe_blocks_per_sm);
+    EXPECT_EQ(p.down_units, 2048);
+    EXPECT_EQ(p.down_blocks, 256);
     EXPECT_NE(p.describe().find("2 kernels"), std::string::npos);
+    device_limits small; // an A100-like 164 KB an SM holds one block of the one launch, not two
+    small.max_smem_per_sm = 164 * 1024;
+    small.max_smem_per_block = 163 * 1024;
+    EXPECT_EQ(plan_moe(qwen3_moe(1), small).kernels, 2);
+    device_limits turing; // no cp.async
+    turing.cc_major = 7;
+    turing.max_smem_per_block = 64 * 1024;
+    turing.max_smem_per_sm = 64 * 1024;
+    EXPECT_EQ(plan_moe(qwen3_moe(1), turing).kernels, 2);
 }
 
 TEST(kernel_moe_plans, tokens_take_the_smallest_tile_that_holds_them) {
@@ -91,8 +120,9 @@ TEST(kernel_moe_plans, a_small_block_gets_a_small_grid) {
     a.ld_logits = 8;
     const auto p = plan_moe(a, device_limits{});
     ASSERT_TRUE(p.valid.empty()) << p.valid;
-    EXPECT_EQ(p.gate_up_blocks, 8); // 2 experts x 32 columns / 8 warps
-    EXPECT_EQ(p.down_blocks, 8);    // 64 columns / 8 warps
+    EXPECT_EQ(p.gate_up_blocks, 8);    // 2 experts x 32 columns / 8 warps
+    EXPECT_EQ(p.down_blocks, 8);       // 64 columns / 8 warps
+    EXPECT_EQ(p.one_launch_blocks, 8); // the larger of the two
 }
 
 TEST(kernel_moe_plans, refuses_what_the_kernels_cannot_take) {

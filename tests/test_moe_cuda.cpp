@@ -51,6 +51,9 @@ struct shape {
 const shape k_qwen3{128, 8, 2048, 768}; // Qwen3-30B-A3B
 const shape k_small{16, 4, 256, 128};
 const shape k_tiny{8, 2, 64, 32}; // the tiny-qwen3-moe preset
+// more output columns than the one launch has warps (4096 > 2112), and down rows of 125 vectors:
+// a warp takes two columns, and a stage chunk of 768 vectors ends inside an expert's row
+const shape k_wide{12, 8, 4096, 1000};
 
 // Expert weights on the CPU (kept for the reference) and on the device.
 struct experts {
@@ -365,22 +368,33 @@ TEST(moe_cuda, decoder_moe_layers_on_the_native_path_eager_and_captured) {
     EXPECT_LT((graph - eager).norm().item<double>() / eager.norm().item<double>(), 2e-2);
 }
 
-// The L2 prefetch of the down weights at kernel 1's tail is a matter of time only: the same bits
-// with and without it. Prints the step's µs either way (graph replays of 20 steps, device events)
-// and the byte time of the experts read at the device's measured copy bandwidth.
-TEST(moe_cuda, the_l2_prefetch_of_the_down_weights_changes_no_bit_and_both_times_are_printed) {
+// The three ways to run the step on the Qwen3-30B-A3B shape: two kernels without and with the
+// L2 prefetch of the down weights at kernel 1's tail (a matter of time only: the same bits), and
+// the one launch (another summation order in the down phase: held against float64 like the
+// others). Prints each one's µs a step (graph replays of 20 steps, device events) and the byte
+// time of the experts read at the device's measured copy bandwidth.
+TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
     const auto d = dev->torch_device();
     const auto w = make_experts(k_qwen3, at::kBFloat16, 1, d);
     const auto bw = dev->measure_copy_bandwidth().bytes_per_s;
     call_context ctx(*dev);
+    struct way {
+        const char* name;
+        bool one_launch;
+        std::int64_t l2_prefetch;
+    };
+    const way ways[] = {{"two kernels", false, 0},
+                        {"two kernels, L2 prefetch", false, kernels::k_moe_default_l2_prefetch},
+                        {"one launch", true, 0}};
     for (const std::int64_t tokens : {1, 2, 4, 8}) {
         const auto x =
             workloads::seeded_normal({tokens, k_qwen3.hidden}, 3, 0.0, 1.0, at::kBFloat16).to(d);
         const auto logits = ranked_logits(tokens, k_qwen3.experts, 21).to(d);
+        const auto ref = reference(x, logits, w, k_qwen3.top_k);
         std::vector<at::Tensor> outs;
-        for (const std::int64_t budget : {std::int64_t{0}, kernels::k_moe_default_l2_prefetch}) {
+        for (const auto& way : ways) {
             auto y = at::empty_like(x);
             kernels::moe_args a;
             a.x = x.data_ptr();
@@ -395,11 +409,13 @@ TEST(moe_cuda, the_l2_prefetch_of_the_down_weights_changes_no_bit_and_both_times
             a.width = k_qwen3.width;
             a.ld_x = a.ld_y = k_qwen3.hidden;
             a.ld_logits = k_qwen3.experts;
-            a.l2_prefetch_bytes = budget;
+            a.l2_prefetch_bytes = way.l2_prefetch;
+            a.one_launch = way.one_launch;
             a.type = kernels::elem::bf16;
             a.logits_type = kernels::elem::f32;
             auto plan = kernels::plan_moe(a, workloads::native::limits(ctx));
             ASSERT_TRUE(plan.valid.empty()) << plan.valid;
+            EXPECT_EQ(plan.kernels, way.one_launch ? 1 : 2);
             const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
             a.workspace = ws.data_ptr();
             plan = kernels::plan_moe(a, workloads::native::limits(ctx));
@@ -426,13 +442,51 @@ TEST(moe_cuda, the_l2_prefetch_of_the_down_weights_changes_no_bit_and_both_times
                 reached.insert(chosen.reshape({-1})[i].item<std::int64_t>());
             const auto active = static_cast<std::int64_t>(reached.size());
             const double bytes = static_cast<double>(active) * 3 * 768 * 2048 * 2;
-            std::cout << "moe native T=" << tokens << " l2_prefetch=" << budget << ": " << best
+            std::cout << "moe native T=" << tokens << " " << way.name << ": " << best
                       << " us a step (best of 10 x " << steps << " replays); " << active
                       << " experts, " << bytes / 1e6 << " MB = " << bytes / bw * 1e6
                       << " us at the measured " << bw / 1e12 << " TB/s\n";
+            EXPECT_LT(error_ratio(y, ref), bound_of(at::kBFloat16)) << way.name << " T=" << tokens;
             outs.push_back(y);
         }
         EXPECT_TRUE(at::equal(outs[0], outs[1])) << "T=" << tokens;
+    }
+#endif
+}
+
+// The one launch where a warp takes two output columns and a stage chunk ends inside an
+// expert's down row; the two kernels on the same inputs, both against float64.
+TEST(moe_cuda, one_launch_takes_two_columns_a_warp_and_chunks_inside_a_row) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const auto d = dev->torch_device();
+    for (const auto type : {at::kBFloat16, at::kFloat}) {
+        const auto w = make_experts(k_wide, type, 5, d);
+        for (const std::int64_t tokens : {1, 3, 8}) {
+            const auto x = workloads::seeded_normal(
+                {tokens, k_wide.hidden}, static_cast<std::uint64_t>(tokens), 0.0, 1.0, type);
+            const auto logits = ranked_logits(tokens, k_wide.experts, 40 + tokens);
+            const auto ref = reference(x, logits, w, k_wide.top_k);
+            const auto got = run_native(*dev, x.to(d), logits.to(d), w, k_wide.top_k);
+            EXPECT_LT(error_ratio(got, ref), bound_of(type))
+                << c10::toString(type) << " T=" << tokens;
+            // the plan the call took: one launch, fewer warps than columns
+            call_context ctx(*dev);
+            kernels::moe_args a;
+            a.x = a.logits = a.w_gate_up = a.w_down = w.gate_up.data_ptr();
+            a.y = a.workspace = w.gate_up.data_ptr();
+            a.tokens = tokens;
+            a.experts = k_wide.experts;
+            a.top_k = k_wide.top_k;
+            a.hidden = a.ld_x = a.ld_y = k_wide.hidden;
+            a.width = k_wide.width;
+            a.ld_logits = k_wide.experts;
+            a.type = type == at::kFloat ? kernels::elem::f32 : kernels::elem::bf16;
+            const auto plan = kernels::plan_moe(a, workloads::native::limits(ctx));
+            ASSERT_TRUE(plan.valid.empty()) << plan.valid;
+            EXPECT_EQ(plan.kernels, 1);
+            EXPECT_LT(plan.one_launch_blocks * (kernels::k_moe_threads / 32), k_wide.hidden);
+        }
     }
 #endif
 }

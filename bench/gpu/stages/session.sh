@@ -628,3 +628,38 @@ stage_s25_e() {
     echo "few tokens: exit $? after $((SECONDS - t0)) s"
     grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s25_e.txt" | head -40
 }
+
+# Session 26 (2026-12-02): the MoE step in one launch (kernels/moe.cu's moe_one_launch). Its gpu
+# tests and the decoder's native tests (the three ways of the step timed on the Qwen3-30B-A3B
+# shape inside moe_cuda), moe_decode stock and native at 1 and 8 tokens, qwen3-30b-a3b's decode
+# at ctx 512 and 2048, then compute-sanitizer over the MoE tests of small shapes in what time is
+# left of the call's 9 minutes.
+stage_s26_a() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.*:decode_native_cuda.*' 150 s26_tests.txt
+    grep -E "moe native T=|max error" "$OUT/s26_tests.txt" | head -30
+    : >"$OUT/s26.txt"
+    timeout 45 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,gate_up --dtype bf16 \
+        --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s26-moe --quiet >>"$OUT/s26.txt" 2>&1
+    echo "moe_decode: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|event|PASS|FAIL)" "$OUT/s26.txt" | head -20
+    timeout 150 $BIN decode --model qwen3-30b-a3b --variants stock,native --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s26-qwen --quiet >>"$OUT/s26.txt" 2>&1
+    echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
+    $BIN compare s26-qwen --baseline-variant stock --db "$DB" >>"$OUT/s26.txt" 2>&1
+    grep -E "^decode|tokens/s|FASTER|SLOWER|SAME" "$OUT/s26.txt" | head -20
+    local left=$((540 - SECONDS)) # SECONDS: since h200.sh began (the build included)
+    local tool
+    for tool in memcheck racecheck; do
+        [ $left -gt 30 ] || { echo "compute-sanitizer $tool: not run (no time left)"; continue; }
+        timeout $((left / 2)) compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=moe \
+            $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.native_step_matches_float64_on_small_shapes*:moe_cuda.ties*' \
+            >"$OUT/s26_sanitizer_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool: exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Invalid|hazard" "$OUT/s26_sanitizer_$tool.txt" | sort | uniq -c | head -8
+        left=$((540 - SECONDS))
+    done
+}

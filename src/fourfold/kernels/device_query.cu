@@ -15,6 +15,7 @@ device_limits query_device(int index) {
     d.sm_count = prop.multiProcessorCount;
     d.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
     d.max_smem_per_block = static_cast<int>(prop.sharedMemPerBlockOptin);
+    d.max_smem_per_sm = static_cast<int>(prop.sharedMemPerMultiprocessor);
     d.cc_major = prop.major;
     d.cc_minor = prop.minor;
     d.cooperative_launch = prop.cooperativeLaunch != 0;

@@ -125,7 +125,8 @@ template <class Launch> launch_status by_element(elem e, Launch&& launch) {
 // the plan decides) as a programmatic dependent launch, which may overlap the previous kernel's
 // last blocks (the kernel then calls dependency_wait(), see above). Graph capture keeps the
 // edge programmatic.
-// (with `smem` bytes of dynamic shared memory, at most 48 KiB)
+// (with `smem` bytes of dynamic shared memory: at most 48 KiB unless the kernel's attribute
+// cudaFuncAttributeMaxDynamicSharedMemorySize was raised first)
 template <typename... Params, typename... Args>
 cudaError_t launch_serialised_after_smem(void (*kernel)(Params...), dim3 grid, dim3 block,
                                          std::size_t smem, stream_t stream, bool dependent,

@@ -23,6 +23,7 @@ struct device_limits {
     int sm_count = 132;
     int max_threads_per_sm = 2048;
     int max_smem_per_block = 227 * 1024; // opt-in limit
+    int max_smem_per_sm = 228 * 1024;
     int cc_major = 9;
     int cc_minor = 0;
     int max_cluster_blocks = 8; // 16 where the device can schedule the non-portable size

@@ -1,6 +1,6 @@
 // The MoE decode step's kernels (see moe.hpp).
 //
-// Both kernels run 8 warps a block on a persistent grid; warp w of the grid takes units w,
+// Every kernel here runs 8 warps a block on a persistent grid; warp w of the grid takes units w,
 // w + W, ... (W warps in the grid). A warp streams a unit's weight rows in 16-byte loads, lane l
 // reading vectors l, l + 32, ... so that one load instruction of the warp covers 512 contiguous
 // bytes; up to 8 vectors of each row a lane are in flight before the first multiply. The
@@ -9,6 +9,7 @@
 #include "fourfold/kernels/moe.hpp"
 #include "fourfold/kernels/reduce.cuh"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace fourfold::kernels {
@@ -185,36 +186,14 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T
     }
 }
 
-// Kernel 1: route, then (active expert a, column j) units: gate row j and up row W + j of the
+// (active expert a, column j) units over the grid's warps: gate row j and up row W + j of the
 // expert against the x rows of its tokens; silu(gate) * up into the intermediate.
-template <typename T, typename L, int TOK>
-__global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
-    moe_route_gate_up(const T* __restrict__ x, const L* __restrict__ logits,
-                      const T* __restrict__ w, const T* __restrict__ w_down, void* __restrict__ ws,
-                      int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
-                      std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits,
-                      std::int64_t prefetch_budget) {
+template <typename T, int TOK>
+__device__ __forceinline__ void
+gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ inter,
+              const routing_smem& s, std::int64_t hidden, std::int64_t width, std::int64_t ld_x) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 8;
-    __shared__ routing_smem s;
-    route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
-    const int pairs = tokens * top_k;
-    const auto lay = moe_layout(pairs, width, sizeof(T));
-    if (blockIdx.x == 0) {
-        const int i = threadIdx.x;
-        if (i < pairs) {
-            at_offset<int>(ws, lay.sorted_token)[i] = s.sorted_token[i];
-            at_offset<float>(ws, lay.sorted_weight)[i] = s.sorted_weight[i];
-        }
-        if (i < s.active) {
-            at_offset<int>(ws, lay.active_expert)[i] = s.active_expert[i];
-            at_offset<int>(ws, lay.active_begin)[i] = s.active_begin[i];
-            at_offset<int>(ws, lay.active_count)[i] = s.active_count[i];
-        }
-        if (i == 0)
-            at_offset<int>(ws, lay.header)[0] = s.active;
-    }
-    T* inter = at_offset<T>(ws, lay.inter);
     const int lane = threadIdx.x % 32;
     const std::int64_t nv = hidden / VEC;
     const std::int64_t units = static_cast<std::int64_t>(s.active) * width;
@@ -245,6 +224,35 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                 inter[(begin + t) * width + j] = element<T>::from_float(silu(g) * up);
         }
     }
+}
+
+// Kernel 1 of two: route, write the routing to the workspace (block 0), the gate/up units.
+template <typename T, typename L, int TOK>
+__global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
+    moe_route_gate_up(const T* __restrict__ x, const L* __restrict__ logits,
+                      const T* __restrict__ w, const T* __restrict__ w_down, void* __restrict__ ws,
+                      int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
+                      std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits,
+                      std::int64_t prefetch_budget) {
+    __shared__ routing_smem s;
+    route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
+    const int pairs = tokens * top_k;
+    const auto lay = moe_layout(pairs, width, sizeof(T));
+    if (blockIdx.x == 0) {
+        const int i = threadIdx.x;
+        if (i < pairs) {
+            at_offset<int>(ws, lay.sorted_token)[i] = s.sorted_token[i];
+            at_offset<float>(ws, lay.sorted_weight)[i] = s.sorted_weight[i];
+        }
+        if (i < s.active) {
+            at_offset<int>(ws, lay.active_expert)[i] = s.active_expert[i];
+            at_offset<int>(ws, lay.active_begin)[i] = s.active_begin[i];
+            at_offset<int>(ws, lay.active_count)[i] = s.active_count[i];
+        }
+        if (i == 0)
+            at_offset<int>(ws, lay.header)[0] = s.active;
+    }
+    gate_up_units<T, TOK>(x, w, at_offset<T>(ws, lay.inter), s, hidden, width, ld_x);
     // A thread whose units are done asks L2 for its share of the active experts' down matrices
     // (128-byte lines, evict_last), where they fit the budget: the DRAM keeps streaming through
     // this kernel's tail and the launch of the next, which then reads them from L2.
@@ -364,6 +372,128 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     }
 }
 
+// The one launch (moe.hpp). Its barrier's counters (reduce.cuh's grid_barrier): the one
+// launch's calls are ordered on a stream, each waits for the kernel before it.
+__device__ unsigned g_moe_arrived;
+__device__ unsigned g_moe_generation;
+
+constexpr int k_stage_vectors = k_moe_stage_bytes / 16; // 16-byte vectors a warp stages
+
+// A weak 16-byte load (L1 allowed, not the read-only path): the intermediate, written by other
+// blocks of this launch before the barrier.
+__device__ __forceinline__ uint4 load_written(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+// Output column n's down rows as one flat list of (active expert a, vector v) = a * nv + v
+// (`total` entries): chunk c (k_stage_vectors entries) copied into the warp's stage, lane l
+// taking entries l, l + 32, ... (and reading only those it copied: no exchange between lanes).
+template <typename T>
+__device__ __forceinline__ void stage_down_chunk(const T* __restrict__ w_down,
+                                                 const routing_smem& s, std::int64_t n, int c,
+                                                 int total, int nv, std::int64_t hidden,
+                                                 std::int64_t width, uint4* stage, int lane) {
+    const int first = c * k_stage_vectors;
+    for (int i = lane; i < k_stage_vectors && first + i < total; i += 32) {
+        const int f = first + i, a = f / nv, v = f - a * nv;
+        const auto* row = reinterpret_cast<const uint4*>(
+            w_down + (static_cast<std::int64_t>(s.active_expert[a]) * hidden + n) * width);
+        copy_async_16(stage + i, row + v);
+    }
+}
+
+// The staged chunk c dotted with the intermediate rows of each entry's expert's pairs; weight
+// x dot into the lane's per-token sums (the warp adds the lanes at the end: a fixed order).
+template <typename T, int TOK>
+__device__ __forceinline__ void down_chunk(const uint4* stage, const T* inter,
+                                           const routing_smem& s, int c, int total, int nv,
+                                           std::int64_t width, int lane, float (&acc)[TOK]) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    const int first = c * k_stage_vectors;
+    for (int i = lane; i < k_stage_vectors && first + i < total; i += 32) {
+        const int f = first + i, a = f / nv, v = f - a * nv;
+        float wf[VEC];
+        P::unpack(stage[i], wf);
+        const int b = s.active_begin[a], cnt = s.active_count[a];
+        for (int p = b; p < b + cnt; ++p) {
+            float hf[VEC];
+            P::unpack(load_written(reinterpret_cast<const uint4*>(inter + p * width) + v), hf);
+            float d = 0.f;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                d = fmaf(wf[j], hf[j], d);
+            const int tok = s.sorted_token[p];
+            const float wt = s.sorted_weight[p];
+#pragma unroll
+            for (int t = 0; t < TOK; ++t)
+                if (t == tok)
+                    acc[t] = fmaf(wt, d, acc[t]);
+        }
+    }
+}
+
+// The whole step in one launch: route, gate/up units, the first column's down rows staged,
+// grid barrier, down + combine. Every block must be resident at once (the launch bounds the
+// grid by the occupancy it asked the runtime for).
+template <typename T, typename L, int TOK>
+__global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
+    moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
+                   const T* __restrict__ w_down, void* __restrict__ ws, T* __restrict__ y,
+                   int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
+                   std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits,
+                   std::int64_t ld_y) {
+    constexpr int VEC = 16 / sizeof(T);
+    extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
+    __shared__ routing_smem s;
+    dependency_wait(); // the logits and x are the previous kernel's
+    route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
+    allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
+    T* inter = at_offset<T>(ws, moe_layout(tokens * top_k, width, sizeof(T)).inter);
+    gate_up_units<T, TOK>(x, w, inter, s, hidden, width, ld_x);
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint4* stage = stages + warp * k_stage_vectors;
+    const int nv = static_cast<int>(width / VEC);
+    const int total = s.active * nv; // < 2^31: the plan's bound
+    const int chunks = (total + k_stage_vectors - 1) / k_stage_vectors;
+    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * k_warps;
+    const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * k_warps + warp;
+    // the first column's first chunk streams in while the grid finishes its gate/up units
+    if (n0 < hidden)
+        stage_down_chunk(w_down, s, n0, 0, total, nv, hidden, width, stage, lane);
+    __syncthreads(); // the block's intermediate values are stored
+    if (threadIdx.x == 0)
+        grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
+    __syncthreads();
+    __threadfence(); // every thread: the other blocks' intermediate values, not a stale L1 line
+    for (std::int64_t n = n0; n < hidden; n += warps) {
+        float acc[TOK];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t)
+            acc[t] = 0.f;
+        for (int c = 0; c < chunks; ++c) {
+            if (n != n0 || c != 0)
+                stage_down_chunk(w_down, s, n, c, total, nv, hidden, width, stage, lane);
+            copy_async_wait_all();
+            down_chunk<T, TOK>(stage, inter, s, c, total, nv, width, lane, acc);
+        }
+#pragma unroll
+        for (int t = 0; t < TOK; ++t) {
+            if (t >= tokens)
+                break;
+            const float sum = warp_sum(acc[t]);
+            if (lane == 0)
+                y[t * ld_y + n] = element<T>::from_float(sum);
+        }
+    }
+}
+
 // The grouped GEMV: the active groups compacted from the offsets (a block-wide count over the
 // experts), then (active expert, row pair) units, TOK rows of the group per read of the weights.
 template <typename T, int TOK>
@@ -444,8 +574,45 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     }
 }
 
+// The one launch's blocks an SM, asked of the runtime once per kernel (its shared memory raised
+// to the stages and the carveout to the most shared memory): the grid never exceeds what can be
+// resident at once, or its barrier would wait for a block that cannot start.
+template <typename T, typename L, int TOK> int one_launch_residency() {
+    static const int resident = [] {
+        auto* k = moe_one_launch<T, L, TOK>;
+        const auto smem = static_cast<int>(k_moe_one_launch_dynamic_smem);
+        if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
+                cudaSuccess ||
+            cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared) != cudaSuccess)
+            return 0;
+        int blocks = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, k_moe_threads, smem) !=
+            cudaSuccess)
+            return 0;
+        return blocks;
+    }();
+    return resident;
+}
+
 template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
+    if (p.kernels == 1) {
+        const int resident = one_launch_residency<T, L, TOK>();
+        if (resident < 1)
+            return invalid("the one-launch MoE kernel cannot be resident on this device (its "
+                           "shared memory); plan it with one_launch = false");
+        const std::int64_t blocks =
+            std::min<std::int64_t>(p.one_launch_blocks, std::int64_t{resident} * p.sm_count);
+        return status_of(launch_serialised_after_smem(
+            moe_one_launch<T, L, TOK>, dim3(static_cast<unsigned>(blocks)), dim3(p.threads),
+            static_cast<std::size_t>(p.smem_bytes), stream, p.dependent_launch,
+            static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
+            static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
+            static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
+            static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits,
+            a.ld_y));
+    }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
         static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,

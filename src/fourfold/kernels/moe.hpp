@@ -1,5 +1,17 @@
 #pragma once
-// The MoE block at decode time (Qwen3-MoE's), in two kernels on raw pointers and a stream:
+// The MoE block at decode time (Qwen3-MoE's), on raw pointers and a stream. Where the device has
+// the shared memory (sm_80 on: 2 x 106 KB an SM), in ONE launch on a persistent grid whose blocks
+// are all resident:
+//
+//   route (every block, from the router logits), gate/up + SwiGLU (as kernel 1 below), then each
+//   warp copies its first output column's down rows (row n of every active expert, 12 KB at
+//   most, cp.async) into shared memory BEFORE a grid barrier, so the down weights stream while
+//   the last gate/up rows arrive; after the barrier the intermediate is complete and the warp
+//   dots the staged rows with it (down + the weighted combine as kernel 2 below, lanes over the
+//   flat list of (expert, 16-byte vector)); further chunks and columns are staged the same way.
+//   No second launch, no tail between two kernels, and a dependent launch behind the router.
+//
+// Elsewhere (or when the caller asks for it: moe_args::one_launch), in two kernels:
 //
 //   1. route + gate/up + SwiGLU. Every block of a persistent grid computes the routing from the
 //      router logits itself (T <= 8 tokens x E <= 512 experts: softmax in fp32, top-k, the top-k
@@ -43,6 +55,13 @@ inline constexpr int k_moe_max_top_k = 32;    // one selected expert a lane
 inline constexpr int k_moe_threads = 256;
 inline constexpr int k_moe_blocks_per_sm = 2; // __launch_bounds__ of both kernels
 inline constexpr std::int64_t k_moe_default_l2_prefetch = std::int64_t{32} << 20;
+// The one launch's per-warp stage of down rows: 8 Qwen3-30B-A3B rows (768 x bf16) at once.
+inline constexpr int k_moe_stage_bytes = 12 * 1024;
+// Its shared memory a block: the stages (dynamic) and, static, the routing (9 arrays of 256 ints
+// or floats) with the per-block remainder the runtime reserves; checked against the device.
+inline constexpr std::int64_t k_moe_one_launch_dynamic_smem =
+    std::int64_t{k_moe_stage_bytes} * (k_moe_threads / 32);
+inline constexpr std::int64_t k_moe_one_launch_static_smem = 9 * 1024 + 1024;
 
 struct moe_args {
     const void* x = nullptr;         // T x H, row stride ld_x
@@ -60,21 +79,28 @@ struct moe_args {
     // most this (bytes; 0: never): below the L2 (50 MB on an H100/H200), with room for the
     // streamed gate/up rows passing through it.
     std::int64_t l2_prefetch_bytes = k_moe_default_l2_prefetch;
+    // One launch where the device can (above); false asks for the two kernels (an A/B of the
+    // same step in one process).
+    bool one_launch = true;
 };
 
 struct moe_plan {
-    int kernels = 2;
+    int kernels = 2;                    // 1: the one launch (one_launch_blocks), 2: the two
+    bool dependent_launch = false;      // the one launch behind the previous kernel (sm_90 on)
+    std::int64_t one_launch_blocks = 0; // its persistent grid
+    std::int64_t smem_bytes = 0;        // its dynamic shared memory a block
+    int sm_count = 0;                   // the device's, to bound the grid by residency
     int threads = k_moe_threads;
     int token_tile = 1;                  // tokens a kernel is compiled for: 1, 2, 4 or 8
     std::int64_t pairs = 0;              // T x k (token, slot) pairs
     std::int64_t max_active = 0;         // experts the pairs can reach: min(E, T x k)
     std::int64_t gate_up_units = 0;      // at most: max_active x W (expert, column) units
     std::int64_t down_units = 0;         // H output columns
-    std::int64_t gate_up_blocks = 0;     // kernel 1's persistent grid
-    std::int64_t down_blocks = 0;        // kernel 2's
+    std::int64_t gate_up_blocks = 0;     // the two kernels' persistent grids: kernel 1's
+    std::int64_t down_blocks = 0;        // and kernel 2's
     std::int64_t workspace_bytes = 0;    // routing (ints and floats) + intermediate [pairs, W]
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
-    std::int64_t l2_prefetch_budget = 0; // the args' l2_prefetch_bytes (0: no L2 prefetch)
+    std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
 };

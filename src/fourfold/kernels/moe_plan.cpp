@@ -1,5 +1,5 @@
-// The host half of the MoE decode step: validity, the token tile, the two persistent grids and
-// the workspace (pure arithmetic: no CUDA call).
+// The host half of the MoE decode step: validity, the token tile, one launch or two, the
+// persistent grids and the workspace (pure arithmetic: no CUDA call).
 #include "fourfold/kernels/moe.hpp"
 
 #include <algorithm>
@@ -31,9 +31,27 @@ std::int64_t persistent_blocks(std::int64_t units, const device_limits& d) {
                                   std::min(wave, (units + warps_per_block - 1) / warps_per_block));
 }
 
+// Two blocks of the one launch on every SM: its stages, its routing and what the runtime keeps.
+bool one_launch_fits(const device_limits& d) {
+    const std::int64_t block = k_moe_one_launch_dynamic_smem + k_moe_one_launch_static_smem;
+    return d.cc_major >= 8 && d.max_smem_per_block >= block &&
+           d.max_smem_per_sm >= k_moe_blocks_per_sm * block;
+}
+
 } // namespace
 
 std::string moe_plan::describe() const {
+    if (kernels == 1)
+        return "1 kernel: route + gate/up + SwiGLU, then down + weighted combine behind a grid "
+               "barrier (" +
+               std::to_string(one_launch_blocks) + " persistent blocks of " +
+               std::to_string(threads) +
+               ", routing recomputed per block; a warp per (expert, column), then per output "
+               "column with its down rows staged in shared memory (" +
+               std::to_string(k_moe_stage_bytes) +
+               " B a warp, cp.async) before the barrier; fixed-order fp32 sum)" +
+               (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
+               std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
            std::to_string(gate_up_blocks) + " persistent blocks of " + std::to_string(threads) +
            ", a warp per (expert, column), routing recomputed per block), down + weighted "
@@ -96,6 +114,14 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     p.down_units = a.hidden;
     p.gate_up_blocks = persistent_blocks(p.gate_up_units, d);
     p.down_blocks = persistent_blocks(p.down_units, d);
+    p.sm_count = d.sm_count;
+    if (a.one_launch && one_launch_fits(d) &&
+        p.max_active * a.width < (std::int64_t{1} << 31)) { // the flat (expert, vector) index
+        p.kernels = 1;
+        p.one_launch_blocks = std::max(p.gate_up_blocks, p.down_blocks);
+        p.smem_bytes = k_moe_one_launch_dynamic_smem;
+        p.dependent_launch = d.cc_major >= 9;
+    }
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);

@@ -1,6 +1,6 @@
 #pragma once
-// Warp- and block-wide reductions and the streaming weight load, shared by the kernels. Only
-// included by .cu files.
+// Warp- and block-wide reductions, the streaming weight load, the asynchronous copy to shared
+// memory and the grid barrier, shared by the kernels. Only included by .cu files.
 #include <cuda_runtime.h>
 
 namespace fourfold::kernels::device {
@@ -12,6 +12,42 @@ __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
     return v;
+}
+
+// 16 bytes from global to shared memory without a register (cp.async, L2 only: sm_80 on); the
+// copies a thread issued since its last wait land by copy_async_wait_all().
+__device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
+    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void copy_async_wait_all() {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// A self-resetting barrier over `blocks` blocks that are all resident at once, called by one
+// thread of each: an arrival count and a generation in global memory, zero when the module
+// loads; the last block to arrive resets the count and moves the generation on, so the next
+// launch (or a replayed graph) finds them as the first did. What a block stored before its
+// arrival is visible to every block after the barrier. One pair of counters serves one launch
+// at a time: launches that share them must be ordered (fourfold's are, on one stream).
+__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned* generation, int blocks) {
+    const unsigned g = load_acquire(generation);
+    __threadfence(); // the block's stores, made before, are visible before its arrival
+    if (atomicAdd(arrived, 1u) == static_cast<unsigned>(blocks) - 1) {
+        atomicExch(arrived, 0u);
+        __threadfence();
+        atomicAdd(generation, 1u);
+    } else {
+        while (load_acquire(generation) == g) {
+        }
+    }
+    __threadfence();
 }
 
 // The sum (the maximum) of v over the warp, in every lane.

@@ -7,6 +7,7 @@
 // Special values follow the arithmetic of stock softmax: a NaN anywhere in a row makes the row
 // NaN; a row of -inf has M = -inf and is NaN (exp(-inf - -inf)); a +inf makes the sum NaN.
 #include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/reduce.cuh"
 #include "fourfold/kernels/softmax.hpp"
 
 #include <cooperative_groups.h>
@@ -266,26 +267,8 @@ __device__ running g_grid_part[k_softmax_grid_max_blocks];
 __device__ unsigned g_grid_arrived[k_softmax_grid_max_rows];
 __device__ unsigned g_grid_generation[k_softmax_grid_max_rows];
 
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// Thread 0 of each of a row's `blocks` blocks: publish the block's pair, count in, and wait
-// until the row's last block has counted in (it resets the count and moves the generation on).
 __device__ __forceinline__ void grid_row_barrier(std::int64_t row, int blocks) {
-    const unsigned generation = load_acquire(&g_grid_generation[row]);
-    __threadfence(); // the block's pair, stored before, is visible before its arrival
-    if (atomicAdd(&g_grid_arrived[row], 1u) == static_cast<unsigned>(blocks) - 1) {
-        atomicExch(&g_grid_arrived[row], 0u);
-        __threadfence();
-        atomicAdd(&g_grid_generation[row], 1u);
-    } else {
-        while (load_acquire(&g_grid_generation[row]) == generation) {
-        }
-    }
-    __threadfence();
+    grid_barrier(&g_grid_arrived[row], &g_grid_generation[row], blocks);
 }
 
 // `blocks` blocks per row over a cooperative grid (every block resident at once, so the

@@ -54,7 +54,7 @@ void need_contiguous(const at::Tensor& t, const char* what) {
         throw std::invalid_argument(fmt::format("moe native: {} must be contiguous", what));
 }
 
-// kernels/moe.cu's two launches for up to 8 tokens; `out` (T, H) and `ws` (the plan's bytes)
+// kernels/moe.cu's launch (or two) for up to 8 tokens; `out` (T, H) and `ws` (the plan's bytes)
 // are the caller's.
 void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::Tensor& w_gate_up,
                       const at::Tensor& w_down, std::int64_t top_k, bool normalise,
@@ -90,6 +90,9 @@ void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::T
                                 {"kernels", plan.kernels},
                                 {"token_tile", plan.token_tile},
                                 {"pairs", plan.pairs},
+                                {"one_launch_blocks", plan.one_launch_blocks},
+                                {"dependent_launch", plan.dependent_launch},
+                                {"shared_memory_bytes_per_block", plan.smem_bytes},
                                 {"gate_up_blocks", plan.gate_up_blocks},
                                 {"down_blocks", plan.down_blocks},
                                 {"threads_per_block", plan.threads},
