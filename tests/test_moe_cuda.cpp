@@ -448,6 +448,32 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
                       << " us at the measured " << bw / 1e12 << " TB/s\n";
             EXPECT_LT(error_ratio(y, ref), bound_of(at::kBFloat16)) << way.name << " T=" << tokens;
             outs.push_back(y);
+            if (!way.one_launch)
+                continue;
+            const int resident = kernels::moe_one_launch_residency(plan, a);
+            EXPECT_EQ(resident, kernels::k_moe_blocks_per_sm);
+            // the phases: stopped after the gate/up units, after the barrier (y not the step's)
+            for (const int phase : {1, 2}) {
+                a.probe_stop_after = phase;
+                auto probe = dev->capture([&] {
+                    for (int i = 0; i < steps; ++i)
+                        workloads::native::check(
+                            kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
+                });
+                probe->replay();
+                double t = 1e30;
+                for (int r = 0; r < 10; ++r) {
+                    start->record();
+                    probe->replay();
+                    stop->record();
+                    dev->synchronize();
+                    t = std::min(t, stop->elapsed_ms_since(*start) * 1e3 / steps);
+                }
+                std::cout << "moe native T=" << tokens << " one launch stopped after "
+                          << (phase == 1 ? "the gate/up units" : "the barrier") << ": " << t
+                          << " us (" << resident << " blocks an SM)\n";
+            }
+            a.probe_stop_after = 0;
         }
         EXPECT_TRUE(at::equal(outs[0], outs[1])) << "T=" << tokens;
     }

@@ -377,120 +377,159 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
 __device__ unsigned g_moe_arrived;
 __device__ unsigned g_moe_generation;
 
-constexpr int k_stage_vectors = k_moe_stage_bytes / 16; // 16-byte vectors a warp stages
+constexpr int k_stage_vectors = k_moe_stage_bytes / 16;  // 16-byte vectors a warp stages
+constexpr int k_columns = k_moe_down_columns;            // output columns a block's group
+constexpr int k_piece_max = k_stage_vectors / k_columns; // vectors of a row a stage holds
+constexpr int k_piece_lanes = (k_piece_max + 31) / 32;   // of them, a lane's
 
-// A weak 16-byte load (L1 allowed, not the read-only path): the intermediate, written by other
-// blocks of this launch before the barrier.
-__device__ __forceinline__ uint4 load_written(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
+// Phase 2's unit of work: the output columns [n0, n0 + k_columns) of a block's group, and of
+// those, a warp's item (active expert a, piece [v0, v0 + len) of its down rows' vectors).
+struct down_item {
+    std::int64_t n0;
+    int a, v0, len;
+};
 
-// Output column n's down rows as one flat list of (active expert a, vector v) = a * nv + v
-// (`total` entries): chunk c (k_stage_vectors entries) copied into the warp's stage, lane l
-// taking entries l, l + 32, ... (and reading only those it copied: no exchange between lanes).
+// The item's k_columns rows x len vectors into the warp's stage (row c at c * k_piece_max):
+// lane l copies vectors l, l + 32, ... of each row, and reads only those it copied.
 template <typename T>
-__device__ __forceinline__ void stage_down_chunk(const T* __restrict__ w_down,
-                                                 const routing_smem& s, std::int64_t n, int c,
-                                                 int total, int nv, std::int64_t hidden,
-                                                 std::int64_t width, uint4* stage, int lane) {
-    const int first = c * k_stage_vectors;
-    for (int i = lane; i < k_stage_vectors && first + i < total; i += 32) {
-        const int f = first + i, a = f / nv, v = f - a * nv;
-        const auto* row = reinterpret_cast<const uint4*>(
-            w_down + (static_cast<std::int64_t>(s.active_expert[a]) * hidden + n) * width);
-        copy_async_16(stage + i, row + v);
-    }
-}
-
-// The staged chunk c dotted with the intermediate rows of each entry's expert's pairs; weight
-// x dot into the lane's per-token sums (the warp adds the lanes at the end: a fixed order).
-template <typename T, int TOK>
-__device__ __forceinline__ void down_chunk(const uint4* stage, const T* inter,
-                                           const routing_smem& s, int c, int total, int nv,
-                                           std::int64_t width, int lane, float (&acc)[TOK]) {
-    constexpr int VEC = 16 / sizeof(T);
-    using P = packet<T, VEC>;
-    const int first = c * k_stage_vectors;
-    for (int i = lane; i < k_stage_vectors && first + i < total; i += 32) {
-        const int f = first + i, a = f / nv, v = f - a * nv;
-        float wf[VEC];
-        P::unpack(stage[i], wf);
-        const int b = s.active_begin[a], cnt = s.active_count[a];
-        for (int p = b; p < b + cnt; ++p) {
-            float hf[VEC];
-            P::unpack(load_written(reinterpret_cast<const uint4*>(inter + p * width) + v), hf);
-            float d = 0.f;
+__device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const routing_smem& s,
+                                           const down_item& it, std::int64_t hidden,
+                                           std::int64_t width, uint4* stage, int lane) {
+    const std::int64_t e = s.active_expert[it.a];
 #pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                d = fmaf(wf[j], hf[j], d);
-            const int tok = s.sorted_token[p];
-            const float wt = s.sorted_weight[p];
+    for (int c = 0; c < k_columns; ++c) {
+        if (it.n0 + c >= hidden)
+            break; // warp-uniform
+        const auto* row =
+            reinterpret_cast<const uint4*>(w_down + (e * hidden + it.n0 + c) * width) + it.v0;
 #pragma unroll
-            for (int t = 0; t < TOK; ++t)
-                if (t == tok)
-                    acc[t] = fmaf(wt, d, acc[t]);
+        for (int j = 0; j < k_piece_lanes; ++j) {
+            const int k = lane + 32 * j;
+            if (k < it.len)
+                copy_async_16(stage + c * k_piece_max + k, row + k);
         }
     }
 }
 
-// The whole step in one launch: route, gate/up units, the first column's down rows staged,
-// grid barrier, down + combine. Every block must be resident at once (the launch bounds the
-// grid by the occupancy it asked the runtime for).
+// The staged item against the intermediate rows of its expert's pairs (the lane's vectors of
+// each, in registers): weight x dot per (token, column), summed over the warp into lane c's
+// acc[token] for column c. Fixed orders throughout: the result is the same bits every run.
+template <typename T, int TOK>
+__device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter,
+                                              const routing_smem& s, const down_item& it,
+                                              std::int64_t width, int lane, float (&acc)[TOK]) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    const int b = s.active_begin[it.a], cnt = s.active_count[it.a];
+    for (int p = b; p < b + cnt; ++p) {
+        float h[k_piece_lanes][VEC];
+        const auto* hr = reinterpret_cast<const uint4*>(inter + p * width) + it.v0;
+#pragma unroll
+        for (int j = 0; j < k_piece_lanes; ++j) {
+            const int k = lane + 32 * j;
+            // written by other blocks before the barrier: through L2, never a stale L1 line
+            P::unpack(k < it.len ? __ldcg(hr + k) : make_uint4(0, 0, 0, 0), h[j]);
+        }
+        float mine = 0.f; // lane c: column c's dot
+#pragma unroll
+        for (int c = 0; c < k_columns; ++c) {
+            float d = 0.f;
+#pragma unroll
+            for (int j = 0; j < k_piece_lanes; ++j) {
+                const int k = lane + 32 * j;
+                if (k >= it.len)
+                    break;
+                float wf[VEC];
+                P::unpack(stage[c * k_piece_max + k], wf);
+#pragma unroll
+                for (int i = 0; i < VEC; ++i)
+                    d = fmaf(wf[i], h[j][i], d);
+            }
+            d = warp_sum(d);
+            mine = lane == c ? d : mine;
+        }
+        const int tok = s.sorted_token[p];
+        const float wt = s.sorted_weight[p];
+#pragma unroll
+        for (int t = 0; t < TOK; ++t)
+            if (t == tok)
+                acc[t] = fmaf(wt, mine, acc[t]);
+    }
+}
+
+// The whole step in one launch: route, gate/up units, the first item's down rows staged, grid
+// barrier, then per group of k_columns output columns: the warps' items, their per-warp sums
+// added across the warps in shared memory in warp order, y rounded once. Every block must be
+// resident at once (the launch bounds the grid by the occupancy it asked the runtime for).
+// `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the gate/up
+// units, 2 after the barrier; 0 runs the step.
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
                    const T* __restrict__ w_down, void* __restrict__ ws, T* __restrict__ y,
                    int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
-                   std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits,
-                   std::int64_t ld_y) {
+                   std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
+                   int stop_after) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
+    __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
     dependency_wait(); // the logits and x are the previous kernel's
     route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
     T* inter = at_offset<T>(ws, moe_layout(tokens * top_k, width, sizeof(T)).inter);
     gate_up_units<T, TOK>(x, w, inter, s, hidden, width, ld_x);
+    if (stop_after == 1)
+        return;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint4* stage = stages + warp * k_stage_vectors;
     const int nv = static_cast<int>(width / VEC);
-    const int total = s.active * nv; // < 2^31: the plan's bound
-    const int chunks = (total + k_stage_vectors - 1) / k_stage_vectors;
-    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * k_warps;
-    const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * k_warps + warp;
-    // the first column's first chunk streams in while the grid finishes its gate/up units
-    if (n0 < hidden)
-        stage_down_chunk(w_down, s, n0, 0, total, nv, hidden, width, stage, lane);
+    const int piece = nv < k_piece_max ? nv : k_piece_max;
+    const int pieces = (nv + piece - 1) / piece;
+    const int items = s.active * pieces;
+    const std::int64_t groups = (hidden + k_columns - 1) / k_columns;
+    auto item_of = [&](std::int64_t g, int i) {
+        const int a = i / pieces, v0 = (i - a * pieces) * piece;
+        return down_item{g * k_columns, a, v0, nv - v0 < piece ? nv - v0 : piece};
+    };
+    // the first item's rows stream in while the grid finishes its gate/up units
+    if (blockIdx.x < groups && warp < items)
+        stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
     __syncthreads(); // the block's intermediate values are stored
     if (threadIdx.x == 0)
         grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
     __syncthreads();
-    __threadfence(); // every thread: the other blocks' intermediate values, not a stale L1 line
-    for (std::int64_t n = n0; n < hidden; n += warps) {
+    if (stop_after == 2) {
+        copy_async_wait_all();
+        return;
+    }
+    for (std::int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
         float acc[TOK];
 #pragma unroll
         for (int t = 0; t < TOK; ++t)
             acc[t] = 0.f;
-        for (int c = 0; c < chunks; ++c) {
-            if (n != n0 || c != 0)
-                stage_down_chunk(w_down, s, n, c, total, nv, hidden, width, stage, lane);
+        for (int i = warp; i < items; i += k_warps) {
+            const auto it = item_of(g, i);
+            if (g != blockIdx.x || i != warp)
+                stage_item(w_down, s, it, hidden, width, stage, lane);
             copy_async_wait_all();
-            down_chunk<T, TOK>(stage, inter, s, c, total, nv, width, lane, acc);
+            down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc);
         }
+        if (lane < k_columns)
 #pragma unroll
-        for (int t = 0; t < TOK; ++t) {
-            if (t >= tokens)
-                break;
-            const float sum = warp_sum(acc[t]);
-            if (lane == 0)
-                y[t * ld_y + n] = element<T>::from_float(sum);
+            for (int t = 0; t < TOK; ++t)
+                part[warp][t][lane] = acc[t];
+        __syncthreads();
+        const int t = threadIdx.x / k_columns, c = threadIdx.x % k_columns;
+        const std::int64_t n = g * k_columns + c;
+        if (t < tokens && n < hidden) {
+            float sum = 0.f;
+            for (int v = 0; v < k_warps; ++v)
+                sum += part[v][t][c];
+            y[t * ld_y + n] = element<T>::from_float(sum);
         }
+        __syncthreads(); // part is read before the next group writes it
     }
 }
 
@@ -610,8 +649,8 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
             static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
             static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
-            static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits,
-            a.ld_y));
+            static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
+            a.probe_stop_after));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
@@ -653,6 +692,35 @@ launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream) 
             return a.logits_type == elem::f32 ? launch_moe_tiles<T, float>(p, a, stream)
                                               : launch_moe_tiles<T, T>(p, a, stream);
     });
+}
+
+int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
+    if (!p.valid.empty() || p.kernels != 1)
+        return 0;
+    auto tiles = [&](auto t, auto l) {
+        using T = decltype(t);
+        using L = decltype(l);
+        switch (p.token_tile) {
+        case 1:
+            return one_launch_residency<T, L, 1>();
+        case 2:
+            return one_launch_residency<T, L, 2>();
+        case 4:
+            return one_launch_residency<T, L, 4>();
+        default:
+            return one_launch_residency<T, L, 8>();
+        }
+    };
+    switch (a.type) {
+    case elem::f32:
+        return tiles(float{}, float{});
+    case elem::f16:
+        return a.logits_type == elem::f32 ? tiles(__half{}, float{}) : tiles(__half{}, __half{});
+    case elem::bf16:
+        return a.logits_type == elem::f32 ? tiles(__nv_bfloat16{}, float{})
+                                          : tiles(__nv_bfloat16{}, __nv_bfloat16{});
+    }
+    return 0;
 }
 
 launch_status launch_grouped_gemv(const grouped_gemv_plan& p, const grouped_gemv_args& a,

@@ -3,12 +3,14 @@
 // the shared memory (sm_80 on: 2 x 106 KB an SM), in ONE launch on a persistent grid whose blocks
 // are all resident:
 //
-//   route (every block, from the router logits), gate/up + SwiGLU (as kernel 1 below), then each
-//   warp copies its first output column's down rows (row n of every active expert, 12 KB at
-//   most, cp.async) into shared memory BEFORE a grid barrier, so the down weights stream while
-//   the last gate/up rows arrive; after the barrier the intermediate is complete and the warp
-//   dots the staged rows with it (down + the weighted combine as kernel 2 below, lanes over the
-//   flat list of (expert, 16-byte vector)); further chunks and columns are staged the same way.
+//   route (every block, from the router logits), gate/up + SwiGLU (as kernel 1 below); then a
+//   block takes a group of 8 output columns and each of its warps an active expert: the warp
+//   copies that expert's 8 down rows (12 KB at most, cp.async) into shared memory BEFORE a grid
+//   barrier, so the down weights stream while the last gate/up rows arrive; after the barrier
+//   the intermediate is complete: the warp holds its expert's pairs' intermediate slice in
+//   registers, dots it with the 8 staged rows, and the block adds its warps' weighted sums in
+//   warp order (experts in ascending id) in shared memory; y rounded once. Wider rows go in
+//   pieces, further experts and groups are staged the same way after the barrier.
 //   No second launch, no tail between two kernels, and a dependent launch behind the router.
 //
 // Elsewhere (or when the caller asks for it: moe_args::one_launch), in two kernels:
@@ -55,13 +57,15 @@ inline constexpr int k_moe_max_top_k = 32;    // one selected expert a lane
 inline constexpr int k_moe_threads = 256;
 inline constexpr int k_moe_blocks_per_sm = 2; // __launch_bounds__ of both kernels
 inline constexpr std::int64_t k_moe_default_l2_prefetch = std::int64_t{32} << 20;
-// The one launch's per-warp stage of down rows: 8 Qwen3-30B-A3B rows (768 x bf16) at once.
+// The one launch's per-warp stage of down rows: 8 rows of 768 bf16 (Qwen3-30B-A3B's) at once,
+// the rows of a block's group of output columns.
 inline constexpr int k_moe_stage_bytes = 12 * 1024;
-// Its shared memory a block: the stages (dynamic) and, static, the routing (9 arrays of 256 ints
-// or floats) with the per-block remainder the runtime reserves; checked against the device.
+inline constexpr int k_moe_down_columns = 8;
+// Its shared memory a block: the stages (dynamic) and, static, the routing (8 arrays of 256 ints
+// or floats), the warps' partial sums (2 KB) and the 1 KB the runtime reserves a block.
 inline constexpr std::int64_t k_moe_one_launch_dynamic_smem =
     std::int64_t{k_moe_stage_bytes} * (k_moe_threads / 32);
-inline constexpr std::int64_t k_moe_one_launch_static_smem = 9 * 1024 + 1024;
+inline constexpr std::int64_t k_moe_one_launch_static_smem = 8 * 1024 + 16 + 2 * 1024 + 1024;
 
 struct moe_args {
     const void* x = nullptr;         // T x H, row stride ld_x
@@ -82,6 +86,9 @@ struct moe_args {
     // One launch where the device can (above); false asks for the two kernels (an A/B of the
     // same step in one process).
     bool one_launch = true;
+    // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
+    // 1 stops after the gate/up units, 2 after the grid barrier; y is then NOT the step's.
+    int probe_stop_after = 0;
 };
 
 struct moe_plan {
@@ -107,6 +114,9 @@ struct moe_plan {
 
 moe_plan plan_moe(const moe_args& a, const device_limits& d);
 launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream);
+// The one launch's blocks an SM on the current device, as its launch bounds its grid (asked of
+// the runtime once per kernel); 0 for a two-kernel plan or where the kernel cannot be resident.
+int moe_one_launch_residency(const moe_plan& p, const moe_args& a);
 
 struct grouped_gemv_args {
     const void* rows = nullptr;            // R x K, row stride ld_rows

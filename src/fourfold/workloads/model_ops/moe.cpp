@@ -91,6 +91,8 @@ void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::T
                                 {"token_tile", plan.token_tile},
                                 {"pairs", plan.pairs},
                                 {"one_launch_blocks", plan.one_launch_blocks},
+                                {"one_launch_resident_blocks_per_sm",
+                                 kernels::moe_one_launch_residency(plan, a)},
                                 {"dependent_launch", plan.dependent_launch},
                                 {"shared_memory_bytes_per_block", plan.smem_bytes},
                                 {"gate_up_blocks", plan.gate_up_blocks},
