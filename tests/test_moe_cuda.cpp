@@ -453,7 +453,7 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
             const int resident = kernels::moe_one_launch_residency(plan, a);
             EXPECT_EQ(resident, kernels::k_moe_blocks_per_sm);
             // the phases: stopped after the gate/up units, after the barrier (y not the step's)
-            for (const int phase : {1, 2}) {
+            for (const int phase : {1, 2, 3}) {
                 a.probe_stop_after = phase;
                 auto probe = dev->capture([&] {
                     for (int i = 0; i < steps; ++i)
@@ -470,8 +470,10 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
                     t = std::min(t, stop->elapsed_ms_since(*start) * 1e3 / steps);
                 }
                 std::cout << "moe native T=" << tokens << " one launch stopped after "
-                          << (phase == 1 ? "the gate/up units" : "the barrier") << ": " << t
-                          << " us (" << resident << " blocks an SM)\n";
+                          << (phase == 1   ? "the gate/up units"
+                              : phase == 2 ? "the barrier"
+                                           : "the dots")
+                          << ": " << t << " us (" << resident << " blocks an SM)\n";
             }
             a.probe_stop_after = 0;
         }

@@ -322,7 +322,7 @@ stage_s23_a() {
     : >"$OUT/s23_a.txt"
     stage_ncu_gemv_vs_cublas
     echo "ncu gemv: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_a.txt"
-    for tool in memcheck racecheck; do
+    for tool in ${S26_TOOLS:-memcheck racecheck}; do
         FOURFOLD_NATIVE_TEST_SIZES=small timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 \
             --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests \
             --gtest_filter='native.gemv*:gemv_fp8*:moe_cuda.*' >"$OUT/s23_sanitizer_$tool.txt" 2>&1
@@ -641,7 +641,7 @@ stage_s26_a() {
         --gtest_filter='moe_cuda.one_launch_and_two_kernels_agree*' >"$OUT/s26_first.txt" 2>&1
     local rc=$?
     echo "the timed MoE test: exit $rc after $((SECONDS - t0)) s"
-    grep -E "moe native T=|Failure|FAILED|PASSED" "$OUT/s26_first.txt" | head -16
+    grep -E "moe native T=|Failure|FAILED|PASSED" "$OUT/s26_first.txt" | head -40
     [ $rc -eq 124 ] && return 1
     s25_gtests 'moe_cuda.*:decode_native_cuda.*:-moe_cuda.one_launch_and_two_kernels_agree*' 150 s26_tests.txt
     grep -E "max error" "$OUT/s26_tests.txt" | head -12
@@ -659,7 +659,7 @@ stage_s26_a() {
     grep -E "^decode|tokens/s|FASTER|SLOWER|SAME" "$OUT/s26.txt" | head -20
     local left=$((540 - SECONDS)) # SECONDS: since h200.sh began (the build included)
     local tool
-    for tool in memcheck racecheck; do
+    for tool in ${S26_TOOLS:-memcheck racecheck}; do
         [ $left -gt 30 ] || { echo "compute-sanitizer $tool: not run (no time left)"; continue; }
         timeout $((left / 2)) compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=moe \
             $BUILD/tests/fourfold_gpu_tests \

@@ -187,42 +187,110 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T
 }
 
 // (active expert a, column j) units over the grid's warps: gate row j and up row W + j of the
-// expert against the x rows of its tokens; silu(gate) * up into the intermediate.
+// expert against the x rows of its tokens; silu(gate) * up into the intermediate. A warp
+// streams its units back to back as the dense GEMV's stream kernel does: a step is U vectors of
+// each of the two rows a lane, and the next step's loads (of this unit or the warp's next one)
+// are issued before the current step is multiplied, so the warp's loads never drain between
+// units (the rows are 4 KB at Qwen3-30B-A3B's hidden 2048: a bubble per unit otherwise).
 template <typename T, int TOK>
 __device__ __forceinline__ void
 gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ inter,
               const routing_smem& s, std::int64_t hidden, std::int64_t width, std::int64_t ld_x) {
     constexpr int VEC = 16 / sizeof(T);
-    constexpr int U = 8;
+    constexpr int U = 4;
+    using P = packet<T, VEC>;
     const int lane = threadIdx.x % 32;
-    const std::int64_t nv = hidden / VEC;
-    const std::int64_t units = static_cast<std::int64_t>(s.active) * width;
-    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * k_warps;
-    for (std::int64_t u = static_cast<std::int64_t>(blockIdx.x) * k_warps + threadIdx.x / 32;
-         u < units; u += warps) {
-        const int a = static_cast<int>(u / width);
-        const std::int64_t j = u - a * width;
+    const int nv = static_cast<int>(hidden / VEC);
+    const int steps = (nv + 32 * U - 1) / (32 * U);
+    const int wid = static_cast<int>(width); // units < 2^31: the plan's bound
+    const int units = s.active * wid;
+    const int warps = static_cast<int>(gridDim.x) * k_warps;
+    int u = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x / 32);
+    if (u >= units)
+        return;
+    struct unit {
+        const uint4 *gate, *up;
+        int j, begin, cnt;
+    };
+    auto unit_of = [&](int k) {
+        const int a = k / wid, j = k - a * wid;
         const std::int64_t e = s.active_expert[a];
-        const int begin = s.active_begin[a], cnt = s.active_count[a]; // cnt <= tokens <= TOK
-        const auto* wg = reinterpret_cast<const uint4*>(w + (e * 2 * width + j) * hidden);
-        const auto* wu = reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden);
-        int src_row[TOK];
+        return unit{reinterpret_cast<const uint4*>(w + (e * 2 * width + j) * hidden),
+                    reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden), j,
+                    s.active_begin[a], s.active_count[a]};
+    };
+    auto fetch = [&](uint4(&dst)[U][2], const unit& un, int st) {
 #pragma unroll
-        for (int t = 0; t < TOK; ++t)
-            src_row[t] = s.sorted_token[begin + (t < cnt ? t : 0)];
-        float ag[TOK], au[TOK];
-#pragma unroll
-        for (int t = 0; t < TOK; ++t)
-            ag[t] = au[t] = 0.f;
-        dot_two_rows<T, TOK, U>(wg, wu, x, ld_x, src_row, cnt, nv, lane, ag, au);
-#pragma unroll
-        for (int t = 0; t < TOK; ++t) {
-            if (t >= cnt)
-                break; // warp-uniform
-            const float g = warp_sum(ag[t]), up = warp_sum(au[t]);
-            if (lane == 0)
-                inter[(begin + t) * width + j] = element<T>::from_float(silu(g) * up);
+        for (int i = 0; i < U; ++i) {
+            const int v = st * 32 * U + i * 32 + lane;
+            dst[i][0] = v < nv ? load_streaming(un.gate + v) : make_uint4(0, 0, 0, 0);
+            dst[i][1] = v < nv ? load_streaming(un.up + v) : make_uint4(0, 0, 0, 0);
         }
+    };
+    float ag[TOK], au[TOK];
+#pragma unroll
+    for (int t = 0; t < TOK; ++t)
+        ag[t] = au[t] = 0.f;
+    unit cur_unit = unit_of(u), next_unit = cur_unit;
+    uint4 cur[U][2], nxt[U][2];
+    int st = 0;
+    fetch(cur, cur_unit, 0);
+    while (true) {
+        int u2 = u, st2 = st + 1;
+        if (st2 == steps) {
+            st2 = 0;
+            u2 = u + warps;
+        }
+        const bool more = u2 < units;
+        if (more) {
+            if (u2 != u)
+                next_unit = unit_of(u2);
+            fetch(nxt, next_unit, st2);
+        }
+#pragma unroll
+        for (int i = 0; i < U; ++i) {
+            const int v = st * 32 * U + i * 32 + lane;
+            if (v >= nv)
+                continue; // (the loads were zero alike)
+            float g[VEC], up[VEC];
+            P::unpack(cur[i][0], g);
+            P::unpack(cur[i][1], up);
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) {
+                if (t >= cur_unit.cnt)
+                    break; // warp-uniform; cnt <= tokens <= TOK
+                float xf[VEC];
+                const int row = s.sorted_token[cur_unit.begin + t];
+                P::unpack(__ldg(reinterpret_cast<const uint4*>(x + row * ld_x) + v), xf);
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) {
+                    ag[t] = fmaf(g[k], xf[k], ag[t]);
+                    au[t] = fmaf(up[k], xf[k], au[t]);
+                }
+            }
+        }
+        if (st == steps - 1) {
+#pragma unroll
+            for (int t = 0; t < TOK; ++t) {
+                if (t >= cur_unit.cnt)
+                    break; // warp-uniform
+                const float gs = warp_sum(ag[t]), us = warp_sum(au[t]);
+                if (lane == 0)
+                    inter[(cur_unit.begin + t) * width + cur_unit.j] =
+                        element<T>::from_float(silu(gs) * us);
+                ag[t] = au[t] = 0.f;
+            }
+        }
+        if (!more)
+            break;
+#pragma unroll
+        for (int i = 0; i < U; ++i) {
+            cur[i][0] = nxt[i][0];
+            cur[i][1] = nxt[i][1];
+        }
+        cur_unit = next_unit;
+        u = u2;
+        st = st2;
     }
 }
 
@@ -462,7 +530,7 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
 // resident at once (the launch bounds the grid by the occupancy it asked the runtime for).
 // `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the gate/up
-// units, 2 after the barrier; 0 runs the step.
+// units, 2 after the barrier, 3 before the block's sums are added; 0 runs the step.
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
@@ -516,6 +584,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             copy_async_wait_all();
             down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc);
         }
+        if (stop_after == 3)
+            return;
         if (lane < k_columns)
 #pragma unroll
             for (int t = 0; t < TOK; ++t)

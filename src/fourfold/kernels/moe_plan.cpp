@@ -107,6 +107,11 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.valid = "the workspace is not 16-byte aligned";
         return p;
     }
+    if (std::min(a.experts, a.tokens * a.top_k) * a.width >= (std::int64_t{1} << 31)) {
+        p.valid = "the active experts' intermediate columns (experts reached x width) must stay "
+                  "below 2^31";
+        return p;
+    }
     p.token_tile = token_tile(a.tokens);
     p.pairs = a.tokens * a.top_k;
     p.max_active = std::min(a.experts, p.pairs);
@@ -115,8 +120,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     p.gate_up_blocks = persistent_blocks(p.gate_up_units, d);
     p.down_blocks = persistent_blocks(p.down_units, d);
     p.sm_count = d.sm_count;
-    if (a.one_launch && one_launch_fits(d) &&
-        p.max_active * a.width < (std::int64_t{1} << 31)) { // the flat (expert, vector) index
+    if (a.one_launch && one_launch_fits(d)) {
         p.kernels = 1;
         p.one_launch_blocks = std::max(p.gate_up_blocks, p.down_blocks);
         p.smem_bytes = k_moe_one_launch_dynamic_smem;
