@@ -322,7 +322,7 @@ stage_s23_a() {
     : >"$OUT/s23_a.txt"
     stage_ncu_gemv_vs_cublas
     echo "ncu gemv: after $((SECONDS - t0)) s" | tee -a "$OUT/s23_a.txt"
-    for tool in ${S26_TOOLS:-memcheck racecheck}; do
+    for tool in memcheck racecheck; do
         FOURFOLD_NATIVE_TEST_SIZES=small timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 \
             --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests \
             --gtest_filter='native.gemv*:gemv_fp8*:moe_cuda.*' >"$OUT/s23_sanitizer_$tool.txt" 2>&1
