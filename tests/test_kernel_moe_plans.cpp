@@ -159,6 +159,9 @@ TEST(kernel_moe_plans, refuses_what_the_kernels_cannot_take) {
     a.logits_type = elem::f16; // neither fp32 nor the input's bf16
     check(a, "router logits");
     a = qwen3_moe(1);
+    a.width = std::int64_t{1} << 28; // 8 experts x 2^28 columns: the kernels' 32-bit unit index
+    check(a, "2^31");
+    a = qwen3_moe(1);
     a.logits_type = elem::bf16;
     EXPECT_TRUE(plan_moe(a, device_limits{}).valid.empty());
 }
