@@ -508,7 +508,7 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
                 if (k >= it.len)
                     break;
                 float wf[VEC];
-                P::unpack(stage[c * k_piece_max + k], wf);
+                P::unpack(load_shared_16(stage + c * k_piece_max + k), wf);
 #pragma unroll
                 for (int i = 0; i < VEC; ++i)
                     d = fmaf(wf[i], h[j][i], d);

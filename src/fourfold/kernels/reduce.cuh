@@ -24,6 +24,18 @@ __device__ __forceinline__ void copy_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+// One 16-byte shared-memory load into registers. Unpacking a shared uint4 in place compiled to
+// eight 2-byte loads, 4-way bank-conflicted across the warp (the GEMV prologues in d6264c7; the
+// MoE one launch's staged down rows in f78036d: 8 us of a 36 us step).
+__device__ __forceinline__ uint4 load_shared_16(const uint4* p) {
+    uint4 v;
+    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(s));
+    return v;
+}
+
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
