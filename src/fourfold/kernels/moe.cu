@@ -189,24 +189,15 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T
 // (active expert a, column j) units over the grid's warps: gate row j and up row W + j of the
 // expert against the x rows of its tokens; silu(gate) * up into the intermediate. A warp
 // streams its units back to back as the dense GEMV's stream kernel does: a step is U vectors of
-// each of the two rows a lane (4 KB a warp), and later steps' loads (of this unit or the warp's
-// next one) are issued before the current step is multiplied, so the warp's loads never drain
-// between units (the rows are 4 KB at Qwen3-30B-A3B's hidden 2048: a bubble per unit otherwise).
-// Two ways to hold the steps in flight: in registers, one step ahead (the two kernels), or, with
-// `stage` (the one launch's 12 KB a warp, free until its down phase), cp.async into a ring of
-// k_ring steps, k_ring - 1 ahead: twice the bytes in flight without a register more.
-constexpr int k_gate_up_u = 4;
-constexpr int k_ring = 3;
-static_assert(k_ring * k_gate_up_u * 2 * 32 * 16 <= k_moe_stage_bytes, "the ring fits a stage");
-
-template <typename T, int TOK, bool STAGED>
-__device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* __restrict__ w,
-                                              T* __restrict__ inter, const routing_smem& s,
-                                              std::int64_t hidden, std::int64_t width,
-                                              std::int64_t ld_x, uint4* stage) {
+// each of the two rows a lane, and the next step's loads (of this unit or the warp's next one)
+// are issued before the current step is multiplied, so the warp's loads never drain between
+// units (the rows are 4 KB at Qwen3-30B-A3B's hidden 2048: a bubble per unit otherwise).
+template <typename T, int TOK>
+__device__ __forceinline__ void
+gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ inter,
+              const routing_smem& s, std::int64_t hidden, std::int64_t width, std::int64_t ld_x) {
     constexpr int VEC = 16 / sizeof(T);
-    constexpr int U = k_gate_up_u;
-    constexpr int SLOT = U * 2 * 32; // vectors a ring slot: a step of the warp
+    constexpr int U = 4;
     using P = packet<T, VEC>;
     const int lane = threadIdx.x % 32;
     const int nv = static_cast<int>(hidden / VEC);
@@ -214,8 +205,8 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
     const int wid = static_cast<int>(width); // units < 2^31: the plan's bound
     const int units = s.active * wid;
     const int warps = static_cast<int>(gridDim.x) * k_warps;
-    const int u0 = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x / 32);
-    if (u0 >= units)
+    int u = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x / 32);
+    if (u >= units)
         return;
     struct unit {
         const uint4 *gate, *up;
@@ -228,8 +219,6 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
                     reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden), j,
                     s.active_begin[a], s.active_count[a]};
     };
-    // step k of the warp: unit u0 + (k / steps) * warps, its step k % steps
-    const int total = ((units - 1 - u0) / warps + 1) * steps;
     auto fetch = [&](uint4(&dst)[U][2], const unit& un, int st) {
 #pragma unroll
         for (int i = 0; i < U; ++i) {
@@ -238,59 +227,31 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
             dst[i][1] = v < nv ? load_streaming(un.up + v) : make_uint4(0, 0, 0, 0);
         }
     };
-    // (staged) step k's vectors into its ring slot; lane l copies and later reads only its own
-    auto issue = [&](int k) {
-        if (k < total) {
-            const unit un = unit_of(u0 + (k / steps) * warps);
-            const int st = k % steps;
-            uint4* slot = stage + (k % k_ring) * SLOT;
-#pragma unroll
-            for (int i = 0; i < U; ++i) {
-                const int v = st * 32 * U + i * 32 + lane;
-                if (v < nv) {
-                    copy_async_16(slot + (2 * i) * 32 + lane, un.gate + v);
-                    copy_async_16(slot + (2 * i + 1) * 32 + lane, un.up + v);
-                }
-            }
-        }
-        copy_async_commit(); // one group a step, empty past the end: the waits count steps
-    };
     float ag[TOK], au[TOK];
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
         ag[t] = au[t] = 0.f;
-    unit cur_unit = unit_of(u0), next_unit = cur_unit;
+    unit cur_unit = unit_of(u), next_unit = cur_unit;
     uint4 cur[U][2], nxt[U][2];
-    if constexpr (STAGED) {
-#pragma unroll
-        for (int k = 0; k < k_ring - 1; ++k)
-            issue(k);
-    } else {
-        fetch(cur, cur_unit, 0);
-    }
-    for (int k = 0; k < total; ++k) {
-        const int st = k % steps;
-        const bool more = k + 1 < total;
-        if (more && st == steps - 1)
-            next_unit = unit_of(u0 + ((k + 1) / steps) * warps);
-        if constexpr (STAGED) {
-            issue(k + k_ring - 1);
-            copy_async_wait_group<k_ring - 1>(); // step k has landed
-            const uint4* slot = stage + (k % k_ring) * SLOT;
-#pragma unroll
-            for (int i = 0; i < U; ++i)
-                if (st * 32 * U + i * 32 + lane < nv) { // what this lane copied
-                    cur[i][0] = load_shared_16(slot + (2 * i) * 32 + lane);
-                    cur[i][1] = load_shared_16(slot + (2 * i + 1) * 32 + lane);
-                }
-        } else if (more) {
-            fetch(nxt, next_unit, (k + 1) % steps);
+    int st = 0;
+    fetch(cur, cur_unit, 0);
+    while (true) {
+        int u2 = u, st2 = st + 1;
+        if (st2 == steps) {
+            st2 = 0;
+            u2 = u + warps;
+        }
+        const bool more = u2 < units;
+        if (more) {
+            if (u2 != u)
+                next_unit = unit_of(u2);
+            fetch(nxt, next_unit, st2);
         }
 #pragma unroll
         for (int i = 0; i < U; ++i) {
             const int v = st * 32 * U + i * 32 + lane;
             if (v >= nv)
-                continue; // (not loaded)
+                continue; // (the loads were zero alike)
             float g[VEC], up[VEC];
             P::unpack(cur[i][0], g);
             P::unpack(cur[i][1], up);
@@ -302,9 +263,9 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
                 const int row = s.sorted_token[cur_unit.begin + t];
                 P::unpack(__ldg(reinterpret_cast<const uint4*>(x + row * ld_x) + v), xf);
 #pragma unroll
-                for (int q = 0; q < VEC; ++q) {
-                    ag[t] = fmaf(g[q], xf[q], ag[t]);
-                    au[t] = fmaf(up[q], xf[q], au[t]);
+                for (int k = 0; k < VEC; ++k) {
+                    ag[t] = fmaf(g[k], xf[k], ag[t]);
+                    au[t] = fmaf(up[k], xf[k], au[t]);
                 }
             }
         }
@@ -319,18 +280,18 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
                         element<T>::from_float(silu(gs) * us);
                 ag[t] = au[t] = 0.f;
             }
-            cur_unit = next_unit;
         }
-        if constexpr (!STAGED) {
+        if (!more)
+            break;
 #pragma unroll
-            for (int i = 0; i < U; ++i) {
-                cur[i][0] = nxt[i][0];
-                cur[i][1] = nxt[i][1];
-            }
+        for (int i = 0; i < U; ++i) {
+            cur[i][0] = nxt[i][0];
+            cur[i][1] = nxt[i][1];
         }
+        cur_unit = next_unit;
+        u = u2;
+        st = st2;
     }
-    if constexpr (STAGED)
-        copy_async_wait_all(); // the ring is free for the caller
 }
 
 // Kernel 1 of two: route, write the routing to the workspace (block 0), the gate/up units.
@@ -359,8 +320,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         if (i == 0)
             at_offset<int>(ws, lay.header)[0] = s.active;
     }
-    gate_up_units<T, TOK, false>(x, w, at_offset<T>(ws, lay.inter), s, hidden, width, ld_x,
-                                 nullptr);
+    gate_up_units<T, TOK>(x, w, at_offset<T>(ws, lay.inter), s, hidden, width, ld_x);
     // A thread whose units are done asks L2 for its share of the active experts' down matrices
     // (128-byte lines, evict_last), where they fit the budget: the DRAM keeps streaming through
     // this kernel's tail and the launch of the next, which then reads them from L2.
@@ -586,12 +546,12 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
     T* inter = at_offset<T>(ws, moe_layout(tokens * top_k, width, sizeof(T)).inter);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    uint4* stage = stages + warp * k_stage_vectors;
-    gate_up_units<T, TOK, true>(x, w, inter, s, hidden, width, ld_x, stage);
+    gate_up_units<T, TOK>(x, w, inter, s, hidden, width, ld_x);
     if (stop_after == 1)
         return;
 
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint4* stage = stages + warp * k_stage_vectors;
     const int nv = static_cast<int>(width / VEC);
     const int piece = nv < k_piece_max ? nv : k_piece_max;
     const int pieces = (nv + piece - 1) / piece;

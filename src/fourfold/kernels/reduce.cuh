@@ -23,14 +23,6 @@ __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
 __device__ __forceinline__ void copy_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
-// Groups: copy_async_commit() closes the copies issued since the last one into a group;
-// copy_async_wait_group<N>() waits until at most N of the thread's groups are still in flight.
-__device__ __forceinline__ void copy_async_commit() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void copy_async_wait_group() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 // One 16-byte shared-memory load into registers. Unpacking a shared uint4 in place compiled to
 // eight 2-byte loads, 4-way bank-conflicted across the warp (the GEMV prologues in d6264c7; the
