@@ -452,8 +452,10 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
                 continue;
             const int resident = kernels::moe_one_launch_residency(plan, a);
             EXPECT_EQ(resident, kernels::k_moe_blocks_per_sm);
-            // the phases: stopped after the gate/up units, after the barrier (y not the step's)
-            for (const int phase : {1, 2, 3}) {
+            // the phases: stopped after each (y not the step's)
+            const char* const phases[] = {"", "the routing", "the gate/up units", "the barrier",
+                                          "the dots"};
+            for (const int phase : {1, 2, 3, 4}) {
                 a.probe_stop_after = phase;
                 auto probe = dev->capture([&] {
                     for (int i = 0; i < steps; ++i)
@@ -470,10 +472,8 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
                     t = std::min(t, stop->elapsed_ms_since(*start) * 1e3 / steps);
                 }
                 std::cout << "moe native T=" << tokens << " one launch stopped after "
-                          << (phase == 1   ? "the gate/up units"
-                              : phase == 2 ? "the barrier"
-                                           : "the dots")
-                          << ": " << t << " us (" << resident << " blocks an SM)\n";
+                          << phases[phase] << ": " << t << " us (" << resident
+                          << " blocks an SM)\n";
             }
             a.probe_stop_after = 0;
         }

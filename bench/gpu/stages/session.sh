@@ -671,3 +671,12 @@ stage_s26_a() {
         left=$((540 - SECONDS))
     done
 }
+
+# Session 26, last call (300 s of device time left): the timed MoE test alone, its probe now
+# stopping after the routing too.
+stage_s26_b() {
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.one_launch_and_two_kernels_agree*' >"$OUT/s26_b.txt" 2>&1
+    echo "the timed MoE test: exit $?"
+    grep -E "moe native T=|Failure|FAILED|PASSED" "$OUT/s26_b.txt" | head -40
+}

@@ -529,8 +529,9 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
 // barrier, then per group of k_columns output columns: the warps' items, their per-warp sums
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
 // resident at once (the launch bounds the grid by the occupancy it asked the runtime for).
-// `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the gate/up
-// units, 2 after the barrier, 3 before the block's sums are added; 0 runs the step.
+// `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the routing, 2
+// after the gate/up units, 3 after the barrier, 4 before the block's sums are added; 0 runs the
+// step.
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
@@ -545,9 +546,11 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     dependency_wait(); // the logits and x are the previous kernel's
     route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
+    if (stop_after == 1)
+        return;
     T* inter = at_offset<T>(ws, moe_layout(tokens * top_k, width, sizeof(T)).inter);
     gate_up_units<T, TOK>(x, w, inter, s, hidden, width, ld_x);
-    if (stop_after == 1)
+    if (stop_after == 2)
         return;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -568,7 +571,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     if (threadIdx.x == 0)
         grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
     __syncthreads();
-    if (stop_after == 2) {
+    if (stop_after == 3) {
         copy_async_wait_all();
         return;
     }
@@ -584,7 +587,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             copy_async_wait_all();
             down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc);
         }
-        if (stop_after == 3)
+        if (stop_after == 4)
             return;
         if (lane < k_columns)
 #pragma unroll

@@ -87,8 +87,8 @@ struct moe_args {
     // same step in one process).
     bool one_launch = true;
     // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
-    // 1 stops after the gate/up units, 2 after the grid barrier, 3 after the first group's dots
-    // (before its sums are added); y is then NOT the step's.
+    // it stops after the routing (1), the gate/up units (2), the grid barrier (3) or the first
+    // group's dots (4, before its sums are added); y is then NOT the step's.
     int probe_stop_after = 0;
 };
 
