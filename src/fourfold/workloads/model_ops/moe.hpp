@@ -52,7 +52,8 @@ at::Tensor expert_ffn(const at::Tensor& rows, const at::Tensor& w_gate_up, const
 at::Tensor combine(const at::Tensor& expert_rows, const moe_routing& r);
 
 // The whole block: route, sort, experts, combine. x (T, H); router_logits (T, E).
-// native (needs `ctx`): kernels/moe.cu's two kernels, the routing (softmax in fp32, top-k, ties
+// native (needs `ctx`): kernels/moe.cu's one launch (two kernels on a device short of shared
+// memory; the record's facts name which), the routing (softmax in fp32, top-k, ties
 // to the lower expert index, renormalised when `normalise`) and the grouping on the device, each
 // active expert's weights read once per 8 tokens; more than 8 tokens (a prefill) go 8 at a time
 // (tokens are independent in the block), the workspace allocated once per call.
