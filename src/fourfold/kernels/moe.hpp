@@ -9,7 +9,8 @@
 //   barrier, so the down weights stream while the last gate/up rows arrive; after the barrier
 //   the intermediate is complete: the warp holds its expert's pairs' intermediate slice in
 //   registers, dots it with the 8 staged rows, and the block adds its warps' weighted sums in
-//   warp order (experts in ascending id) in shared memory; y rounded once. Wider rows go in
+//   warp order in shared memory (warp w: active experts w, w + 8, ... in ascending id; a fixed
+//   order, the same bits every run); y rounded once. Wider rows go in
 //   pieces, further experts and groups are staged the same way after the barrier.
 //   No second launch, no tail between two kernels, and a dependent launch behind the router.
 //
