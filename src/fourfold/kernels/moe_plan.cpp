@@ -46,10 +46,13 @@ std::string moe_plan::describe() const {
                "barrier (" +
                std::to_string(one_launch_blocks) + " persistent blocks of " +
                std::to_string(threads) +
-               ", routing recomputed per block; a warp per (expert, column), then per output "
-               "column with its down rows staged in shared memory (" +
+               ", routing recomputed per block; a warp per (expert, column) for gate/up, then a "
+               "block per " +
+               std::to_string(k_moe_down_columns) +
+               " output columns and a warp per active expert, its down rows staged in shared "
+               "memory (" +
                std::to_string(k_moe_stage_bytes) +
-               " B a warp, cp.async) before the barrier; fixed-order fp32 sum)" +
+               " B a warp, cp.async) before the barrier; fixed-order fp32 sums)" +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
