@@ -738,50 +738,20 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
     return status_of(cudaGetLastError());
 }
 
-template <typename T, typename L>
-launch_status launch_moe_tiles(const moe_plan& p, const moe_args& a, stream_t stream) {
-    switch (p.token_tile) {
-    case 1:
-        return launch_moe_typed<T, L, 1>(p, a, stream);
-    case 2:
-        return launch_moe_typed<T, L, 2>(p, a, stream);
-    case 4:
-        return launch_moe_typed<T, L, 4>(p, a, stream);
-    default:
-        return launch_moe_typed<T, L, 8>(p, a, stream);
-    }
-}
-
-} // namespace
-
-launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream) {
-    if (!p.valid.empty())
-        return invalid(p.valid);
-    return by_element(a.type, [&](auto t) {
-        using T = decltype(t);
-        if constexpr (std::is_same_v<T, float>)
-            return launch_moe_tiles<T, float>(p, a, stream);
-        else
-            return a.logits_type == elem::f32 ? launch_moe_tiles<T, float>(p, a, stream)
-                                              : launch_moe_tiles<T, T>(p, a, stream);
-    });
-}
-
-int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
-    if (!p.valid.empty() || p.kernels != 1)
-        return 0;
+// f(T{}, L{}, std::integral_constant<int, TILE>{}) for the element type, the router logits' type
+// and the plan's token tile: the one switch from the tags to the kernels' templates (the launch
+// and the residency query take the same instance).
+template <class F> auto with_instance(const moe_plan& p, const moe_args& a, F&& f) {
     auto tiles = [&](auto t, auto l) {
-        using T = decltype(t);
-        using L = decltype(l);
         switch (p.token_tile) {
         case 1:
-            return one_launch_residency<T, L, 1>();
+            return f(t, l, std::integral_constant<int, 1>{});
         case 2:
-            return one_launch_residency<T, L, 2>();
+            return f(t, l, std::integral_constant<int, 2>{});
         case 4:
-            return one_launch_residency<T, L, 4>();
+            return f(t, l, std::integral_constant<int, 4>{});
         default:
-            return one_launch_residency<T, L, 8>();
+            return f(t, l, std::integral_constant<int, 8>{});
         }
     };
     switch (a.type) {
@@ -790,10 +760,28 @@ int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
     case elem::f16:
         return a.logits_type == elem::f32 ? tiles(__half{}, float{}) : tiles(__half{}, __half{});
     case elem::bf16:
-        return a.logits_type == elem::f32 ? tiles(__nv_bfloat16{}, float{})
-                                          : tiles(__nv_bfloat16{}, __nv_bfloat16{});
+        break;
     }
-    return 0;
+    return a.logits_type == elem::f32 ? tiles(__nv_bfloat16{}, float{})
+                                      : tiles(__nv_bfloat16{}, __nv_bfloat16{});
+}
+
+} // namespace
+
+launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream) {
+    if (!p.valid.empty())
+        return invalid(p.valid);
+    return with_instance(p, a, [&](auto t, auto l, auto tile) {
+        return launch_moe_typed<decltype(t), decltype(l), decltype(tile)::value>(p, a, stream);
+    });
+}
+
+int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
+    if (!p.valid.empty() || p.kernels != 1)
+        return 0;
+    return with_instance(p, a, [](auto t, auto l, auto tile) {
+        return one_launch_residency<decltype(t), decltype(l), decltype(tile)::value>();
+    });
 }
 
 launch_status launch_grouped_gemv(const grouped_gemv_plan& p, const grouped_gemv_args& a,
