@@ -420,21 +420,26 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
             a.workspace = ws.data_ptr();
             plan = kernels::plan_moe(a, workloads::native::limits(ctx));
             constexpr int steps = 20;
-            auto graph = dev->capture([&] {
-                for (int i = 0; i < steps; ++i)
-                    workloads::native::check(
-                        kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
-            });
-            graph->replay(); // warm
-            auto start = dev->make_event(), stop = dev->make_event();
-            double best = 1e30;
-            for (int r = 0; r < 10; ++r) {
-                start->record();
-                graph->replay();
-                stop->record();
-                dev->synchronize();
-                best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
-            }
+            // µs a step of `a` as it stands: one graph of `steps` launches, the best of 10 replays
+            auto best_us = [&] {
+                auto graph = dev->capture([&] {
+                    for (int i = 0; i < steps; ++i)
+                        workloads::native::check(
+                            kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
+                });
+                graph->replay(); // warm
+                auto start = dev->make_event(), stop = dev->make_event();
+                double best = 1e30;
+                for (int r = 0; r < 10; ++r) {
+                    start->record();
+                    graph->replay();
+                    stop->record();
+                    dev->synchronize();
+                    best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
+                }
+                return best;
+            };
+            const double best = best_us();
             // the experts this routing reaches, and their bytes
             const auto chosen = std::get<1>(at::topk(logits.cpu(), k_qwen3.top_k, -1));
             std::set<std::int64_t> reached;
@@ -457,20 +462,7 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
                                           "the dots"};
             for (const int phase : {1, 2, 3, 4}) {
                 a.probe_stop_after = phase;
-                auto probe = dev->capture([&] {
-                    for (int i = 0; i < steps; ++i)
-                        workloads::native::check(
-                            kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
-                });
-                probe->replay();
-                double t = 1e30;
-                for (int r = 0; r < 10; ++r) {
-                    start->record();
-                    probe->replay();
-                    stop->record();
-                    dev->synchronize();
-                    t = std::min(t, stop->elapsed_ms_since(*start) * 1e3 / steps);
-                }
+                const double t = best_us();
                 std::cout << "moe native T=" << tokens << " one launch stopped after "
                           << phases[phase] << ": " << t << " us (" << resident
                           << " blocks an SM)\n";
