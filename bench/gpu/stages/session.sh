@@ -680,3 +680,83 @@ stage_s26_b() {
     echo "the timed MoE test: exit $?"
     grep -E "moe native T=|Failure|FAILED|PASSED" "$OUT/s26_b.txt" | head -40
 }
+
+# Session 27: one native decode step kernel by kernel. ncu times each launch alone
+# (serialised, caches as the launch before left them: --cache-control none), so the sum of a
+# step's kernels against the graph's step time is what the gaps between kernels cost.
+# $1 model, $2 variant, $3 output name. The step is the launches from the first rmsnorm to the
+# first argmax (the prefill runs libtorch's ops and the MoE's 8-token instances, filtered out).
+s27_step_profile() {
+    local model=$1 variant=$2 name=$3 db=/tmp/s27-profile-$$.db
+    timeout ${S27_PROFILE_LIMIT:-150} ncu --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum --kernel-name-base demangled \
+        --kernel-name "regex:rmsnorm_kernel|rope_kv_kernel|attention_kernel|argmax_kernel|gemv|swiglu_kernel|moe_one_launch<[^>]*, 1>|moe_route|moe_down" \
+        --launch-count ${S27_LAUNCHES:-420} --csv --page raw \
+        $BIN decode --model $model --variants $variant --mode graph --ctx 512 --tokens 2 \
+        --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" --quiet \
+        >"$OUT/$name.csv" 2>"$OUT/$name.err"
+    echo "ncu $model $variant: exit $?"
+    python3 - "$OUT/$name.csv" <<'PY'
+import csv, re, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+if not rows:
+    print("no rows"); sys.exit(0)
+head = rows[0]
+ki, ti = head.index("Kernel Name"), head.index("gpu__time_duration.sum")
+data = []
+for r in rows[2:]:
+    try:
+        data.append((r[ki], float(r[ti])))
+    except ValueError:
+        pass
+unit = rows[1][ti]
+start = next((i for i, (k, _) in enumerate(data) if "rmsnorm" in k), None)
+end = next((i for i, (k, _) in enumerate(data) if "argmax" in k and i > (start or 0)), None)
+print(f"{len(data)} launches profiled, unit {unit}; the step: launches {start}..{end}")
+if start is None or end is None:
+    sys.exit(0)
+step = data[start:end + 1]
+agg = collections.OrderedDict()
+for k, t in step:
+    short = re.sub(r"^void |\(.*$", "", k).replace("fourfold::kernels::(anonymous namespace)::", "")
+    short = short.replace("__nv_bfloat16", "bf16")
+    a = agg.setdefault(short, [0, 0.0, 1e30, 0.0])
+    a[0] += 1; a[1] += t; a[2] = min(a[2], t); a[3] = max(a[3], t)
+scale = 1e-3 if unit == "nsecond" else 1.0
+total = sum(t for _, t in step) * scale
+print(f"step: {len(step)} launches, sum of kernel times {total:.1f} us")
+for k, (n, s, lo, hi) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+    print(f"  {k:60s} x{n:4d} sum {s*scale:8.1f} us  mean {s*scale/n:6.2f}  min {lo*scale:6.2f} max {hi*scale:6.2f}")
+# one layer in order (the second layer's launches)
+print("launch order of the step's first 24:")
+for k, t in step[:24]:
+    short = re.sub(r"^void |\(.*$", "", k).replace("fourfold::kernels::(anonymous namespace)::", "").replace("__nv_bfloat16", "bf16")
+    print(f"  {t*scale:7.2f} us  {short}")
+PY
+    rm -f "$db"
+}
+
+# Session 27, first call: the timed MoE test at HEAD, one native step of qwen3-30b-a3b and of
+# llama3-8b kernel by kernel, and the two models' graph figures at HEAD.
+stage_s27_a() {
+    local t0=$SECONDS
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.one_launch_and_two_kernels_agree*' >"$OUT/s27_first.txt" 2>&1
+    local rc=$?
+    echo "the timed MoE test: exit $rc after $((SECONDS - t0)) s"
+    grep -E "moe native T=|Failure|FAILED|PASSED" "$OUT/s27_first.txt" | head -40
+    [ $rc -eq 124 ] && return 1
+    s27_step_profile qwen3-30b-a3b native s27_qwen_profile
+    echo "after $((SECONDS - t0)) s"
+    S27_LAUNCHES=300 s27_step_profile llama3-8b native s27_llama_profile
+    echo "after $((SECONDS - t0)) s"
+    : >"$OUT/s27.txt"
+    local m
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 90 $BIN decode --model $m --variants native --mode graph --ctx 512 --tokens 32 \
+            --device cuda --dtype bf16 --ledgers throughput --db "$DB" --label s27-a --quiet \
+            >>"$OUT/s27.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode|tokens/s" "$OUT/s27.txt" | head -20
+}
