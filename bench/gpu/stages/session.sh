@@ -760,3 +760,19 @@ stage_s27_a() {
     done
     grep -E "^decode|tokens/s" "$OUT/s27.txt" | head -20
 }
+
+# Session 27, second call: one qwen3-30b-a3b layer's native kernels under Nsight Compute's full
+# set (stall reasons, source counters, memory), 8 consecutive launches in the step's steady state.
+stage_s27_b() {
+    local db=/tmp/s27-full-$$.db
+    timeout 200 ncu --clock-control none --cache-control none --set full --import-source no \
+        --kernel-name "regex:rmsnorm_kernel|rope_kv_kernel|attention_kernel|gemv" \
+        --launch-skip ${S27_SKIP:-64} --launch-count ${S27_COUNT:-8} --print-details all \
+        $BIN decode --model ${S27_MODEL:-qwen3-30b-a3b} --variants native --mode graph --ctx 512 \
+        --tokens 2 --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" --quiet \
+        >"$OUT/s27_full.txt" 2>&1
+    echo "ncu: exit $?"
+    grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|L2 Cache Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Stall|Grid Size" \
+        "$OUT/s27_full.txt" | head -150
+    rm -f "$db"
+}
