@@ -6,7 +6,8 @@
 // workspace's counters back at 0 after every replay; the merged result bitwise the same launch
 // after launch; rope_kv and attention launched back to back (dependent launches from sm_90:
 // attention waits for the q and the cache row rope_kv writes), eagerly and from a graph; the
-// plan of llama3-8b's shape.
+// plan of llama3-8b's shape. Each on both paths where the device has clusters: the cluster
+// path (a kv head's splits merged in distributed shared memory) and the grid path.
 #include "decoder_kernels_cuda.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
 #if FOURFOLD_WITH_KERNELS
@@ -43,8 +44,9 @@ struct attention_case {
     kernels::decode_attention_plan plan;
 };
 
+// cluster false: the grid path (true: the cluster path where the device takes it)
 attention_case make(backend::device& dev, at::ScalarType t, std::int64_t heads,
-                    std::int64_t kv_heads, std::int64_t hd, std::int64_t cap) {
+                    std::int64_t kv_heads, std::int64_t hd, std::int64_t cap, bool cluster) {
     attention_case c;
     const auto o = at::TensorOptions().dtype(t).device(dev.torch_device());
     c.q = at::randn({heads, hd}, o);
@@ -63,6 +65,7 @@ attention_case make(backend::device& dev, at::ScalarType t, std::int64_t heads,
     a.head_dim = hd;
     a.capacity = cap;
     a.type = workloads::native::elem_of(t);
+    a.allow_cluster = cluster;
     workloads::call_context ctx(dev);
     c.plan = kernels::plan_decode_attention(a, workloads::native::limits(ctx));
     // zeroed once, as the kernel's contract asks (the counters start at 0)
@@ -100,19 +103,20 @@ TEST(decode_attention_cuda, matches_float64_attention_over_the_filled_prefix) {
     const std::vector<shape> shapes{{4, 2, 16, 64},    {4, 2, 32, 64},     {4, 4, 64, 33},
                                     {32, 8, 128, 576}, {32, 4, 128, 2112}, {16, 2, 256, 100},
                                     {8, 8, 128, 1},    {8, 1, 128, 4096}};
-    for (const auto t : types())
-        for (const auto& s : shapes) {
-            const auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap);
-            for (const std::int64_t p : std::vector<std::int64_t>{
-                     0, std::min<std::int64_t>(31, s.cap - 1),
-                     std::min<std::int64_t>(32, s.cap - 1), s.cap / 2, s.cap - 1}) {
-                c.pos.fill_(p);
-                launch(*dev, c);
-                EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
-                    << c10::toString(t) << " " << s.heads << "/" << s.kv_heads << "x" << s.hd
-                    << " cap " << s.cap << " pos " << p << " (" << c.plan.describe() << ")";
+    for (const bool cluster : {true, false})
+        for (const auto t : types())
+            for (const auto& s : shapes) {
+                const auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, cluster);
+                for (const std::int64_t p : std::vector<std::int64_t>{
+                         0, std::min<std::int64_t>(31, s.cap - 1),
+                         std::min<std::int64_t>(32, s.cap - 1), s.cap / 2, s.cap - 1}) {
+                    c.pos.fill_(p);
+                    launch(*dev, c);
+                    EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+                        << c10::toString(t) << " " << s.heads << "/" << s.kv_heads << "x" << s.hd
+                        << " cap " << s.cap << " pos " << p << " (" << c.plan.describe() << ")";
+                }
             }
-        }
 #endif
 }
 
@@ -121,16 +125,18 @@ TEST(decode_attention_cuda, a_captured_launch_replays_at_the_position_on_the_dev
 #if FOURFOLD_WITH_KERNELS
     if (!dev->caps().graphs)
         GTEST_SKIP() << "no graph capture on this device";
-    const auto c = make(*dev, at::kBFloat16, 32, 8, 128, 2112);
-    ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
-    workloads::models::captured_step step;
-    c.pos.fill_(10);
-    step.capture(*dev, [&] { launch(*dev, c); });
-    for (const std::int64_t p : {0, 63, 64, 1000, 2111}) {
-        c.pos.fill_(p);
-        step.run([] { FAIL() << "not captured"; });
-        EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(at::kBFloat16))
-            << "pos " << p;
+    for (const bool cluster : {true, false}) {
+        const auto c = make(*dev, at::kBFloat16, 32, 8, 128, 2112, cluster);
+        ASSERT_TRUE(c.plan.fused_combine || c.plan.cluster > 0) << c.plan.describe();
+        workloads::models::captured_step step;
+        c.pos.fill_(10);
+        step.capture(*dev, [&] { launch(*dev, c); });
+        for (const std::int64_t p : {0, 63, 64, 263, 264, 1000, 2111}) {
+            c.pos.fill_(p);
+            step.run([] { FAIL() << "not captured"; });
+            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(at::kBFloat16))
+                << "pos " << p << " (" << c.plan.describe() << ")";
+        }
     }
 #endif
 }
@@ -138,10 +144,10 @@ TEST(decode_attention_cuda, a_captured_launch_replays_at_the_position_on_the_dev
 TEST(decode_attention_cuda, the_plan_splits_the_context_for_long_caches) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    const auto short_c = make(*dev, at::kBFloat16, 32, 8, 128, 32);
+    const auto short_c = make(*dev, at::kBFloat16, 32, 8, 128, 32, false);
     EXPECT_FALSE(short_c.plan.combine) << short_c.plan.describe();
     EXPECT_FALSE(short_c.plan.fused_combine) << short_c.plan.describe();
-    const auto long_c = make(*dev, at::kBFloat16, 32, 8, 128, 2112);
+    const auto long_c = make(*dev, at::kBFloat16, 32, 8, 128, 2112, false);
     EXPECT_GT(long_c.plan.splits, 8) << long_c.plan.describe();
     EXPECT_FALSE(long_c.plan.combine) << long_c.plan.describe(); // no second launch
     EXPECT_TRUE(long_c.plan.fused_combine) << long_c.plan.describe();
@@ -149,6 +155,10 @@ TEST(decode_attention_cuda, the_plan_splits_the_context_for_long_caches) {
     workloads::call_context ctx(*dev);
     EXPECT_EQ(long_c.plan.dependent_launch, workloads::native::limits(ctx).cc_major >= 9)
         << long_c.plan.describe();
+    // where the device has clusters, the default plan of the same cache is one a kv head
+    const auto cluster_c = make(*dev, at::kBFloat16, 32, 8, 128, 2112, true);
+    EXPECT_EQ(cluster_c.plan.cluster > 0, workloads::native::limits(ctx).clusters())
+        << cluster_c.plan.describe();
 #endif
 }
 
@@ -158,7 +168,7 @@ TEST(decode_attention_cuda, replays_leave_the_split_counters_at_zero) {
     if (!dev->caps().graphs)
         GTEST_SKIP() << "no graph capture on this device";
     for (const auto t : types()) {
-        const auto c = make(*dev, t, 32, 8, 128, 576); // llama3-8b: 18 splits of 32
+        const auto c = make(*dev, t, 32, 8, 128, 576, false); // llama3-8b: 18 splits of 32
         ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
         ASSERT_GT(c.plan.splits, 1);
         workloads::models::captured_step step;
@@ -187,26 +197,30 @@ TEST(decode_attention_cuda, the_fused_merge_is_bitwise_the_same_launch_after_lau
     struct shape {
         std::int64_t heads, kv_heads, hd, cap, pos;
     };
-    for (const auto t : types())
-        for (const auto& s : std::vector<shape>{
-                 {32, 8, 128, 2112, 2000}, {16, 2, 256, 100, 99}, {4, 2, 16, 1024, 700}}) {
-            const auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap);
-            ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
-            c.pos.fill_(s.pos);
-            launch(*dev, c);
-            const auto first = c.out.clone();
-            EXPECT_LT(scaled_error(first, reference(c.q, c.k, c.v, s.pos)), tolerance(t));
-            // which block of a kv head finishes last varies from launch to launch; the bits
-            // must not
-            for (int i = 0; i < 20; ++i) {
-                c.out.fill_(0);
+    for (const bool cluster : {true, false})
+        for (const auto t : types())
+            for (const auto& s : std::vector<shape>{
+                     {32, 8, 128, 2112, 2000}, {16, 2, 256, 100, 99}, {4, 2, 16, 1024, 700}}) {
+                const auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, cluster);
+                ASSERT_TRUE(c.plan.fused_combine || c.plan.cluster > 1) << c.plan.describe();
+                c.pos.fill_(s.pos);
                 launch(*dev, c);
-                ASSERT_TRUE(at::equal(c.out, first))
-                    << c10::toString(t) << " " << s.heads << "/" << s.kv_heads << "x" << s.hd
-                    << " launch " << i << ": max diff "
-                    << (c.out.to(at::kDouble) - first.to(at::kDouble)).abs().max().item<double>();
+                const auto first = c.out.clone();
+                EXPECT_LT(scaled_error(first, reference(c.q, c.k, c.v, s.pos)), tolerance(t));
+                // which block of a kv head finishes last varies from launch to launch; the bits
+                // must not
+                for (int i = 0; i < 20; ++i) {
+                    c.out.fill_(0);
+                    launch(*dev, c);
+                    ASSERT_TRUE(at::equal(c.out, first))
+                        << c10::toString(t) << " " << s.heads << "/" << s.kv_heads << "x" << s.hd
+                        << " launch " << i << ": max diff "
+                        << (c.out.to(at::kDouble) - first.to(at::kDouble))
+                               .abs()
+                               .max()
+                               .item<double>();
+                }
             }
-        }
 #endif
 }
 
@@ -215,60 +229,62 @@ TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_be
 #if FOURFOLD_WITH_KERNELS
     const std::int64_t heads = 32, kv_heads = 8, hd = 128, cap = 576;
     const auto t = at::kBFloat16;
-    auto c = make(*dev, t, heads, kv_heads, hd, cap);
-    const auto o = c.q.options();
-    const auto width = (heads + 2 * kv_heads) * hd;
-    const auto qkv = at::randn({1, width}, o);
-    const auto cos = at::rand({cap, hd}, o) + 0.5, sin = at::rand({cap, hd}, o) - 0.5;
-    kernels::rope_kv_args r;
-    r.qkv = qkv.data_ptr();
-    r.ld_qkv = width;
-    r.cos = cos.data_ptr();
-    r.sin = sin.data_ptr();
-    r.pos = c.pos.data_ptr<std::int64_t>();
-    r.q_out = c.q.data_ptr(); // attention's q
-    r.k_cache = c.k.data_ptr();
-    r.v_cache = c.v.data_ptr();
-    r.heads = heads;
-    r.kv_heads = kv_heads;
-    r.head_dim = hd;
-    r.capacity = cap;
-    r.type = c.args.type;
-    workloads::call_context ctx(*dev);
-    const auto rp = kernels::plan_rope_kv(r, workloads::native::limits(ctx));
-    ASSERT_TRUE(rp.valid.empty()) << rp.valid;
-    EXPECT_EQ(rp.dependent_launch, c.plan.dependent_launch);
-    auto both = [&] {
-        workloads::native::check(kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)),
-                                 "rope_kv");
-        launch(*dev, c);
-    };
-    // The row at pos is written by rope_kv; a stale one (the wait misplaced) would differ: the
-    // cache row is first set to a value far from what rope_kv writes.
-    auto check = [&](std::int64_t p, const char* how) {
-        EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
-            << how << " pos " << p << " (" << c.plan.describe() << ")";
-    };
-    for (const std::int64_t p : {0, 40, 575}) {
-        c.pos.fill_(p);
-        c.k.select(1, p).fill_(30);
-        c.v.select(1, p).fill_(-30);
-        c.q.fill_(5);
-        both();
-        check(p, "eager");
-    }
-    if (!dev->caps().graphs)
-        return;
-    workloads::models::captured_step step;
-    c.pos.fill_(1);
-    step.capture(*dev, both);
-    for (const std::int64_t p : {2, 33, 400}) {
-        c.pos.fill_(p);
-        c.k.select(1, p).fill_(30);
-        c.v.select(1, p).fill_(-30);
-        c.q.fill_(5);
-        step.run([] { FAIL() << "not captured"; });
-        check(p, "replayed");
+    for (const bool cluster : {true, false}) {
+        auto c = make(*dev, t, heads, kv_heads, hd, cap, cluster);
+        const auto o = c.q.options();
+        const auto width = (heads + 2 * kv_heads) * hd;
+        const auto qkv = at::randn({1, width}, o);
+        const auto cos = at::rand({cap, hd}, o) + 0.5, sin = at::rand({cap, hd}, o) - 0.5;
+        kernels::rope_kv_args r;
+        r.qkv = qkv.data_ptr();
+        r.ld_qkv = width;
+        r.cos = cos.data_ptr();
+        r.sin = sin.data_ptr();
+        r.pos = c.pos.data_ptr<std::int64_t>();
+        r.q_out = c.q.data_ptr(); // attention's q
+        r.k_cache = c.k.data_ptr();
+        r.v_cache = c.v.data_ptr();
+        r.heads = heads;
+        r.kv_heads = kv_heads;
+        r.head_dim = hd;
+        r.capacity = cap;
+        r.type = c.args.type;
+        workloads::call_context ctx(*dev);
+        const auto rp = kernels::plan_rope_kv(r, workloads::native::limits(ctx));
+        ASSERT_TRUE(rp.valid.empty()) << rp.valid;
+        EXPECT_EQ(rp.dependent_launch, c.plan.dependent_launch);
+        auto both = [&] {
+            workloads::native::check(kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)),
+                                     "rope_kv");
+            launch(*dev, c);
+        };
+        // The row at pos is written by rope_kv; a stale one (the wait misplaced) would differ: the
+        // cache row is first set to a value far from what rope_kv writes.
+        auto check = [&](std::int64_t p, const char* how) {
+            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+                << how << " pos " << p << " (" << c.plan.describe() << ")";
+        };
+        for (const std::int64_t p : {0, 40, 575}) {
+            c.pos.fill_(p);
+            c.k.select(1, p).fill_(30);
+            c.v.select(1, p).fill_(-30);
+            c.q.fill_(5);
+            both();
+            check(p, "eager");
+        }
+        if (!dev->caps().graphs)
+            continue;
+        workloads::models::captured_step step;
+        c.pos.fill_(1);
+        step.capture(*dev, both);
+        for (const std::int64_t p : {2, 33, 400}) {
+            c.pos.fill_(p);
+            c.k.select(1, p).fill_(30);
+            c.v.select(1, p).fill_(-30);
+            c.q.fill_(5);
+            step.run([] { FAIL() << "not captured"; });
+            check(p, "replayed");
+        }
     }
 #endif
 }

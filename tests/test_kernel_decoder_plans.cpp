@@ -27,10 +27,11 @@ bool says(const std::string& text, const char* what) {
 
 // llama3-8b's decode attention (32 query heads over 8 kv heads of 128) with 576 cache positions
 // (ctx 512 + 64 tokens); the plan only checks that a position pointer is given, so a host
-// address stands in for the device one
-decode_attention_args llama3_attention() {
+// address stands in for the device one. `cluster` false: the grid path.
+decode_attention_args llama3_attention(bool cluster = false) {
     static const std::int64_t pos = 0;
     decode_attention_args a;
+    a.allow_cluster = cluster;
     a.heads = 32;
     a.kv_heads = 8;
     a.head_dim = 128;
@@ -155,6 +156,53 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     a.heads = 80;
     a.kv_heads = 8; // 10 a group: more than 8
     EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
+}
+
+TEST(decoder_kernel_plans, decode_attention_takes_a_cluster_a_kv_head_from_sm_90) {
+    auto a = llama3_attention(true); // 576 positions: 8 splits of 72
+    auto p = plan_decode_attention(a, h200);
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.cluster, 8);
+    EXPECT_EQ(p.splits, 8);
+    EXPECT_EQ(p.chunk, 72);
+    EXPECT_EQ(p.blocks, 64);
+    EXPECT_EQ(p.threads, 256);
+    EXPECT_EQ(p.workspace_bytes, 0); // merged in distributed shared memory
+    EXPECT_FALSE(p.fused_combine);
+    EXPECT_TRUE(p.dependent_launch);
+    EXPECT_TRUE(says(p.describe(), "a cluster of 8 block(s) a kv head")) << p.describe();
+    a.capacity = 2112; // ctx 2048 + 64: 8 of 264
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.cluster, 8);
+    EXPECT_EQ(p.chunk, 264);
+    for (const std::int64_t cap : {1, 31, 32, 33, 64, 100, 256, 257, 1000, 4095, 4096}) {
+        a.capacity = cap;
+        p = plan_decode_attention(a, h200);
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_EQ(p.cluster, p.splits) << cap;
+        EXPECT_GE(p.cluster, 1);
+        EXPECT_LE(p.cluster, k_attention_max_cluster);
+        EXPECT_LE(p.chunk, 512);
+        EXPECT_GE(p.chunk * p.splits, cap);
+        EXPECT_LT(p.chunk * (p.splits - 1), cap) << cap; // no split starts past the cache
+    }
+    a.capacity = 4097; // past 512 positions a block: the grid path
+    EXPECT_EQ(plan_decode_attention(a, h200).cluster, 0);
+    a.capacity = 576;
+    EXPECT_EQ(plan_decode_attention(a, ampere()).cluster, 0); // no clusters before sm_90
+    a.head_dim = 256;
+    EXPECT_EQ(plan_decode_attention(a, h200).threads, 128); // its shared memory: 4 warps
+    a.head_dim = 128;
+    alignas(16) static const char base[64] = {};
+    a.q = base + 2; // not 16-byte aligned: the grid path
+    EXPECT_EQ(plan_decode_attention(a, h200).cluster, 0);
+    a.q = base;
+    a.k_cache = base + 8;
+    EXPECT_EQ(plan_decode_attention(a, h200).cluster, 0);
+    a.k_cache = base;
+    EXPECT_EQ(plan_decode_attention(a, h200).cluster, 8);
+    a.allow_cluster = false;
+    EXPECT_EQ(plan_decode_attention(a, h200).cluster, 0);
 }
 
 TEST(decoder_kernel_plans, decode_attention_fuses_its_combine_and_counts_its_workspace) {

@@ -690,9 +690,9 @@ s27_step_profile() {
     local model=$1 variant=$2 name=$3 db=/tmp/s27-profile-$$.db
     timeout ${S27_PROFILE_LIMIT:-150} ncu --clock-control none --cache-control none \
         --metrics gpu__time_duration.sum --kernel-name-base demangled \
-        --kernel-name "regex:rmsnorm_kernel|rope_kv_kernel|attention_kernel|argmax_kernel|gemv|swiglu_kernel|moe_one_launch<[^>]*, 1>|moe_route|moe_down" \
+        --kernel-name "regex:${S27_KERNELS:-rmsnorm_kernel|rope_kv_kernel|attention|argmax_kernel|gemv|swiglu_kernel|moe_one_launch<[^>]*, 1>|moe_route|moe_down}" \
         --launch-count ${S27_LAUNCHES:-420} --csv --page raw \
-        $BIN decode --model $model --variants $variant --mode graph --ctx 512 --tokens 2 \
+        $BIN decode --model $model --variants $variant --mode graph --ctx ${S27_CTX:-512} --tokens 2 \
         --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" --quiet \
         >"$OUT/$name.csv" 2>"$OUT/$name.err"
     echo "ncu $model $variant: exit $?"
@@ -775,4 +775,43 @@ stage_s27_b() {
     grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|L2 Cache Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Stall|Grid Size" \
         "$OUT/s27_full.txt" | head -150
     rm -f "$db"
+}
+
+# Session 27, third call: decode attention's cluster path (a kv head's splits one cluster,
+# merged in distributed shared memory): its gpu tests, its time per launch under ncu at ctx 512
+# and 2048 (qwen3-30b-a3b), and both models' native decode at ctx 512 and 2048.
+stage_s27_c() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*' 150 "$OUT/s27_c_tests.txt"
+    echo "gpu tests after $((SECONDS - t0)) s"
+    grep -E "cluster|FAILED|Failure" "$OUT/s27_c_tests.txt" | head -20
+    local ctx
+    for ctx in 512 2048; do
+        S27_CTX=$ctx S27_KERNELS="rope_kv_kernel|attention" S27_LAUNCHES=100 S27_PROFILE_LIMIT=90 \
+            s27_step_profile qwen3-30b-a3b native s27_c_attention_$ctx >/dev/null
+        python3 - "$OUT/s27_c_attention_$ctx.csv" $ctx <<'PY'
+import csv, re, sys, statistics
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+head = next(r for r in rows if r[0] == "ID")
+ki, ti, gi = head.index("Kernel Name"), head.index("gpu__time_duration.sum"), head.index("Grid Size")
+by = {}
+for r in rows:
+    if r[0] in ("ID", ""):
+        continue
+    k = re.sub(r"\(.*", "", r[ki]).replace("void unnamed>::", "") + " " + r[gi]
+    by.setdefault(k, []).append(float(r[ti].replace(",", "")) / 1e3)
+for k, v in by.items():
+    print(f"ctx {sys.argv[2]}: {k:60s} x{len(v):3d} median {statistics.median(v):6.2f} us min {min(v):6.2f} max {max(v):6.2f}")
+PY
+    done
+    echo "ncu after $((SECONDS - t0)) s"
+    : >"$OUT/s27_c.txt"
+    local m
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 110 $BIN decode --model $m --variants native --mode graph --ctx 512,2048 --tokens 32 \
+            --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" --label s27-c-$m \
+            --quiet >>"$OUT/s27_c.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode|PASS|FAIL" "$OUT/s27_c.txt" | head -20
 }

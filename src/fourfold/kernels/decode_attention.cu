@@ -138,18 +138,193 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
     }
 }
 
+// E consecutive elements from p as floats: 16-, 8- or 4-byte loads where VEC (p then aligned to
+// E * sizeof(T), which the cluster path's plan checks of the cache and q bases), else one
+// element at a time.
+template <typename T, int E, bool VEC>
+__device__ __forceinline__ void load_elements(const T* __restrict__ p, float (&f)[E]) {
+    constexpr int B = E * static_cast<int>(sizeof(T));
+    if constexpr (VEC && B % 16 == 0) {
+#pragma unroll
+        for (int i = 0; i < B / 16; ++i) {
+            const uint4 r =
+                *reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(p) + 16 * i);
+            const T* e = reinterpret_cast<const T*>(&r);
+#pragma unroll
+            for (int j = 0; j < 16 / static_cast<int>(sizeof(T)); ++j)
+                f[i * (16 / static_cast<int>(sizeof(T))) + j] = element<T>::to_float(e[j]);
+        }
+    } else if constexpr (VEC && B == 8) {
+        const uint2 r = *reinterpret_cast<const uint2*>(p);
+        const T* e = reinterpret_cast<const T*>(&r);
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+            f[j] = element<T>::to_float(e[j]);
+    } else if constexpr (VEC && B == 4) {
+        const unsigned r = *reinterpret_cast<const unsigned*>(p);
+        const T* e = reinterpret_cast<const T*>(&r);
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+            f[j] = element<T>::to_float(e[j]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+            f[j] = element<T>::to_float(p[j]);
+    }
+}
+
+// The parts a block of W warps keeps: per part (a warp's sub-group of S lanes) and query head of
+// the group the running max, sum and weighted values.
+template <int HD, int W> struct attention_parts {
+    static constexpr int S = HD < 32 ? HD : 32; // lanes a cache position
+    static constexpr int E = HD / S;            // elements of a row a lane
+    static constexpr int P = 32 / S;            // positions a warp takes at once
+    static constexpr int PARTS = W * P;
+    float m[PARTS][k_max_g];
+    float l[PARTS][k_max_g];
+    float acc[PARTS][k_max_g][HD];
+};
+
+// Cache positions [start, end) of kv head kvh (kc, vc: its rows) against its `groups` query
+// heads: each part's running softmax into sm, then a block barrier. Every thread of the block
+// calls it (start < end).
+template <typename T, int HD, int W, bool VEC>
+__device__ __forceinline__ void attend(const decode_attention_args& a, std::int64_t kvh, int groups,
+                                       const T* kc, const T* vc, std::int64_t start,
+                                       std::int64_t end, attention_parts<HD, W>& sm) {
+    using parts = attention_parts<HD, W>;
+    constexpr int S = parts::S, E = parts::E, P = parts::P, PARTS = parts::PARTS;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int sub = lane / S, sl = lane % S;
+    const int part = warp * P + sub;
+    const float scale =
+        static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) * k_log2e;
+
+    const T* q = static_cast<const T*>(a.q) + kvh * groups * HD + sl * E;
+    float qr[k_max_g][E];
+#pragma unroll
+    for (int g = 0; g < k_max_g; ++g) {
+        if (g < groups)
+            load_elements<T, E, VEC>(q + g * HD, qr[g]);
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+            qr[g][e] = g < groups ? qr[g][e] * scale : 0.f;
+    }
+    float m[k_max_g], l[k_max_g], acc[k_max_g][E];
+#pragma unroll
+    for (int g = 0; g < k_max_g; ++g) {
+        m[g] = -CUDART_INF_F;
+        l[g] = 0.f;
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+            acc[g][e] = 0.f;
+    }
+    const T* kl = kc + sl * E;
+    const T* vl = vc + sl * E;
+    // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
+    // the same trips and the shuffles below see all 32 lanes.
+    for (std::int64_t jb = start + warp * P; jb < end; jb += PARTS * k_unroll) {
+        float kr[k_unroll][E], vr[k_unroll][E];
+        bool ok[k_unroll];
+#pragma unroll
+        for (int u = 0; u < k_unroll; ++u) {
+            const std::int64_t j = jb + sub + u * PARTS;
+            ok[u] = j < end;
+            if (ok[u]) {
+                load_elements<T, E, VEC>(kl + j * HD, kr[u]);
+                load_elements<T, E, VEC>(vl + j * HD, vr[u]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < E; ++e)
+                    kr[u][e] = vr[u][e] = 0.f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < k_unroll; ++u)
+#pragma unroll
+            for (int g = 0; g < k_max_g; ++g) {
+                if (g >= groups)
+                    continue; // uniform over the block
+                float s = 0.f;
+#pragma unroll
+                for (int e = 0; e < E; ++e)
+                    s = fmaf(qr[g][e], kr[u][e], s);
+#pragma unroll
+                for (int off = S / 2; off > 0; off /= 2)
+                    s += __shfl_xor_sync(0xffffffffu, s, off);
+                if (ok[u]) {
+                    const float mn = fmaxf(m[g], s);
+                    const float c = exp2f(m[g] - mn), pr = exp2f(s - mn);
+                    l[g] = l[g] * c + pr;
+#pragma unroll
+                    for (int e = 0; e < E; ++e)
+                        acc[g][e] = fmaf(acc[g][e], c, pr * vr[u][e]);
+                    m[g] = mn;
+                }
+            }
+    }
+#pragma unroll
+    for (int g = 0; g < k_max_g; ++g) {
+        if (g >= groups)
+            continue;
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+            sm.acc[part][g][sl * E + e] = acc[g][e];
+        if (sl == 0) {
+            sm.m[part][g] = m[g];
+            sm.l[part][g] = l[g];
+        }
+    }
+    static_cast<void>(PARTS);
+    __syncthreads();
+}
+
+// Element d of query head g merged over the block's parts: the block's max, sum and weighted
+// values (relative to that max).
+template <int HD, int W>
+__device__ __forceinline__ void merge_parts(const attention_parts<HD, W>& sm, int g, int d,
+                                            float& big, float& sum, float& val) {
+    constexpr int PARTS = attention_parts<HD, W>::PARTS;
+    big = -CUDART_INF_F;
+#pragma unroll
+    for (int p = 0; p < PARTS; ++p)
+        big = fmaxf(big, sm.m[p][g]);
+    sum = 0.f;
+    val = 0.f;
+#pragma unroll
+    for (int p = 0; p < PARTS; ++p) {
+        const float w = sm.m[p][g] == -CUDART_INF_F ? 0.f : exp2f(sm.m[p][g] - big);
+        sum += sm.l[p][g] * w;
+        val += sm.acc[p][g][d] * w;
+    }
+}
+
+template <typename T, int HD>
+__device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, const T* kc,
+                                               const T* vc, std::int64_t start,
+                                               std::int64_t chunk) {
+    // While the launch before (rope_kv) may still run: the chunk's cache rows below the
+    // position into L2. *pos here is a hint only (in an eager chain of dependent launches it
+    // may still be a step behind); everything below reads it again after the wait.
+    std::int64_t early = *a.pos;
+    early = early < start ? start : early > a.capacity ? a.capacity : early;
+    const std::int64_t stop = start + chunk < early ? start + chunk : early;
+    const auto* kb = reinterpret_cast<const char*>(kc + start * HD);
+    const auto* vb = reinterpret_cast<const char*>(vc + start * HD);
+    const std::int64_t bytes = (stop - start) * HD * static_cast<std::int64_t>(sizeof(T));
+    for (std::int64_t off = threadIdx.x * std::int64_t{128}; off < bytes;
+         off += std::int64_t{128} * blockDim.x) {
+        prefetch_l2(kb + off);
+        prefetch_l2(vb + off);
+    }
+}
+
 template <typename T, int HD>
 __global__ void __launch_bounds__(k_attention_threads)
     attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
                      unsigned* counters) {
-    constexpr int S = HD < 32 ? HD : 32;
-    constexpr int E = HD / S;
-    constexpr int P = 32 / S;
     constexpr int W = k_attention_threads / 32;
-    constexpr int PARTS = W * P;
-    __shared__ float sm_m[PARTS][k_max_g];
-    __shared__ float sm_l[PARTS][k_max_g];
-    __shared__ float sm_acc[PARTS][k_max_g][HD];
+    __shared__ attention_parts<HD, W> sm;
     __shared__ bool last;
 
     const std::int64_t kvh = blockIdx.x / splits, split = blockIdx.x % splits;
@@ -158,116 +333,16 @@ __global__ void __launch_bounds__(k_attention_threads)
     const T* kc = static_cast<const T*>(a.k_cache) + kvh * a.capacity * HD;
     const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD;
     allow_dependents();
-    {
-        // While the launch before (rope_kv) may still run: the chunk's cache rows below the
-        // position into L2. *pos here is a hint only (in an eager chain of dependent launches it
-        // may still be a step behind); everything below reads it again after the wait.
-        std::int64_t early = *a.pos;
-        early = early < start ? start : early > a.capacity ? a.capacity : early;
-        const std::int64_t stop = start + chunk < early ? start + chunk : early;
-        const auto* kb = reinterpret_cast<const char*>(kc + start * HD);
-        const auto* vb = reinterpret_cast<const char*>(vc + start * HD);
-        const std::int64_t bytes = (stop - start) * HD * static_cast<std::int64_t>(sizeof(T));
-        for (std::int64_t off = threadIdx.x * std::int64_t{128}; off < bytes;
-             off += std::int64_t{128} * k_attention_threads) {
-            prefetch_l2(kb + off);
-            prefetch_l2(vb + off);
-        }
-    }
+    prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
     dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
     const std::int64_t len = attended_length(a);
     if (start < len) {
         const std::int64_t end = start + chunk < len ? start + chunk : len;
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        const int sub = lane / S, sl = lane % S;
-        const int part = warp * P + sub;
-        const float scale =
-            static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) *
-            k_log2e;
-
-        const T* q = static_cast<const T*>(a.q) + kvh * groups * HD + sl * E;
-        float qr[k_max_g][E];
-#pragma unroll
-        for (int g = 0; g < k_max_g; ++g)
-#pragma unroll
-            for (int e = 0; e < E; ++e)
-                qr[g][e] = g < groups ? element<T>::to_float(q[g * HD + e]) * scale : 0.f;
-        float m[k_max_g], l[k_max_g], acc[k_max_g][E];
-#pragma unroll
-        for (int g = 0; g < k_max_g; ++g) {
-            m[g] = -CUDART_INF_F;
-            l[g] = 0.f;
-#pragma unroll
-            for (int e = 0; e < E; ++e)
-                acc[g][e] = 0.f;
-        }
-        const T* kl = kc + sl * E;
-        const T* vl = vc + sl * E;
-        // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
-        // the same trips and the shuffles below see all 32 lanes.
-        for (std::int64_t jb = start + warp * P; jb < end; jb += PARTS * k_unroll) {
-            float kr[k_unroll][E], vr[k_unroll][E];
-            bool ok[k_unroll];
-#pragma unroll
-            for (int u = 0; u < k_unroll; ++u) {
-                const std::int64_t j = jb + sub + u * PARTS;
-                ok[u] = j < end;
-#pragma unroll
-                for (int e = 0; e < E; ++e) {
-                    kr[u][e] = ok[u] ? element<T>::to_float(kl[j * HD + e]) : 0.f;
-                    vr[u][e] = ok[u] ? element<T>::to_float(vl[j * HD + e]) : 0.f;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < k_unroll; ++u)
-#pragma unroll
-                for (int g = 0; g < k_max_g; ++g) {
-                    if (g >= groups)
-                        continue; // uniform over the block
-                    float s = 0.f;
-#pragma unroll
-                    for (int e = 0; e < E; ++e)
-                        s = fmaf(qr[g][e], kr[u][e], s);
-#pragma unroll
-                    for (int off = S / 2; off > 0; off /= 2)
-                        s += __shfl_xor_sync(0xffffffffu, s, off);
-                    if (ok[u]) {
-                        const float mn = fmaxf(m[g], s);
-                        const float c = exp2f(m[g] - mn), pr = exp2f(s - mn);
-                        l[g] = l[g] * c + pr;
-#pragma unroll
-                        for (int e = 0; e < E; ++e)
-                            acc[g][e] = fmaf(acc[g][e], c, pr * vr[u][e]);
-                        m[g] = mn;
-                    }
-                }
-        }
-#pragma unroll
-        for (int g = 0; g < k_max_g; ++g) {
-            if (g >= groups)
-                continue;
-#pragma unroll
-            for (int e = 0; e < E; ++e)
-                sm_acc[part][g][sl * E + e] = acc[g][e];
-            if (sl == 0) {
-                sm_m[part][g] = m[g];
-                sm_l[part][g] = l[g];
-            }
-        }
-        __syncthreads();
+        attend<T, HD, W, false>(a, kvh, groups, kc, vc, start, end, sm);
         for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
             const int g = idx / HD, d = idx % HD;
-            float big = -CUDART_INF_F;
-#pragma unroll
-            for (int p = 0; p < PARTS; ++p)
-                big = fmaxf(big, sm_m[p][g]);
-            float sum = 0.f, val = 0.f;
-#pragma unroll
-            for (int p = 0; p < PARTS; ++p) {
-                const float w = sm_m[p][g] == -CUDART_INF_F ? 0.f : exp2f(sm_m[p][g] - big);
-                sum += sm_l[p][g] * w;
-                val += sm_acc[p][g][d] * w;
-            }
+            float big, sum, val;
+            merge_parts<HD, W>(sm, g, d, big, sum, val);
             const std::int64_t head = kvh * groups + g;
             if (splits > 1) {
                 const partials ws(a.workspace, a.heads, splits, HD);
@@ -297,9 +372,98 @@ __global__ void __launch_bounds__(k_attention_threads)
         counters[kvh] = 0; // every block of the kv head has counted in: the next launch's start
 }
 
+// The cluster path: the blocks of a cluster are the splits of one kv head (block rank = split).
+// Each merges its parts, then, after a cluster barrier, block r merges elements
+// [r n / C, (r + 1) n / C) of the kv head's groups x HD outputs over the cluster's blocks in rank
+// order (their pairs and values read from the blocks' shared memory) and writes them. A second
+// barrier keeps every block's shared memory alive until the last reader is done. Deterministic:
+// fixed orders throughout.
+template <typename T, int HD, int W>
+__global__ void __launch_bounds__(W * 32, 1)
+    attention_cluster_kernel(decode_attention_args a, std::int64_t chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ attention_parts<HD, W> sm;
+    __shared__ float blk_m[k_max_g], blk_l[k_max_g];
+    __shared__ float blk_acc[k_max_g][HD];
+    const int splits = static_cast<int>(__clusterSizeInBlocks());
+    const int split = static_cast<int>(__clusterRelativeBlockRank());
+    const std::int64_t kvh = blockIdx.x / splits;
+    const int groups = static_cast<int>(a.heads / a.kv_heads);
+    const std::int64_t start = split * chunk;
+    const T* kc = static_cast<const T*>(a.k_cache) + kvh * a.capacity * HD;
+    const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD;
+    allow_dependents();
+    prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
+    dependency_wait(); // q and the row at *pos are rope_kv's
+    const std::int64_t len = attended_length(a);
+    const bool live = start < len;
+    if (live)
+        attend<T, HD, W, true>(a, kvh, groups, kc, vc, start,
+                               start + chunk < len ? start + chunk : len, sm);
+    for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
+        const int g = idx / HD, d = idx % HD;
+        float big = -CUDART_INF_F, sum = 0.f, val = 0.f;
+        if (live)
+            merge_parts<HD, W>(sm, g, d, big, sum, val);
+        blk_acc[g][d] = val;
+        if (d == 0) {
+            blk_m[g] = big;
+            blk_l[g] = sum;
+        }
+    }
+    // every block's merged parts are in its shared memory (arrive releases, wait acquires)
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+    const int n = groups * HD;
+    const int lo = split * n / splits, hi = (split + 1) * n / splits;
+    for (int idx = lo + static_cast<int>(threadIdx.x); idx < hi; idx += blockDim.x) {
+        const int g = idx / HD, d = idx % HD;
+        float big = -CUDART_INF_F;
+        for (int r = 0; r < splits; ++r)
+            big = fmaxf(big, *static_cast<const float*>(__cluster_map_shared_rank(&blk_m[g], r)));
+        float sum = 0.f, val = 0.f;
+        for (int r = 0; r < splits; ++r) {
+            const float mr = *static_cast<const float*>(__cluster_map_shared_rank(&blk_m[g], r));
+            const float w = mr == -CUDART_INF_F ? 0.f : exp2f(mr - big);
+            sum += *static_cast<const float*>(__cluster_map_shared_rank(&blk_l[g], r)) * w;
+            val += *static_cast<const float*>(__cluster_map_shared_rank(&blk_acc[g][d], r)) * w;
+        }
+        static_cast<T*>(a.out)[(kvh * groups + g) * HD + d] = element<T>::from_float(val / sum);
+    }
+    // no block leaves while another still reads its shared memory
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+#else
+    static_cast<void>(a);
+    static_cast<void>(chunk);
+#endif
+}
+
+template <typename T, int HD>
+launch_status launch_cluster(const decode_attention_plan& p, const decode_attention_args& a,
+                             stream_t stream) {
+    constexpr int W = k_attention_cluster_threads(HD) / 32;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(p.blocks));
+    config.blockDim = dim3(W * 32);
+    config.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attr;
+    config.numAttrs = p.dependent_launch ? 2 : 1;
+    return status_of(cudaLaunchKernelEx(&config, attention_cluster_kernel<T, HD, W>, a, p.chunk));
+}
+
 template <typename T, int HD>
 launch_status launch_hd(const decode_attention_plan& p, const decode_attention_args& a,
                         stream_t stream) {
+    if (p.cluster > 0)
+        return launch_cluster<T, HD>(p, a, stream);
     unsigned* counters =
         p.fused_combine
             ? reinterpret_cast<unsigned*>(reinterpret_cast<char*>(a.workspace) + p.counter_offset)
@@ -340,6 +504,10 @@ launch_status launch_decode_attention(const decode_attention_plan& p,
         return invalid("decode attention: a split plan needs its workspace (zeroed once)");
     if (p.fused_combine && alignment_of(a.workspace) < 16)
         return invalid("decode attention: the workspace must be 16-byte aligned");
+    if (p.cluster > 0 &&
+        (alignment_of(a.q) < 16 || alignment_of(a.k_cache) < 16 || alignment_of(a.v_cache) < 16))
+        return invalid("decode attention: the cluster path needs q and the caches 16-byte "
+                       "aligned (plan with the launch's pointers)");
     return by_element(a.type, [&](auto t) { return launch_typed<decltype(t)>(p, a, stream); });
 }
 

@@ -12,6 +12,8 @@
 // compute capability 9 and up the launch is a programmatic dependent launch: the kernel reads
 // *pos early only to prefetch its chunk's cache rows into L2, and reads q, *pos and the cache
 // (the row at *pos is the launch before's) after the wait. bf16/fp16/fp32 in and out.
+// From sm_90, for caches up to k_attention_cluster_max_capacity, the splits of a kv head are one
+// thread-block cluster instead, merged in distributed shared memory (the plan's `cluster`).
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -22,6 +24,12 @@ inline constexpr int k_attention_max_group = 8; // query heads per kv head
 inline constexpr int k_attention_threads = 128; // 4 warps a block
 inline constexpr std::int64_t k_attention_min_chunk = 32;
 inline constexpr std::int64_t k_attention_max_splits = 1024;
+inline constexpr int k_attention_max_cluster = 8; // portable cluster size
+// the cluster path's threads a block: 8 warps (4 at head_dim 256, for its shared memory)
+constexpr int k_attention_cluster_threads(std::int64_t head_dim) {
+    return head_dim >= 256 ? 128 : 256;
+}
+inline constexpr std::int64_t k_attention_cluster_max_capacity = 4096; // 512 positions a block
 
 struct decode_attention_args {
     const void* q = nullptr;       // heads x head_dim (contiguous)
@@ -36,6 +44,9 @@ struct decode_attention_args {
     std::int64_t heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
     double scale = 0; // 0: 1 / sqrt(head_dim)
     elem type = elem::bf16;
+    // the cluster path where the device and the cache take it (see the plan); false: the grid
+    // path always (a test's or a comparison's choice)
+    bool allow_cluster = true;
 };
 
 struct decode_attention_plan {
@@ -43,6 +54,12 @@ struct decode_attention_plan {
     std::int64_t chunk = 0;  // cache positions a block takes
     std::int64_t splits = 0; // chunks of the capacity: blocks = kv_heads x splits
     std::int64_t blocks = 0;
+    // sm_90 on, a cache of at most k_attention_cluster_max_capacity positions and q and the
+    // caches 16-byte aligned: a kv head's splits are one thread-block cluster of `cluster`
+    // blocks (8 warps each, 16-byte loads of the cache rows) that merge their parts in
+    // distributed shared memory, each block writing 1/cluster of the kv head's output: no
+    // workspace, no atomics, no memory fence. 0: the grid path below.
+    int cluster = 0;
     bool combine = false;          // a second launch merges the splits (never now)
     bool fused_combine = false;    // the last block of a kv head merges the splits (splits > 1)
     bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)

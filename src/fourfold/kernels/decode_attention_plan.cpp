@@ -2,6 +2,7 @@
 #include "fourfold/kernels/decode_attention.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace fourfold::kernels {
 
@@ -9,9 +10,13 @@ std::string decode_attention_plan::describe() const {
     std::string s = std::to_string(blocks) + " block(s) of " + std::to_string(threads) + ", " +
                     std::to_string(splits) + " split(s) of " + std::to_string(chunk) +
                     " cache positions";
-    s += combine         ? ", log-sum-exp combine (second launch)"
-         : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
-                         : ", no combine";
+    if (cluster > 0)
+        s += ", a cluster of " + std::to_string(cluster) +
+             " block(s) a kv head, merged in distributed shared memory";
+    else
+        s += combine         ? ", log-sum-exp combine (second launch)"
+             : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
+                             : ", no combine";
     if (dependent_launch)
         s += ", dependent launch";
     return s;
@@ -40,6 +45,24 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     }
     if (!(a.scale >= 0)) {
         p.valid = "scale must be >= 0 (0: 1/sqrt(head_dim))";
+        return p;
+    }
+    const auto aligned = [](const void* p) {
+        return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+    };
+    if (a.allow_cluster && d.clusters() && a.capacity <= k_attention_cluster_max_capacity &&
+        aligned(a.q) && aligned(a.k_cache) && aligned(a.v_cache)) {
+        // Up to k_attention_max_cluster splits of about 32 positions or more, one cluster a kv
+        // head: llama3-8b at 576 positions is 8 splits of 72 (64 blocks), at 2112 8 of 264.
+        p.splits = std::clamp<std::int64_t>((a.capacity + k_attention_min_chunk - 1) /
+                                                k_attention_min_chunk,
+                                            1, k_attention_max_cluster);
+        p.chunk = (a.capacity + p.splits - 1) / p.splits;
+        p.splits = (a.capacity + p.chunk - 1) / p.chunk;
+        p.cluster = static_cast<int>(p.splits);
+        p.threads = k_attention_cluster_threads(hd);
+        p.blocks = a.kv_heads * p.splits;
+        p.dependent_launch = true;
         return p;
     }
     // Chunks of at least 32 positions (8 a warp, two rounds of 4 loads in flight), as many as
