@@ -17,6 +17,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
 
 using namespace fourfold;
 using namespace fourfold::testing::decoder_kernels;
@@ -286,5 +290,77 @@ TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_be
             check(p, "replayed");
         }
     }
+#endif
+}
+
+// Not a timed assertion: the µs a launch of each path and of its probe stops (the phases'
+// upper bounds), printed for docs/performance.md. Warm: one graph of 20 back-to-back launches (the
+// cache in L2), the best of 10 replays; cold: each launch after a 64 MB memset (the cache rows
+// evicted, as the layer's weights evict them in a decode step), the memset's own time taken off.
+// The whole launches are held against float64.
+TEST(decode_attention_cuda, the_paths_and_their_phases_are_timed_and_printed) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    if (!dev->caps().graphs)
+        GTEST_SKIP() << "no graph capture on this device";
+    struct shape {
+        const char* name;
+        std::int64_t heads, kv_heads, cap, pos;
+    };
+    const std::vector<shape> shapes{{"qwen3-30b-a3b ctx 512", 32, 4, 544, 512},
+                                    {"qwen3-30b-a3b ctx 2048", 32, 4, 2080, 2048},
+                                    {"llama3-8b ctx 512", 32, 8, 576, 512},
+                                    {"llama3-8b ctx 2048", 32, 8, 2112, 2048}};
+    const auto scratch = at::empty(
+        {std::int64_t{64} << 20}, at::TensorOptions().dtype(at::kByte).device(dev->torch_device()));
+    constexpr int steps = 20;
+    auto best_us = [&](const std::function<void()>& body) {
+        auto graph = dev->capture([&] {
+            for (int i = 0; i < steps; ++i)
+                body();
+        });
+        graph->replay(); // warm
+        auto start = dev->make_event(), stop = dev->make_event();
+        double best = 1e30;
+        for (int r = 0; r < 10; ++r) {
+            start->record();
+            graph->replay();
+            stop->record();
+            dev->synchronize();
+            best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
+        }
+        return best;
+    };
+    auto wipe = [&] { scratch.zero_(); };
+    const double wipe_us = best_us(wipe);
+    std::cout << "attention: a 64 MB memset " << wipe_us << " us\n";
+    for (const auto& s : shapes)
+        for (const bool cluster : {false, true}) {
+            auto c = make(*dev, at::kBFloat16, s.heads, s.kv_heads, 128, s.cap, cluster);
+            if (cluster && c.plan.cluster == 0)
+                continue;
+            c.pos.fill_(s.pos);
+            for (const int stop : {1, 2, 3, 0}) {
+                c.args.probe_stop_after = stop;
+                const double warm = best_us([&] { launch(*dev, c); });
+                const double cold = best_us([&] {
+                                        wipe();
+                                        launch(*dev, c);
+                                    }) -
+                                    wipe_us;
+                std::cout << "attention " << s.name << ", " << (cluster ? "cluster" : "grid")
+                          << " path ("
+                          << (stop == 0 ? std::string("whole launch")
+                                        : "stopped after phase " + std::to_string(stop))
+                          << "): warm " << warm << " us, cold " << cold << " us a launch; "
+                          << c.plan.describe() << "\n";
+            }
+            c.args.probe_stop_after = 0;
+            c.out.fill_(0);
+            launch(*dev, c);
+            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, s.pos)),
+                      tolerance(at::kBFloat16))
+                << s.name << " " << c.plan.describe();
+        }
 #endif
 }

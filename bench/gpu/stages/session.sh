@@ -815,3 +815,23 @@ PY
     done
     grep -E "^decode|PASS|FAIL" "$OUT/s27_c.txt" | head -20
 }
+
+# Session 27, fourth call: decode attention's phases on both paths (the timed gpu test, warm and
+# cold), its other gpu tests, and the native decode of both models with the grid path back as
+# the default.
+stage_s27_d() {
+    local t0=$SECONDS
+    timeout 120 $BUILD/tests/fourfold_gpu_tests --gtest_filter='decode_attention_cuda.*' \
+        >"$OUT/s27_d_tests.txt" 2>&1
+    echo "decode attention gpu tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention|^\[  (PASSED|FAILED)|Failure" "$OUT/s27_d_tests.txt" | head -60
+    : >"$OUT/s27_d.txt"
+    local m
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 100 $BIN decode --model $m --variants native --mode graph --ctx 512,2048 --tokens 32 \
+            --device cuda --dtype bf16 --ledgers throughput --db "$DB" --label s27-d-$m \
+            --quiet >>"$OUT/s27_d.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode" "$OUT/s27_d.txt" | head -20
+}

@@ -336,9 +336,13 @@ __global__ void __launch_bounds__(k_attention_threads)
     prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
     dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
     const std::int64_t len = attended_length(a);
+    if (a.probe_stop_after == 1)
+        return;
     if (start < len) {
         const std::int64_t end = start + chunk < len ? start + chunk : len;
         attend<T, HD, W, false>(a, kvh, groups, kc, vc, start, end, sm);
+        if (a.probe_stop_after == 2)
+            return;
         for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
             const int g = idx / HD, d = idx % HD;
             float big, sum, val;
@@ -356,7 +360,7 @@ __global__ void __launch_bounds__(k_attention_threads)
             }
         }
     }
-    if (splits == 1)
+    if (splits == 1 || a.probe_stop_after != 0)
         return;
     // Count in (the partial, if any, made visible first); the last block of the kv head merges.
     __threadfence();
@@ -396,10 +400,14 @@ __global__ void __launch_bounds__(W * 32, 1)
     prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
     dependency_wait(); // q and the row at *pos are rope_kv's
     const std::int64_t len = attended_length(a);
+    if (a.probe_stop_after == 1)
+        return; // (every block of the cluster returns alike: no barrier is left waiting)
     const bool live = start < len;
     if (live)
         attend<T, HD, W, true>(a, kvh, groups, kc, vc, start,
                                start + chunk < len ? start + chunk : len, sm);
+    if (a.probe_stop_after == 2)
+        return;
     for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
         const int g = idx / HD, d = idx % HD;
         float big = -CUDART_INF_F, sum = 0.f, val = 0.f;
@@ -411,6 +419,8 @@ __global__ void __launch_bounds__(W * 32, 1)
             blk_l[g] = sum;
         }
     }
+    if (a.probe_stop_after == 3)
+        return;
     // every block's merged parts are in its shared memory (arrive releases, wait acquires)
     __cluster_barrier_arrive();
     __cluster_barrier_wait();

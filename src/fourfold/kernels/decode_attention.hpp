@@ -44,9 +44,15 @@ struct decode_attention_args {
     std::int64_t heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
     double scale = 0; // 0: 1 / sqrt(head_dim)
     elem type = elem::bf16;
-    // the cluster path where the device and the cache take it (see the plan); false: the grid
-    // path always (a test's or a comparison's choice)
-    bool allow_cluster = true;
+    // ask for the cluster path (taken where the device and the cache allow it, see the plan).
+    // Off by default: on the H200 it measured no faster than the grid path at 544 positions and
+    // slower at 2080 in the decoder (docs/performance.md, session 27).
+    bool allow_cluster = false;
+    // A probe of the launch's phases (its output then invalid, the split counters untouched):
+    // 1 returns after the dependency wait and the position read, 2 after the block's cache
+    // positions (its parts in shared memory), 3 after the block's merged part is stored (grid:
+    // the workspace; cluster: its shared memory, before the cluster barrier). 0: the launch.
+    int probe_stop_after = 0;
 };
 
 struct decode_attention_plan {

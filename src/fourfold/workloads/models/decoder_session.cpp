@@ -205,13 +205,11 @@ decoder_session::decoder_session(std::shared_ptr<const decoder_weights> weights,
         aa.head_dim = c.head_dim;
         aa.capacity = capacity;
         aa.pos = m_pos.data_ptr<std::int64_t>();
-        // the grid path's workspace, whichever path the step's plan (with its pointers) takes
-        aa.allow_cluster = false;
         const auto ap = kernels::plan_decode_attention(aa, lim);
         if (!ap.valid.empty())
             throw std::invalid_argument("decoder_session: native decode attention: " + ap.valid);
-        // zeroed once: the grid path's per-head counters live in it (they reset themselves at
-        // the end of every launch)
+        // zeroed once: the attention kernel's per-head counters live in it (they reset
+        // themselves at the end of every launch)
         m_attention_workspace =
             at::zeros({std::max<std::int64_t>(1, ap.workspace_bytes / 4)}, opts.dtype(at::kFloat));
         kernels::argmax_args ga;
