@@ -821,10 +821,28 @@ PY
 # the default.
 stage_s27_d() {
     local t0=$SECONDS
-    timeout 120 $BUILD/tests/fourfold_gpu_tests --gtest_filter='decode_attention_cuda.*' \
+    timeout 150 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.*:rmsnorm_cuda.*:rope_kv_cuda.*:decode_native_cuda.*' \
         >"$OUT/s27_d_tests.txt" 2>&1
-    echo "decode attention gpu tests: exit $? after $((SECONDS - t0)) s"
+    echo "gpu tests: exit $? after $((SECONDS - t0)) s"
     grep -E "^attention|^\[  (PASSED|FAILED)|Failure" "$OUT/s27_d_tests.txt" | head -60
+    S27_KERNELS="rmsnorm_kernel|rope_kv_kernel" S27_LAUNCHES=60 S27_PROFILE_LIMIT=90 \
+        s27_step_profile qwen3-30b-a3b native s27_d_small >/dev/null
+    python3 - "$OUT/s27_d_small.csv" <<'PY'
+import csv, re, sys, statistics
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+head = next(r for r in rows if r[0] == "ID")
+ki, ti, gi = head.index("Kernel Name"), head.index("gpu__time_duration.sum"), head.index("Grid Size")
+by = {}
+for r in rows:
+    if r[0] in ("ID", ""):
+        continue
+    k = re.sub(r"\(.*", "", r[ki]).replace("void unnamed>::", "") + " " + r[gi]
+    by.setdefault(k, []).append(float(r[ti].replace(",", "")) / 1e3)
+for k, v in by.items():
+    print(f"{k:50s} x{len(v):3d} median {statistics.median(v):6.2f} us min {min(v):6.2f} max {max(v):6.2f}")
+PY
+    echo "ncu after $((SECONDS - t0)) s"
     : >"$OUT/s27_d.txt"
     local m
     for m in qwen3-30b-a3b llama3-8b; do

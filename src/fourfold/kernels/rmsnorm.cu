@@ -35,11 +35,13 @@ template <typename T, int PER> __global__ void rmsnorm_kernel(rmsnorm_args a) {
         x += row * a.ld_x;
     }
     const T* r = a.residual ? static_cast<const T*>(a.residual) + row * a.ld_residual : nullptr;
-    float v[PER];
+    float v[PER], wv[PER];
     float ss = 0.f;
 #pragma unroll
     for (int c = 0; c < PER; ++c) {
         const std::int64_t col = static_cast<std::int64_t>(c) * threads + tid;
+        // the weight with the row, in the same round trip (not after the sum)
+        wv[c] = col < a.cols ? element<T>::to_float(w[col]) : 0.f;
         float f = 0.f;
         if (col < a.cols && !zero) {
             f = element<T>::to_float(x[col]);
@@ -59,7 +61,7 @@ template <typename T, int PER> __global__ void rmsnorm_kernel(rmsnorm_args a) {
         if (col < a.cols) {
             if (out)
                 out[col] = element<T>::from_float(v[c]);
-            normed[col] = element<T>::from_float(v[c] * inv * element<T>::to_float(w[col]));
+            normed[col] = element<T>::from_float(v[c] * inv * wv[c]);
         }
     }
 }

@@ -45,21 +45,25 @@ template <typename T> __global__ void rope_kv_kernel(rope_kv_args a) {
                 element<T>::from_float(v);
         return;
     }
+    // the norm's weight and the position's cos and sin before the reduction, so that their
+    // round trips overlap it (not one after another after it)
+    const bool in_cache = i < hd && p >= 0 && p < a.capacity;
+    const float nw = norm_w && i < hd ? element<T>::to_float(norm_w[i]) : 1.f;
+    const float c = in_cache ? element<T>::to_float(static_cast<const T*>(a.cos)[p * hd + i]) : 0.f;
+    const float s = in_cache ? element<T>::to_float(static_cast<const T*>(a.sin)[p * hd + i]) : 0.f;
     if (norm_w) { // every thread of the block takes part in the reduction
         const float ss = block_sum(v * v, scratch);
         const float inv = rsqrtf(ss / static_cast<float>(hd) + static_cast<float>(a.eps));
         if (i < hd)
-            v = v * inv * element<T>::to_float(norm_w[i]);
+            v = v * inv * nw;
     }
     if (i < hd)
         head[i] = v;
     __syncthreads();
-    if (i >= hd || p < 0 || p >= a.capacity)
+    if (!in_cache)
         return;
     const std::int64_t half = hd / 2;
     const float rotated = i < half ? -head[i + half] : head[i - half];
-    const float c = element<T>::to_float(static_cast<const T*>(a.cos)[p * hd + i]);
-    const float s = element<T>::to_float(static_cast<const T*>(a.sin)[p * hd + i]);
     const T out = element<T>::from_float(v * c + rotated * s);
     if (is_q)
         static_cast<T*>(a.q_out)[(t * a.heads + h) * hd + i] = out;
