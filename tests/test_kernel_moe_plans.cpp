@@ -204,3 +204,44 @@ TEST(kernel_moe_plans, the_l2_prefetch_budget_is_the_callers_and_never_negative)
     a.l2_prefetch_bytes = -5;
     EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, 0);
 }
+
+TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_h_and_the_logits) {
+    auto a = qwen3_moe(8);
+    const auto unfused = plan_moe(a, device_limits{});
+    a.norm_weight = addr(k_aligned * 64);
+    a.router = addr(k_aligned * 128);
+    a.logits = nullptr;
+    a.logits_type = elem::bf16;
+    auto p = plan_moe(a, device_limits{});
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.fused_prologue);
+    EXPECT_EQ(p.kernels, 1);
+    // h (8 x 2048 bf16) and the logits (8 x 128 bf16) after the routing and the intermediate
+    EXPECT_EQ(p.workspace_bytes, unfused.workspace_bytes + 8 * 2048 * 2 + 8 * 128 * 2);
+    EXPECT_NE(p.describe().find("router's GEMV fused"), std::string::npos) << p.describe();
+    auto refused = [](moe_args b, const std::string& needle) {
+        const auto q = plan_moe(b, device_limits{});
+        EXPECT_NE(q.valid.find(needle), std::string::npos) << q.valid;
+    };
+    auto b = a;
+    b.one_launch = false;
+    refused(b, "one launch");
+    b = a;
+    b.logits_type = elem::f32;
+    refused(b, "logits_type must be type");
+    b = a;
+    b.router = nullptr;
+    refused(b, "together");
+    b = a;
+    b.norm_eps = 0;
+    refused(b, "norm_eps");
+    b = a;
+    b.router = addr(k_aligned * 128 + 8);
+    refused(b, "router is not 16-byte aligned");
+    b = a;
+    b.hidden = 8192; // 8 x 8192 bf16 = 128 KB: more than the stage area
+    b.ld_x = b.ld_y = 8192;
+    refused(b, "stage area");
+    b.tokens = 4; // 64 KB: fits
+    EXPECT_TRUE(plan_moe(b, device_limits{}).valid.empty()) << plan_moe(b, device_limits{}).valid;
+}

@@ -510,3 +510,49 @@ TEST(moe_cuda, one_launch_takes_two_columns_a_warp_and_chunks_inside_a_row) {
     }
 #endif
 }
+
+// The fused prologue (model_ops::moe_block_native): RMSNorm and the router inside the one launch,
+// from the residual stream, against float64 from the same rounding points (h rounded to the
+// dtype, the logits rounded to it). The router's rows are constant (alpha_e everywhere) and x has
+// a positive mean, so each token's logits rank the experts by alpha_e with gaps of about 0.04:
+// the top-k is the same in the kernel's fp32 and in float64.
+TEST(moe_cuda, the_fused_norm_and_router_match_float64_from_the_residual_stream) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    for (const auto type : {at::kBFloat16, at::kFloat})
+        for (const auto& s : {k_qwen3, k_small}) {
+            const auto w = make_experts(s, type, 21, d);
+            const double eps = 1e-6;
+            const auto nw = workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, type);
+            std::vector<std::int64_t> rank(static_cast<std::size_t>(s.experts));
+            std::iota(rank.begin(), rank.end(), 0);
+            std::shuffle(rank.begin(), rank.end(), std::mt19937_64(3));
+            auto router = at::empty({s.experts, s.hidden}, at::TensorOptions().dtype(at::kDouble));
+            const double h_sum = 0.89 * static_cast<double>(s.hidden); // ~ h . 1 for this x
+            for (std::int64_t e = 0; e < s.experts; ++e)
+                router[e].fill_((static_cast<double>(rank[static_cast<std::size_t>(e)]) -
+                                 static_cast<double>(s.experts) / 2 + 0.5) *
+                                6.0 / (static_cast<double>(s.experts) * h_sum));
+            router = router.to(type);
+            for (const std::int64_t tokens : {1, 2, 8}) {
+                const auto x = workloads::seeded_normal(
+                    {tokens, s.hidden}, 40 + static_cast<std::uint64_t>(tokens), 1.0, 0.5, type);
+                call_context ctx(*dev);
+                const auto got = mo::moe_block_native(x.to(d), nw.to(d), eps, router.to(d),
+                                                      w.gate_up, w.down, s.top_k, true, ctx);
+                ASSERT_TRUE(got.defined()) << "the plan refused the fused block";
+                // float64 from the kernel's rounding points
+                const auto xd = x.to(at::kDouble);
+                const auto inv = at::rsqrt(xd.pow(2).mean(-1, true) + eps);
+                const auto h = (xd * inv * nw.to(at::kDouble)).to(type);
+                const auto logits = at::mm(h.to(at::kDouble), router.to(at::kDouble).t()).to(type);
+                const auto err = error_ratio(got, reference(h, logits, w, s.top_k));
+                EXPECT_LT(err, bound_of(type))
+                    << c10::toString(type) << " H=" << s.hidden << " T=" << tokens;
+                // the unfused native path (the same h and logits given) agrees as closely
+                const auto unfused = run_native(*dev, h.to(d), logits.to(d), w, s.top_k);
+                EXPECT_LT(error_ratio(got, unfused.cpu().to(at::kDouble)), bound_of(type))
+                    << c10::toString(type) << " H=" << s.hidden << " T=" << tokens;
+            }
+        }
+}

@@ -43,7 +43,7 @@ struct routing_smem {
 // pairs with a lower expert plus those of its expert before it (a stable counting sort).
 template <typename L>
 __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
-                            int top_k, bool normalise, routing_smem& s) {
+                            int top_k, bool normalise, routing_smem& s, bool coherent = false) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < tokens) {
         const L* row = logits + warp * ld;
@@ -52,7 +52,9 @@ __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int t
 #pragma unroll
         for (int i = 0; i < k_logits_per_lane; ++i) {
             const int e = lane + 32 * i;
-            v[i] = e < experts ? element<L>::to_float(row[e]) : -CUDART_INF_F;
+            // (coherent: the logits were written in this launch, by other blocks: through L2)
+            v[i] = e < experts ? element<L>::to_float(coherent ? __ldcg(row + e) : row[e])
+                               : -CUDART_INF_F;
             m = fmaxf(m, v[i]);
         }
         m = warp_max(m);
@@ -193,9 +195,10 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T
 // are issued before the current step is multiplied, so the warp's loads never drain between
 // units (the rows are 4 KB at Qwen3-30B-A3B's hidden 2048: a bubble per unit otherwise).
 template <typename T, int TOK>
-__device__ __forceinline__ void
-gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ inter,
-              const routing_smem& s, std::int64_t hidden, std::int64_t width, std::int64_t ld_x) {
+__device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* __restrict__ w,
+                                              T* __restrict__ inter, const routing_smem& s,
+                                              std::int64_t hidden, std::int64_t width,
+                                              std::int64_t ld_x, bool coherent = false) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4;
     using P = packet<T, VEC>;
@@ -261,7 +264,9 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
                     break; // warp-uniform; cnt <= tokens <= TOK
                 float xf[VEC];
                 const int row = s.sorted_token[cur_unit.begin + t];
-                P::unpack(__ldg(reinterpret_cast<const uint4*>(x + row * ld_x) + v), xf);
+                const auto* xr = reinterpret_cast<const uint4*>(x + row * ld_x) + v;
+                // (coherent: x was written in this launch: through L2, never the read-only path)
+                P::unpack(coherent ? __ldcg(xr) : __ldg(xr), xf);
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
                     ag[t] = fmaf(g[k], xf[k], ag[t]);
@@ -525,31 +530,133 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
     }
 }
 
+// The fused prologue of the one launch (moe_args::router): x is the residual stream. Every block
+// computes h = round_T(x * rsqrt(mean(x^2) + eps) * norm_weight) for each token into its stage
+// area (kernels/rmsnorm.cu's value and rounding; the sum of squares in this block's own fixed
+// order, the same in every block); block 0 also stores h in the workspace (`h`, T x H, for the
+// gate/up units after the barrier). Then warp g of the grid takes expert g: its router row
+// against each token's h (h read from shared memory), rounded to T as the GEMV rounds logits,
+// into the workspace's `logits` (T x E). The caller's grid barrier publishes both.
+template <typename T>
+__device__ __forceinline__ void
+norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const T* __restrict__ norm_weight,
+                float eps, const T* __restrict__ router, int tokens, int experts,
+                std::int64_t hidden, uint4* hs, T* h, T* lg, float* scratch) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    const int nv = static_cast<int>(hidden / VEC); // the plan checks hidden % VEC == 0
+    const auto* nwv = reinterpret_cast<const uint4*>(norm_weight);
+    for (int t = 0; t < tokens; ++t) {
+        const auto* xv = reinterpret_cast<const uint4*>(x + t * ld_x);
+        float ss = 0.f;
+        for (int v = threadIdx.x; v < nv; v += blockDim.x) {
+            float f[VEC];
+            P::unpack(__ldg(xv + v), f);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                ss = fmaf(f[j], f[j], ss);
+        }
+        ss = block_sum(ss, scratch);
+        const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
+        for (int v = threadIdx.x; v < nv; v += blockDim.x) {
+            float f[VEC], nw[VEC];
+            P::unpack(__ldg(xv + v), f);
+            P::unpack(__ldg(nwv + v), nw);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j)
+                f[j] = f[j] * inv * nw[j];
+            const uint4 packed = P::pack(f);
+            hs[t * nv + v] = packed;
+            if (blockIdx.x == 0)
+                reinterpret_cast<uint4*>(h + t * hidden)[v] = packed;
+        }
+    }
+    __syncthreads(); // every token's h is in shared memory
+    const int lane = threadIdx.x % 32;
+    const int warps = static_cast<int>(gridDim.x) * k_warps;
+    for (int e = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x / 32);
+         e < experts; e += warps) {
+        const auto* rv =
+            reinterpret_cast<const uint4*>(router + static_cast<std::int64_t>(e) * hidden);
+        float acc[k_moe_max_tokens];
+#pragma unroll
+        for (int t = 0; t < k_moe_max_tokens; ++t)
+            acc[t] = 0.f;
+        for (int v = lane; v < nv; v += 32) {
+            float wf[VEC];
+            P::unpack(load_streaming(rv + v), wf);
+#pragma unroll
+            for (int t = 0; t < k_moe_max_tokens; ++t) {
+                if (t >= tokens)
+                    break; // warp-uniform
+                float hf[VEC];
+                P::unpack(load_shared_16(hs + t * nv + v), hf);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    acc[t] = fmaf(wf[j], hf[j], acc[t]);
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < k_moe_max_tokens; ++t) {
+            if (t >= tokens)
+                break;
+            const float sum = warp_sum(acc[t]);
+            if (lane == 0)
+                lg[t * experts + e] = element<T>::from_float(sum);
+        }
+    }
+}
+
 // The whole step in one launch: route, gate/up units, the first item's down rows staged, grid
 // barrier, then per group of k_columns output columns: the warps' items, their per-warp sums
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
 // resident at once (the launch bounds the grid by the occupancy it asked the runtime for).
 // `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the routing, 2
 // after the gate/up units, 3 after the barrier, 4 before the block's sums are added; 0 runs the
-// step.
+// step. With `router` (the fused prologue, above) x is the residual stream and `logits` unused:
+// the norm and the router's logits come first, then a first grid barrier.
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
                    const T* __restrict__ w_down, void* __restrict__ ws, T* __restrict__ y,
                    int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
-                   int stop_after) {
+                   int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
+                   float norm_eps) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
     __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
+    __shared__ float scratch[32];
     dependency_wait(); // the logits and x are the previous kernel's
-    route_block<L>(logits, ld_logits, tokens, experts, top_k, normalise, s);
+    const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
+    const bool fused = router != nullptr;
+    const T* xin = x; // h after the fused prologue
+    std::int64_t ldx = ld_x;
+    const L* lgin = logits;
+    std::int64_t ldl = ld_logits;
+    if (fused) {
+        const auto fl = moe_fused_layout(lay, tokens, hidden, experts, sizeof(T));
+        T* h = at_offset<T>(ws, fl.h);
+        T* lg = at_offset<T>(ws, fl.logits);
+        norm_and_router<T>(x, ld_x, norm_weight, norm_eps, router, tokens, experts, hidden, stages,
+                           h, lg, scratch);
+        __syncthreads(); // the block's stores are made before its arrival
+        if (threadIdx.x == 0)
+            grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
+        __syncthreads();
+        xin = h;
+        ldx = hidden;
+        // L == T (the plan checks): the logits in the activations' dtype, as the GEMV writes them
+        lgin = reinterpret_cast<const L*>(lg);
+        ldl = experts;
+    }
+    route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused);
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
     if (stop_after == 1)
         return;
-    T* inter = at_offset<T>(ws, moe_layout(tokens * top_k, width, sizeof(T)).inter);
-    gate_up_units<T, TOK>(x, w, inter, s, hidden, width, ld_x);
+    T* inter = at_offset<T>(ws, lay.inter);
+    gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused);
     if (stop_after == 2)
         return;
 
@@ -723,7 +830,8 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
             static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
             static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
-            a.probe_stop_after));
+            a.probe_stop_after, static_cast<const T*>(a.norm_weight),
+            static_cast<const T*>(a.router), static_cast<float>(a.norm_eps)));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

@@ -87,6 +87,15 @@ struct moe_args {
     // One launch where the device can (above); false asks for the two kernels (an A/B of the
     // same step in one process).
     bool one_launch = true;
+    // The fused prologue (the one launch only; the decoder's MoE layers): with `router` set, x is
+    // the residual stream (un-normalised) and `logits` is unused: the launch computes
+    // h = RMSNorm(x) with norm_weight [H] and norm_eps (kernels/rmsnorm.cu's value and rounding)
+    // and the router logits h router^T (router: E x H, contiguous, in x's dtype; rounded to it as
+    // the GEMV rounds them) into the workspace, then a grid barrier, then the step as above. One
+    // launch where there were three (the norm, the router's GEMV, the MoE step).
+    const void* norm_weight = nullptr;
+    const void* router = nullptr;
+    double norm_eps = 1e-6;
     // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
     // it stops after the routing (1), the gate/up units (2), the grid barrier (3) or the first
     // group's dots (4, before its sums are added); y is then NOT the step's.
@@ -108,6 +117,8 @@ struct moe_plan {
     std::int64_t gate_up_blocks = 0;     // the two kernels' persistent grids: kernel 1's
     std::int64_t down_blocks = 0;        // and kernel 2's
     std::int64_t workspace_bytes = 0;    // routing (ints and floats) + intermediate [pairs, W]
+                                         // (+ h [T, H] and the logits [T, E] when fused)
+    bool fused_prologue = false;         // the norm and the router in the launch (moe_args)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
@@ -170,6 +181,23 @@ FOURFOLD_HOST_DEVICE inline moe_workspace_layout moe_layout(std::int64_t pairs, 
     l.sorted_weight = l.sorted_token + moe_up16(4 * pairs);
     l.inter = l.sorted_weight + moe_up16(4 * pairs);
     l.bytes = l.inter + moe_up16(pairs * width * static_cast<std::int64_t>(es));
+    return l;
+}
+
+// The fused prologue's part of the workspace, after the layout above (offsets in bytes).
+struct moe_fused_workspace_layout {
+    std::int64_t h = 0;      // elem [T, H]: RMSNorm(x)
+    std::int64_t logits = 0; // elem [T, E]: the router's logits
+    std::int64_t bytes = 0;
+};
+FOURFOLD_HOST_DEVICE inline moe_fused_workspace_layout
+moe_fused_layout(const moe_workspace_layout& base, std::int64_t tokens, std::int64_t hidden,
+                 std::int64_t experts, std::size_t es) {
+    moe_fused_workspace_layout l;
+    const auto e = static_cast<std::int64_t>(es);
+    l.h = base.bytes;
+    l.logits = l.h + moe_up16(tokens * hidden * e);
+    l.bytes = l.logits + moe_up16(tokens * experts * e);
     return l;
 }
 

@@ -53,6 +53,9 @@ std::string moe_plan::describe() const {
                "memory (" +
                std::to_string(k_moe_stage_bytes) +
                " B a warp, cp.async) before the barrier; fixed-order fp32 sums)" +
+               (fused_prologue ? "; the RMSNorm and the router's GEMV fused in front (h and the "
+                                 "logits in the workspace, a first grid barrier)"
+                               : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -130,6 +133,39 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.dependent_launch = d.cc_major >= 9;
     }
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
+    if (a.router || a.norm_weight) {
+        std::string why;
+        if (!a.router || !a.norm_weight)
+            why = "the fused prologue takes the router and the norm's weight together";
+        else if (p.kernels != 1)
+            why = "the fused norm and router need the one launch (one_launch, and a device with "
+                  "its shared memory)";
+        else if (a.logits_type != a.type)
+            why = "the fused router writes its logits in x's dtype: logits_type must be type";
+        else if (a.tokens * a.hidden * es > k_moe_one_launch_dynamic_smem)
+            why = "the fused norm keeps tokens x hidden elements in the stage area (" +
+                  std::to_string(k_moe_one_launch_dynamic_smem) + " B)";
+        else if (!(a.norm_eps > 0))
+            why = "norm_eps must be > 0";
+        else if (a.ld_x < a.hidden)
+            why = "a row stride is shorter than its row";
+        if (why.empty())
+            for (const auto& w : {vector_problem("router", a.router, a.hidden, es),
+                                  vector_problem("norm_weight", a.norm_weight, a.hidden, es)})
+                if (!w.empty()) {
+                    why = w;
+                    break;
+                }
+        if (!why.empty()) {
+            p.valid = why;
+            return p;
+        }
+        p.fused_prologue = true;
+        p.workspace_bytes =
+            moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
+                             a.hidden, a.experts, static_cast<std::size_t>(es))
+                .bytes;
+    }
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
     return p;

@@ -54,6 +54,31 @@ void need_contiguous(const at::Tensor& t, const char* what) {
         throw std::invalid_argument(fmt::format("moe native: {} must be contiguous", what));
 }
 
+// The plan's facts into the record (when the context asks for them), then the launch.
+void record_and_launch(const kernels::moe_plan& plan, const kernels::moe_args& a,
+                       const call_context& ctx) {
+    if (ctx.wants_facts())
+        ctx.fact("kernel", json{{"path", plan.describe()},
+                                {"fused_norm_and_router", plan.fused_prologue},
+                                {"kernels", plan.kernels},
+                                {"token_tile", plan.token_tile},
+                                {"pairs", plan.pairs},
+                                {"one_launch_blocks", plan.one_launch_blocks},
+                                {"one_launch_resident_blocks_per_sm",
+                                 kernels::moe_one_launch_residency(plan, a)},
+                                {"dependent_launch", plan.dependent_launch},
+                                {"shared_memory_bytes_per_block", plan.smem_bytes},
+                                {"gate_up_blocks", plan.gate_up_blocks},
+                                {"down_blocks", plan.down_blocks},
+                                {"threads_per_block", plan.threads},
+                                {"workspace_bytes", plan.workspace_bytes},
+                                {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
+                                {"routing", "on the device: softmax fp32, top-k (ties: lower "
+                                            "expert index), renormalised; grouped by expert"},
+                                {"host_sync", false}});
+    native::check(kernels::launch_moe(plan, a, native::stream(ctx)), "moe");
+}
+
 // kernels/moe.cu's launch (or two) for up to 8 tokens; `out` (T, H) and `ws` (the plan's bytes)
 // are the caller's.
 void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::Tensor& w_gate_up,
@@ -85,25 +110,7 @@ void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::T
         throw std::invalid_argument("moe native: " + plan.valid);
     if (ws.numel() < plan.workspace_bytes)
         throw std::logic_error("moe native: workspace smaller than the plan's");
-    if (ctx.wants_facts())
-        ctx.fact("kernel", json{{"path", plan.describe()},
-                                {"kernels", plan.kernels},
-                                {"token_tile", plan.token_tile},
-                                {"pairs", plan.pairs},
-                                {"one_launch_blocks", plan.one_launch_blocks},
-                                {"one_launch_resident_blocks_per_sm",
-                                 kernels::moe_one_launch_residency(plan, a)},
-                                {"dependent_launch", plan.dependent_launch},
-                                {"shared_memory_bytes_per_block", plan.smem_bytes},
-                                {"gate_up_blocks", plan.gate_up_blocks},
-                                {"down_blocks", plan.down_blocks},
-                                {"threads_per_block", plan.threads},
-                                {"workspace_bytes", plan.workspace_bytes},
-                                {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
-                                {"routing", "on the device: softmax fp32, top-k (ties: lower "
-                                            "expert index), renormalised; grouped by expert"},
-                                {"host_sync", false}});
-    native::check(kernels::launch_moe(plan, a, native::stream(ctx)), "moe");
+    record_and_launch(plan, a, ctx);
 }
 
 at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
@@ -129,6 +136,47 @@ at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
                          top_k, normalise, out.narrow(0, t0, n), ws, ctx);
     }
     return out;
+}
+
+at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
+                        const at::Tensor& router, const at::Tensor& w_gate_up,
+                        const at::Tensor& w_down, std::int64_t top_k, bool normalise,
+                        const call_context& ctx) {
+    if (x.dim() != 2 || x.stride(1) != 1 || !norm_weight.is_contiguous() ||
+        !router.is_contiguous() || !w_gate_up.is_contiguous() || !w_down.is_contiguous() ||
+        router.scalar_type() != x.scalar_type() || norm_weight.scalar_type() != x.scalar_type())
+        return {};
+    kernels::moe_args a;
+    a.x = x.data_ptr();
+    a.norm_weight = norm_weight.data_ptr();
+    a.router = router.data_ptr();
+    a.norm_eps = eps;
+    a.w_gate_up = w_gate_up.data_ptr();
+    a.w_down = w_down.data_ptr();
+    a.tokens = x.size(0);
+    a.experts = w_gate_up.size(0);
+    a.top_k = top_k;
+    a.hidden = x.size(1);
+    a.width = w_down.size(2);
+    a.ld_x = x.stride(0);
+    a.ld_logits = a.experts;
+    a.ld_y = a.hidden;
+    a.normalise = normalise;
+    a.type = native::elem_of(x.scalar_type());
+    a.logits_type = a.type;
+    // planned once without the workspace (its size), once with it (its alignment)
+    auto plan = kernels::plan_moe(a, native::limits(ctx));
+    if (!plan.valid.empty())
+        return {};
+    const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
+    auto y = at::empty({a.tokens, a.hidden}, x.options());
+    a.workspace = ws.data_ptr();
+    a.y = y.data_ptr();
+    plan = kernels::plan_moe(a, native::limits(ctx));
+    if (!plan.valid.empty())
+        throw std::logic_error("moe_block native: " + plan.valid);
+    record_and_launch(plan, a, ctx);
+    return y;
 }
 
 at::Tensor native_grouped_linear(const at::Tensor& rows, const at::Tensor& w,
@@ -288,6 +336,19 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
     }
     const auto r = route(router_logits, top_k, normalise);
     return combine(expert_ffn(sorted_rows(x, r), w_gate_up, w_down, r.offsets, path), r);
+}
+
+at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
+                            const at::Tensor& router, const at::Tensor& w_gate_up,
+                            const at::Tensor& w_down, std::int64_t top_k, bool normalise,
+                            const call_context& ctx) {
+#if FOURFOLD_WITH_KERNELS
+    return native_block(x, norm_weight, eps, router, w_gate_up, w_down, top_k, normalise, ctx);
+#else
+    (void)x, (void)norm_weight, (void)eps, (void)router, (void)w_gate_up, (void)w_down, (void)top_k,
+        (void)normalise, (void)ctx;
+    return {};
+#endif
 }
 
 } // namespace fourfold::workloads::model_ops
