@@ -890,3 +890,20 @@ stage_s27_e() {
     echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
     grep -E "^decode" "$OUT/s27_e.txt" | head -8
 }
+
+# Session 27, if about 75 s are left after the build: the fused MoE test, then qwen3-30b-a3b's
+# native decode at ctx 512 through it (throughput and correctness).
+stage_s27_f() {
+    local t0=$SECONDS
+    timeout 30 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused*' \
+        >"$OUT/s27_f_fused.txt" 2>&1
+    local rc=$?
+    echo "the fused MoE test: exit $rc after $((SECONDS - t0)) s"
+    grep -E "Failure|FAILED|PASSED|Expected|Which is|error" "$OUT/s27_f_fused.txt" | head -20
+    [ $rc -eq 124 ] && return 1
+    timeout 45 $BIN decode --model qwen3-30b-a3b --variants native --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s27-f-qwen --quiet >"$OUT/s27_f.txt" 2>&1
+    echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode" "$OUT/s27_f.txt" | head -6
+}
