@@ -10,6 +10,7 @@
 // path (a kv head's splits merged in distributed shared memory) and the grid path.
 #include "decoder_kernels_cuda.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
+#include "graph_timing.hpp"
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/rope_kv.hpp"
@@ -315,21 +316,7 @@ TEST(decode_attention_cuda, the_paths_and_their_phases_are_timed_and_printed) {
         {std::int64_t{64} << 20}, at::TensorOptions().dtype(at::kByte).device(dev->torch_device()));
     constexpr int steps = 20;
     auto best_us = [&](const std::function<void()>& body) {
-        auto graph = dev->capture([&] {
-            for (int i = 0; i < steps; ++i)
-                body();
-        });
-        graph->replay(); // warm
-        auto start = dev->make_event(), stop = dev->make_event();
-        double best = 1e30;
-        for (int r = 0; r < 10; ++r) {
-            start->record();
-            graph->replay();
-            stop->record();
-            dev->synchronize();
-            best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
-        }
-        return best;
+        return fourfold::testing::graph_us_per_call(*dev, steps, body);
     };
     auto wipe = [&] { scratch.zero_(); };
     const double wipe_us = best_us(wipe);

@@ -11,6 +11,7 @@
 #include "fourfold/workloads/model_ops/moe.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
 #include "fourfold/workloads/workload.hpp"
+#include "graph_timing.hpp"
 #include "runner_helpers.hpp"
 
 #include <ATen/ATen.h>
@@ -422,22 +423,10 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
             constexpr int steps = 20;
             // µs a step of `a` as it stands: one graph of `steps` launches, the best of 10 replays
             auto best_us = [&] {
-                auto graph = dev->capture([&] {
-                    for (int i = 0; i < steps; ++i)
-                        workloads::native::check(
-                            kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
+                return graph_us_per_call(*dev, steps, [&] {
+                    workloads::native::check(
+                        kernels::launch_moe(plan, a, workloads::native::stream(ctx)), "moe");
                 });
-                graph->replay(); // warm
-                auto start = dev->make_event(), stop = dev->make_event();
-                double best = 1e30;
-                for (int r = 0; r < 10; ++r) {
-                    start->record();
-                    graph->replay();
-                    stop->record();
-                    dev->synchronize();
-                    best = std::min(best, stop->elapsed_ms_since(*start) * 1e3 / steps);
-                }
-                return best;
             };
             const double best = best_us();
             // the experts this routing reaches, and their bytes

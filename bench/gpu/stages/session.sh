@@ -681,58 +681,41 @@ stage_s26_b() {
     grep -E "moe native T=|Failure|FAILED|PASSED" "$OUT/s26_b.txt" | head -40
 }
 
+# The median µs of each kernel (name and grid) in an ncu --csv --page raw file ($1), each line
+# prefixed with $2.
+s27_medians() {
+    python3 - "$1" "$2" <<'PY'
+import csv, re, sys, statistics
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+head = next(r for r in rows if r[0] == "ID")
+ki, ti, gi = head.index("Kernel Name"), head.index("gpu__time_duration.sum"), head.index("Grid Size")
+by = {}
+for r in rows:
+    if r[0] in ("ID", ""):
+        continue
+    k = re.sub(r"\(.*", "", r[ki]).replace("void unnamed>::", "") + " " + r[gi]
+    by.setdefault(k, []).append(float(r[ti].replace(",", "")) / 1e3)
+for k, v in by.items():
+    print(f"{sys.argv[2]}{k:60s} x{len(v):3d} median {statistics.median(v):6.2f} us min {min(v):6.2f} max {max(v):6.2f}")
+PY
+}
+
 # Session 27: one native decode step kernel by kernel. ncu times each launch alone
 # (serialised, caches as the launch before left them: --cache-control none), so the sum of a
 # step's kernels against the graph's step time is what the gaps between kernels cost.
-# $1 model, $2 variant, $3 output name. The step is the launches from the first rmsnorm to the
-# first argmax (the prefill runs libtorch's ops and the MoE's 8-token instances, filtered out).
+# $1 model, $2 variant, $3 output name ($OUT/$3.csv, ncu's per-launch CSV); prints each kernel's
+# median µs (the prefill runs libtorch's ops; the MoE's 8-token instances are filtered out).
 s27_step_profile() {
     local model=$1 variant=$2 name=$3 db=/tmp/s27-profile-$$.db
     timeout ${S27_PROFILE_LIMIT:-150} ncu --clock-control none --cache-control none \
         --metrics gpu__time_duration.sum --kernel-name-base demangled \
-        --kernel-name "regex:${S27_KERNELS:-rmsnorm_kernel|rope_kv_kernel|attention|argmax_kernel|gemv|swiglu_kernel|moe_one_launch<[^>]*, 1>|moe_route|moe_down}" \
+        --kernel-name "regex:${S27_KERNELS:-rmsnorm_kernel|rope_kv_kernel|attention|argmax_kernel|gemv|swiglu_kernel|moe_one_launch<[^>]*1>|moe_route|moe_down}" \
         --launch-count ${S27_LAUNCHES:-420} --csv --page raw \
         $BIN decode --model $model --variants $variant --mode graph --ctx ${S27_CTX:-512} --tokens 2 \
         --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" --quiet \
         >"$OUT/$name.csv" 2>"$OUT/$name.err"
-    echo "ncu $model $variant: exit $?"
-    python3 - "$OUT/$name.csv" <<'PY'
-import csv, re, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
-if not rows:
-    print("no rows"); sys.exit(0)
-head = rows[0]
-ki, ti = head.index("Kernel Name"), head.index("gpu__time_duration.sum")
-data = []
-for r in rows[2:]:
-    try:
-        data.append((r[ki], float(r[ti])))
-    except ValueError:
-        pass
-unit = rows[1][ti]
-start = next((i for i, (k, _) in enumerate(data) if "rmsnorm" in k), None)
-end = next((i for i, (k, _) in enumerate(data) if "argmax" in k and i > (start or 0)), None)
-print(f"{len(data)} launches profiled, unit {unit}; the step: launches {start}..{end}")
-if start is None or end is None:
-    sys.exit(0)
-step = data[start:end + 1]
-agg = collections.OrderedDict()
-for k, t in step:
-    short = re.sub(r"^void |\(.*$", "", k).replace("fourfold::kernels::(anonymous namespace)::", "")
-    short = short.replace("__nv_bfloat16", "bf16")
-    a = agg.setdefault(short, [0, 0.0, 1e30, 0.0])
-    a[0] += 1; a[1] += t; a[2] = min(a[2], t); a[3] = max(a[3], t)
-scale = 1e-3 if unit == "nsecond" else 1.0
-total = sum(t for _, t in step) * scale
-print(f"step: {len(step)} launches, sum of kernel times {total:.1f} us")
-for k, (n, s, lo, hi) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
-    print(f"  {k:60s} x{n:4d} sum {s*scale:8.1f} us  mean {s*scale/n:6.2f}  min {lo*scale:6.2f} max {hi*scale:6.2f}")
-# one layer in order (the second layer's launches)
-print("launch order of the step's first 24:")
-for k, t in step[:24]:
-    short = re.sub(r"^void |\(.*$", "", k).replace("fourfold::kernels::(anonymous namespace)::", "").replace("__nv_bfloat16", "bf16")
-    print(f"  {t*scale:7.2f} us  {short}")
-PY
+    echo "ncu $model $variant ctx ${S27_CTX:-512}: exit $?"
+    s27_medians "$OUT/$name.csv" ""
     rm -f "$db"
 }
 
@@ -777,6 +760,7 @@ stage_s27_b() {
     rm -f "$db"
 }
 
+
 # Session 27, third call: decode attention's cluster path (a kv head's splits one cluster,
 # merged in distributed shared memory): its gpu tests, its time per launch under ncu at ctx 512
 # and 2048 (qwen3-30b-a3b), and both models' native decode at ctx 512 and 2048.
@@ -788,21 +772,7 @@ stage_s27_c() {
     local ctx
     for ctx in 512 2048; do
         S27_CTX=$ctx S27_KERNELS="rope_kv_kernel|attention" S27_LAUNCHES=100 S27_PROFILE_LIMIT=90 \
-            s27_step_profile qwen3-30b-a3b native s27_c_attention_$ctx >/dev/null
-        python3 - "$OUT/s27_c_attention_$ctx.csv" $ctx <<'PY'
-import csv, re, sys, statistics
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
-head = next(r for r in rows if r[0] == "ID")
-ki, ti, gi = head.index("Kernel Name"), head.index("gpu__time_duration.sum"), head.index("Grid Size")
-by = {}
-for r in rows:
-    if r[0] in ("ID", ""):
-        continue
-    k = re.sub(r"\(.*", "", r[ki]).replace("void unnamed>::", "") + " " + r[gi]
-    by.setdefault(k, []).append(float(r[ti].replace(",", "")) / 1e3)
-for k, v in by.items():
-    print(f"ctx {sys.argv[2]}: {k:60s} x{len(v):3d} median {statistics.median(v):6.2f} us min {min(v):6.2f} max {max(v):6.2f}")
-PY
+            s27_step_profile qwen3-30b-a3b native s27_c_attention_$ctx
     done
     echo "ncu after $((SECONDS - t0)) s"
     : >"$OUT/s27_c.txt"
@@ -827,21 +797,7 @@ stage_s27_d() {
     echo "gpu tests: exit $? after $((SECONDS - t0)) s"
     grep -E "^attention|^\[  (PASSED|FAILED)|Failure" "$OUT/s27_d_tests.txt" | head -60
     S27_KERNELS="rmsnorm_kernel|rope_kv_kernel" S27_LAUNCHES=60 S27_PROFILE_LIMIT=90 \
-        s27_step_profile qwen3-30b-a3b native s27_d_small >/dev/null
-    python3 - "$OUT/s27_d_small.csv" <<'PY'
-import csv, re, sys, statistics
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
-head = next(r for r in rows if r[0] == "ID")
-ki, ti, gi = head.index("Kernel Name"), head.index("gpu__time_duration.sum"), head.index("Grid Size")
-by = {}
-for r in rows:
-    if r[0] in ("ID", ""):
-        continue
-    k = re.sub(r"\(.*", "", r[ki]).replace("void unnamed>::", "") + " " + r[gi]
-    by.setdefault(k, []).append(float(r[ti].replace(",", "")) / 1e3)
-for k, v in by.items():
-    print(f"{k:50s} x{len(v):3d} median {statistics.median(v):6.2f} us min {min(v):6.2f} max {max(v):6.2f}")
-PY
+        s27_step_profile qwen3-30b-a3b native s27_d_small
     echo "ncu after $((SECONDS - t0)) s"
     : >"$OUT/s27_d.txt"
     local m

@@ -11,6 +11,8 @@
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/reduce.cuh"
 
+#include <type_traits>
+
 namespace fourfold::kernels {
 namespace {
 
@@ -154,14 +156,9 @@ __device__ __forceinline__ void load_elements(const T* __restrict__ p, float (&f
             for (int j = 0; j < 16 / static_cast<int>(sizeof(T)); ++j)
                 f[i * (16 / static_cast<int>(sizeof(T))) + j] = element<T>::to_float(e[j]);
         }
-    } else if constexpr (VEC && B == 8) {
-        const uint2 r = *reinterpret_cast<const uint2*>(p);
-        const T* e = reinterpret_cast<const T*>(&r);
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-            f[j] = element<T>::to_float(e[j]);
-    } else if constexpr (VEC && B == 4) {
-        const unsigned r = *reinterpret_cast<const unsigned*>(p);
+    } else if constexpr (VEC && (B == 8 || B == 4)) {
+        using raw = std::conditional_t<B == 8, uint2, unsigned>;
+        const raw r = *reinterpret_cast<const raw*>(p);
         const T* e = reinterpret_cast<const T*>(&r);
 #pragma unroll
         for (int j = 0; j < E; ++j)
@@ -275,7 +272,6 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, std::int6
             sm.l[part][g] = l[g];
         }
     }
-    static_cast<void>(PARTS);
     __syncthreads();
 }
 
@@ -453,20 +449,9 @@ template <typename T, int HD>
 launch_status launch_cluster(const decode_attention_plan& p, const decode_attention_args& a,
                              stream_t stream) {
     constexpr int W = k_attention_cluster_threads(HD) / 32;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(p.blocks));
-    config.blockDim = dim3(W * 32);
-    config.stream = stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attr;
-    config.numAttrs = p.dependent_launch ? 2 : 1;
-    return status_of(cudaLaunchKernelEx(&config, attention_cluster_kernel<T, HD, W>, a, p.chunk));
+    return status_of(launch_cluster_after(attention_cluster_kernel<T, HD, W>,
+                                          dim3(static_cast<unsigned>(p.blocks)), dim3(W * 32),
+                                          p.cluster, stream, p.dependent_launch, a, p.chunk));
 }
 
 template <typename T, int HD>

@@ -143,6 +143,25 @@ cudaError_t launch_serialised_after_smem(void (*kernel)(Params...), dim3 grid, d
     cfg.numAttrs = dependent ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
+// A cluster launch (clusters of `cluster` blocks along x, sm_90 on), dependent as above.
+template <typename... Params, typename... Args>
+cudaError_t launch_cluster_after(void (*kernel)(Params...), dim3 grid, dim3 block, int cluster,
+                                 stream_t stream, bool dependent, Args&&... args) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = dependent ? 2 : 1;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
 template <typename... Params, typename... Args>
 cudaError_t launch_serialised_after(void (*kernel)(Params...), dim3 grid, dim3 block,
                                     stream_t stream, bool dependent, Args&&... args) {

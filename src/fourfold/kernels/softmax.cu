@@ -327,7 +327,7 @@ launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_
     config.gridDim = dim3(static_cast<unsigned>(a.rows * p.cluster));
     config.blockDim = dim3(static_cast<unsigned>(p.threads));
     config.stream = stream;
-    cudaLaunchAttribute attr[2];
+    cudaLaunchAttribute attr[1];
     if (p.kind == softmax_plan::path::grid_per_row) {
         attr[0].id = cudaLaunchAttributeCooperative;
         attr[0].val.cooperative = 1;
@@ -336,16 +336,10 @@ launch_status launch_typed(const softmax_plan& p, const softmax_args& a, stream_
         return status_of(cudaLaunchKernelEx(&config, softmax_grid_rows<T, VEC, CACHE>, x, y, nvec,
                                             p.chunk_vectors, a.ld_x, a.ld_y, p.cluster));
     }
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(p.cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attr;
-    config.numAttrs = p.dependent ? 2 : 1;
-    return status_of(cudaLaunchKernelEx(&config, softmax_cluster_rows<T, VEC, CACHE>, x, y, nvec,
-                                        p.chunk_vectors, a.ld_x, a.ld_y));
+    return status_of(launch_cluster_after(softmax_cluster_rows<T, VEC, CACHE>, config.gridDim,
+                                          config.blockDim, static_cast<int>(p.cluster), stream,
+                                          p.dependent, x, y, nvec, p.chunk_vectors, a.ld_x,
+                                          a.ld_y));
 }
 
 template <typename T, int VEC>
