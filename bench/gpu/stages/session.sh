@@ -863,3 +863,34 @@ stage_s27_f() {
     echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
     grep -E "^decode" "$OUT/s27_f.txt" | head -6
 }
+
+# Session 28, first call (merge of main into s27-moe-fused): the fused MoE block's gpu test on a
+# short limit (a grid barrier that never opens hangs), both models' native decode at ctx 512 and
+# 2048 with the correctness ledger, decode attention's phases (the timed test), then the decode
+# kernels' gpu tests (the changed rmsnorm and rope_kv among them) and the MoE's.
+stage_s28_a() {
+    local t0=$SECONDS
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused*' \
+        >"$OUT/s28_a_fused.txt" 2>&1
+    local rc=$?
+    echo "the fused MoE test: exit $rc after $((SECONDS - t0)) s"
+    grep -E "Failure|FAILED|PASSED|Expected|Which is|error" "$OUT/s28_a_fused.txt" | head -20
+    : >"$OUT/s28_a.txt"
+    local m
+    for m in qwen3-30b-a3b llama3-8b; do
+        if [ $rc -eq 124 ] && [ $m = qwen3-30b-a3b ]; then continue; fi
+        timeout 110 $BIN decode --model $m --variants native --mode graph --ctx 512,2048 --tokens 32 \
+            --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" --label s28-a-$m \
+            --quiet >>"$OUT/s28_a.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode|PASS|FAIL" "$OUT/s28_a.txt" | head -20
+    timeout 40 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/s28_a_attention.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention|^\[  (PASSED|FAILED)|Failure" "$OUT/s28_a_attention.txt" | head -40
+    s25_gtests 'rmsnorm_cuda.*:rope_kv_cuda.*:decode_attention_cuda.*:decode_native_cuda.*:moe_cuda.*-decode_attention_cuda.the_paths*:moe_cuda.the_fused*' \
+        170 "$OUT/s28_a_tests.txt"
+    grep -E "moe native T=" "$OUT/s28_a_tests.txt" | head -24
+}
