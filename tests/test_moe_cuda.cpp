@@ -24,6 +24,8 @@
 #include <set>
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/moe.hpp"
+#include "fourfold/kernels/rmsnorm.hpp"
+#include "fourfold/workloads/model_ops/linear.hpp"
 #include "fourfold/workloads/native.hpp"
 #endif
 
@@ -544,4 +546,92 @@ TEST(moe_cuda, the_fused_norm_and_router_match_float64_from_the_residual_stream)
                     << c10::toString(type) << " H=" << s.hidden << " T=" << tokens;
             }
         }
+}
+
+// The fused block (one launch: the norm, the router's GEMV and the experts) against the three
+// launches it replaces in the decoder (kernels/rmsnorm.cu, the router's native GEMV, the MoE
+// step on h and the logits), on Qwen3-30B-A3B's shape at 1 and 8 tokens, and the fused
+// prologue's phases (probe stops): printed for docs/performance.md; the two results agree.
+TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    namespace nat = workloads::native;
+    const auto d = dev->torch_device();
+    const auto& s = k_qwen3;
+    const auto bf16 = at::kBFloat16;
+    const auto w = make_experts(s, bf16, 1, d);
+    const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
+    const auto nw = workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, bf16).to(d);
+    const auto router = workloads::seeded_uniform({s.experts, s.hidden}, 6, -gb, gb, bf16).to(d);
+    const double eps = 1e-6;
+    constexpr int steps = 20;
+    call_context ctx(*dev);
+    for (const std::int64_t tokens : {1, 8}) {
+        const auto x = workloads::seeded_normal({tokens, s.hidden}, 3, 0.0, 1.0, bf16).to(d);
+        // the three launches
+        const auto h = at::empty_like(x);
+        kernels::rmsnorm_args ra;
+        ra.x = x.data_ptr();
+        ra.weight = nw.data_ptr();
+        ra.normed = h.data_ptr();
+        ra.rows = tokens;
+        ra.cols = s.hidden;
+        ra.ld_x = ra.ld_normed = s.hidden;
+        ra.eps = eps;
+        ra.type = kernels::elem::bf16;
+        const auto rp = kernels::plan_rmsnorm(ra, nat::limits(ctx));
+        ASSERT_TRUE(rp.valid.empty()) << rp.valid;
+        at::Tensor three_y;
+        const double three = graph_us_per_call(*dev, steps, [&] {
+            nat::check(kernels::launch_rmsnorm(rp, ra, nat::stream(ctx)), "rmsnorm");
+            const auto logits = mo::linear(h, router, {}, mo::op_path::native, &ctx);
+            three_y = mo::moe_ffn(h, logits, w.gate_up, w.down, s.top_k, true, moe_path::native,
+                                  &ctx);
+        });
+        // the one launch, as model_ops::moe_block_native plans it
+        auto y = at::empty_like(x);
+        kernels::moe_args a;
+        a.x = x.data_ptr();
+        a.norm_weight = nw.data_ptr();
+        a.router = router.data_ptr();
+        a.norm_eps = eps;
+        a.w_gate_up = w.gate_up.data_ptr();
+        a.w_down = w.down.data_ptr();
+        a.y = y.data_ptr();
+        a.tokens = tokens;
+        a.experts = s.experts;
+        a.top_k = s.top_k;
+        a.hidden = s.hidden;
+        a.width = s.width;
+        a.ld_x = a.ld_y = s.hidden;
+        a.ld_logits = s.experts;
+        a.normalise = true;
+        a.type = a.logits_type = kernels::elem::bf16;
+        auto plan = kernels::plan_moe(a, nat::limits(ctx));
+        ASSERT_TRUE(plan.valid.empty()) << plan.valid;
+        ASSERT_TRUE(plan.fused_prologue);
+        const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
+        a.workspace = ws.data_ptr();
+        plan = kernels::plan_moe(a, nat::limits(ctx));
+        auto fused_us = [&] {
+            return graph_us_per_call(*dev, steps, [&] {
+                nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "moe");
+            });
+        };
+        const double fused = fused_us();
+        std::cout << "moe block T=" << tokens << ": three launches (rmsnorm, router GEMV, MoE) "
+                  << three << " us, the fused launch " << fused
+                  << " us a step (best of 10 x " << steps << " replays)\n";
+        EXPECT_LT(error_ratio(y, three_y.cpu().to(at::kDouble)), bound_of(bf16)) << "T=" << tokens;
+        const char* const phases[] = {"the routing", "the norm and the router's dots",
+                                      "the prologue's grid barrier"};
+        const int stops[] = {1, 5, 6};
+        for (int i = 0; i < 3; ++i) {
+            a.probe_stop_after = stops[i];
+            std::cout << "moe block T=" << tokens << " fused launch stopped after " << phases[i]
+                      << ": " << fused_us() << " us\n";
+        }
+        a.probe_stop_after = 0;
+    }
+#endif
 }

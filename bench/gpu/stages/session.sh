@@ -894,3 +894,32 @@ stage_s28_a() {
         170 "$OUT/s28_a_tests.txt"
     grep -E "moe native T=" "$OUT/s28_a_tests.txt" | head -24
 }
+
+# Session 28, second call: the fused MoE prologue with its weights prefetched before the
+# dependency wait and a block an expert for the router (one DRAM round trip, not eight): the
+# fused block against the three launches it replaces (timed test, with the prologue's phases),
+# its correctness test, qwen3-30b-a3b's native decode at ctx 512 and 2048, then memcheck and
+# racecheck over the fused MoE test and the changed decode kernels' tests.
+stage_s28_b() {
+    local t0=$SECONDS
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.the_fused*' >"$OUT/s28_b_fused.txt" 2>&1
+    local rc=$?
+    echo "the fused MoE tests: exit $rc after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED|PASSED|Expected|Which is" "$OUT/s28_b_fused.txt" | head -24
+    [ $rc -eq 124 ] && return 1
+    timeout 60 $BIN decode --model qwen3-30b-a3b --variants native --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s28-b-qwen --quiet >"$OUT/s28_b.txt" 2>&1
+    echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode" "$OUT/s28_b.txt" | head -6
+    local tool
+    for tool in memcheck racecheck; do
+        timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=fourfold \
+            $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.the_fused_norm*:rmsnorm_cuda.*:rope_kv_cuda.*:decode_attention_cuda.*-decode_attention_cuda.the_paths*' \
+            >"$OUT/s28_b_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool: exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|Invalid|Race|^\[  (PASSED|FAILED) " "$OUT/s28_b_$tool.txt" | sort | uniq -c | head
+    done
+}

@@ -530,26 +530,89 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
     }
 }
 
-// The fused prologue of the one launch (moe_args::router): x is the residual stream. Every block
-// computes h = round_T(x * rsqrt(mean(x^2) + eps) * norm_weight) for each token into its stage
-// area (kernels/rmsnorm.cu's value and rounding; the sum of squares in this block's own fixed
-// order, the same in every block); block 0 also stores h in the workspace (`h`, T x H, for the
-// gate/up units after the barrier). Then warp g of the grid takes expert g: its router row
-// against each token's h (h read from shared memory), rounded to T as the GEMV rounds logits,
-// into the workspace's `logits` (T x E). The caller's grid barrier publishes both.
+// The fused prologue of the one launch (moe_args::router): x is the residual stream.
+// k_prologue_vectors: 16-byte vectors a thread holds of the norm's weight and of its block's
+// first router row, loaded before the dependency wait (they are the layer's weights: no kernel
+// before this one writes them), so their DRAM round trip overlaps the previous kernel's tail.
+// One pass covers hidden <= 2 x 256 x VEC (4,096 bf16, 2,048 fp32); wider rows loop on.
+constexpr int k_prologue_vectors = 2;
+
+struct prologue_prefetch {
+    uint4 norm_weight[k_prologue_vectors];
+    uint4 router[k_prologue_vectors]; // row blockIdx.x (when blockIdx.x < experts)
+};
+
+template <typename T>
+__device__ __forceinline__ void prologue_load(prologue_prefetch& pf, const T* __restrict__ nw,
+                                              const T* __restrict__ router, int experts,
+                                              std::int64_t hidden) {
+    constexpr int VEC = 16 / sizeof(T);
+    const int nv = static_cast<int>(hidden / VEC); // the plan checks hidden % VEC == 0
+    const auto* rv =
+        reinterpret_cast<const uint4*>(router + static_cast<std::int64_t>(blockIdx.x) * hidden);
+#pragma unroll
+    for (int r = 0; r < k_prologue_vectors; ++r) {
+        const int v = static_cast<int>(threadIdx.x) + r * static_cast<int>(blockDim.x);
+        if (v < nv) {
+            pf.norm_weight[r] = __ldg(reinterpret_cast<const uint4*>(nw) + v);
+            if (static_cast<int>(blockIdx.x) < experts)
+                pf.router[r] = load_streaming(rv + v);
+        }
+    }
+}
+
+// Every block computes h = round_T(x * rsqrt(mean(x^2) + eps) * norm_weight) for each token
+// (kernels/rmsnorm.cu's value and rounding; the sum of squares in the block's fixed order, the
+// same in every block) into `hs` (shared memory, T x H); block 0 also stores h in the workspace
+// (`h`, for the gate/up units after the barrier). A thread takes the vectors v = threadIdx.x +
+// i x blockDim.x of a row, in the norm and in the router alike, so it reads back only the h it
+// wrote (no barrier between). Then block e takes expert e (e += gridDim.x): each thread's vectors
+// of the router row against each token's h, the per-warp sums added in warp order, rounded to T
+// as the GEMV rounds logits, into the workspace's `logits` (T x E). The caller's grid barrier
+// publishes h and the logits.
 template <typename T>
 __device__ __forceinline__ void
-norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const T* __restrict__ norm_weight,
-                float eps, const T* __restrict__ router, int tokens, int experts,
-                std::int64_t hidden, uint4* hs, T* h, T* lg, float* scratch) {
+norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefetch& pf,
+                const T* __restrict__ norm_weight, float eps, const T* __restrict__ router,
+                int tokens, int experts, std::int64_t hidden, uint4* hs, T* h, T* lg,
+                float* scratch, float (*part)[k_moe_max_tokens][k_columns]) {
     constexpr int VEC = 16 / sizeof(T);
     using P = packet<T, VEC>;
-    const int nv = static_cast<int>(hidden / VEC); // the plan checks hidden % VEC == 0
+    const int nv = static_cast<int>(hidden / VEC);
+    const int step = static_cast<int>(blockDim.x);
+    const int first = static_cast<int>(threadIdx.x);
+    const int tail = first + k_prologue_vectors * step; // the vectors past the prefetched ones
     const auto* nwv = reinterpret_cast<const uint4*>(norm_weight);
+    auto normed = [&](const uint4 xv, const uint4 nwq, float inv) {
+        float f[VEC], nw[VEC];
+        P::unpack(xv, f);
+        P::unpack(nwq, nw);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            f[j] = f[j] * inv * nw[j];
+        return P::pack(f);
+    };
     for (int t = 0; t < tokens; ++t) {
         const auto* xv = reinterpret_cast<const uint4*>(x + t * ld_x);
+        uint4 xr[k_prologue_vectors];
         float ss = 0.f;
-        for (int v = threadIdx.x; v < nv; v += blockDim.x) {
+#pragma unroll
+        for (int r = 0; r < k_prologue_vectors; ++r) {
+            const int v = first + r * step;
+            if (v < nv)
+                xr[r] = __ldg(xv + v);
+        }
+#pragma unroll
+        for (int r = 0; r < k_prologue_vectors; ++r) {
+            if (first + r * step < nv) {
+                float f[VEC];
+                P::unpack(xr[r], f);
+#pragma unroll
+                for (int j = 0; j < VEC; ++j)
+                    ss = fmaf(f[j], f[j], ss);
+            }
+        }
+        for (int v = tail; v < nv; v += step) {
             float f[VEC];
             P::unpack(__ldg(xv + v), f);
 #pragma unroll
@@ -558,52 +621,71 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const T* __restrict_
         }
         ss = block_sum(ss, scratch);
         const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
-        for (int v = threadIdx.x; v < nv; v += blockDim.x) {
-            float f[VEC], nw[VEC];
-            P::unpack(__ldg(xv + v), f);
-            P::unpack(__ldg(nwv + v), nw);
+        auto* hrow = reinterpret_cast<uint4*>(h + t * hidden);
 #pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                f[j] = f[j] * inv * nw[j];
-            const uint4 packed = P::pack(f);
+        for (int r = 0; r < k_prologue_vectors; ++r) {
+            const int v = first + r * step;
+            if (v < nv) {
+                const uint4 packed = normed(xr[r], pf.norm_weight[r], inv);
+                hs[t * nv + v] = packed;
+                if (blockIdx.x == 0)
+                    hrow[v] = packed;
+            }
+        }
+        for (int v = tail; v < nv; v += step) {
+            const uint4 packed = normed(__ldg(xv + v), __ldg(nwv + v), inv);
             hs[t * nv + v] = packed;
             if (blockIdx.x == 0)
-                reinterpret_cast<uint4*>(h + t * hidden)[v] = packed;
+                hrow[v] = packed;
         }
     }
-    __syncthreads(); // every token's h is in shared memory
-    const int lane = threadIdx.x % 32;
-    const int warps = static_cast<int>(gridDim.x) * k_warps;
-    for (int e = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x / 32);
-         e < experts; e += warps) {
+    const int warp = first / 32, lane = first % 32;
+    for (int e = static_cast<int>(blockIdx.x); e < experts; e += static_cast<int>(gridDim.x)) {
         const auto* rv =
             reinterpret_cast<const uint4*>(router + static_cast<std::int64_t>(e) * hidden);
+        const bool prefetched = e == static_cast<int>(blockIdx.x);
         float acc[k_moe_max_tokens];
 #pragma unroll
         for (int t = 0; t < k_moe_max_tokens; ++t)
             acc[t] = 0.f;
-        for (int v = lane; v < nv; v += 32) {
+        auto dot = [&](const uint4 wq, int v) {
             float wf[VEC];
-            P::unpack(load_streaming(rv + v), wf);
+            P::unpack(wq, wf);
 #pragma unroll
             for (int t = 0; t < k_moe_max_tokens; ++t) {
                 if (t >= tokens)
-                    break; // warp-uniform
+                    break; // block-uniform
                 float hf[VEC];
                 P::unpack(load_shared_16(hs + t * nv + v), hf);
 #pragma unroll
                 for (int j = 0; j < VEC; ++j)
                     acc[t] = fmaf(wf[j], hf[j], acc[t]);
             }
+        };
+#pragma unroll
+        for (int r = 0; r < k_prologue_vectors; ++r) {
+            const int v = first + r * step;
+            if (v < nv)
+                dot(prefetched ? pf.router[r] : load_streaming(rv + v), v);
         }
+        for (int v = tail; v < nv; v += step)
+            dot(load_streaming(rv + v), v);
 #pragma unroll
         for (int t = 0; t < k_moe_max_tokens; ++t) {
             if (t >= tokens)
                 break;
             const float sum = warp_sum(acc[t]);
             if (lane == 0)
-                lg[t * experts + e] = element<T>::from_float(sum);
+                part[warp][t][0] = sum;
         }
+        __syncthreads();
+        if (first < tokens) {
+            float sum = 0.f;
+            for (int w = 0; w < k_warps; ++w)
+                sum += part[w][first][0];
+            lg[first * experts + e] = element<T>::from_float(sum);
+        }
+        __syncthreads(); // part is free for the next expert (and for the down sums)
     }
 }
 
@@ -612,7 +694,8 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const T* __restrict_
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
 // resident at once (the launch bounds the grid by the occupancy it asked the runtime for).
 // `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the routing, 2
-// after the gate/up units, 3 after the barrier, 4 before the block's sums are added; 0 runs the
+// after the gate/up units, 3 after the barrier, 4 before the block's sums are added, and in the
+// fused prologue 5 after the norm and the router's dots, 6 after its grid barrier; 0 runs the
 // step. With `router` (the fused prologue, above) x is the residual stream and `logits` unused:
 // the norm and the router's logits come first, then a first grid barrier.
 template <typename T, typename L, int TOK>
@@ -628,9 +711,12 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     __shared__ routing_smem s;
     __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
     __shared__ float scratch[32];
+    const bool fused = router != nullptr;
+    prologue_prefetch pf;
+    if (fused)
+        prologue_load<T>(pf, norm_weight, router, experts, hidden);
     dependency_wait(); // the logits and x are the previous kernel's
     const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
-    const bool fused = router != nullptr;
     const T* xin = x; // h after the fused prologue
     std::int64_t ldx = ld_x;
     const L* lgin = logits;
@@ -639,12 +725,16 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         const auto fl = moe_fused_layout(lay, tokens, hidden, experts, sizeof(T));
         T* h = at_offset<T>(ws, fl.h);
         T* lg = at_offset<T>(ws, fl.logits);
-        norm_and_router<T>(x, ld_x, norm_weight, norm_eps, router, tokens, experts, hidden, stages,
-                           h, lg, scratch);
+        norm_and_router<T>(x, ld_x, pf, norm_weight, norm_eps, router, tokens, experts, hidden,
+                           stages, h, lg, scratch, part);
+        if (stop_after == 5)
+            return;
         __syncthreads(); // the block's stores are made before its arrival
         if (threadIdx.x == 0)
             grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
         __syncthreads();
+        if (stop_after == 6)
+            return;
         xin = h;
         ldx = hidden;
         // L == T (the plan checks): the logits in the activations' dtype, as the GEMV writes them
