@@ -205,8 +205,9 @@ TEST(kernel_moe_plans, the_l2_prefetch_budget_is_the_callers_and_never_negative)
     EXPECT_EQ(plan_moe(a, device_limits{}).l2_prefetch_budget, 0);
 }
 
-TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_h_and_the_logits) {
+TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_the_logits) {
     auto a = qwen3_moe(8);
+    const auto unfused_args = a;
     const auto unfused = plan_moe(a, device_limits{});
     a.norm_weight = addr(k_aligned * 64);
     a.router = addr(k_aligned * 128);
@@ -216,9 +217,14 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_h_a
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.fused_prologue);
     EXPECT_EQ(p.kernels, 1);
-    // h (8 x 2048 bf16) and the logits (8 x 128 bf16) after the routing and the intermediate
-    EXPECT_EQ(p.workspace_bytes, unfused.workspace_bytes + 8 * 2048 * 2 + 8 * 128 * 2);
+    // the logits (8 x 128 bf16) after the routing and the intermediate (h stays in shared memory)
+    EXPECT_EQ(p.workspace_bytes, unfused.workspace_bytes + 8 * 128 * 2);
     EXPECT_NE(p.describe().find("router's GEMV fused"), std::string::npos) << p.describe();
+    EXPECT_FALSE(p.add_residual);
+    auto r = a;
+    r.add_residual = true;
+    EXPECT_TRUE(plan_moe(r, device_limits{}).add_residual);
+    EXPECT_NE(plan_moe(r, device_limits{}).describe().find("residual added"), std::string::npos);
     auto refused = [](moe_args b, const std::string& needle) {
         const auto q = plan_moe(b, device_limits{});
         EXPECT_NE(q.valid.find(needle), std::string::npos) << q.valid;
@@ -232,6 +238,9 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_h_a
     b = a;
     b.router = nullptr;
     refused(b, "together");
+    b = unfused_args;
+    b.add_residual = true; // the residual add is the fused prologue's
+    refused(b, "add_residual needs the fused prologue");
     b = a;
     b.norm_eps = 0;
     refused(b, "norm_eps");

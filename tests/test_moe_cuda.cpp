@@ -530,16 +530,24 @@ TEST(moe_cuda, the_fused_norm_and_router_match_float64_from_the_residual_stream)
                     {tokens, s.hidden}, 40 + static_cast<std::uint64_t>(tokens), 1.0, 0.5, type);
                 call_context ctx(*dev);
                 const auto got = mo::moe_block_native(x.to(d), nw.to(d), eps, router.to(d),
-                                                      w.gate_up, w.down, s.top_k, true, ctx);
+                                                      w.gate_up, w.down, s.top_k, true, false, ctx);
                 ASSERT_TRUE(got.defined()) << "the plan refused the fused block";
                 // float64 from the kernel's rounding points
                 const auto xd = x.to(at::kDouble);
                 const auto inv = at::rsqrt(xd.pow(2).mean(-1, true) + eps);
                 const auto h = (xd * inv * nw.to(at::kDouble)).to(type);
                 const auto logits = at::mm(h.to(at::kDouble), router.to(at::kDouble).t()).to(type);
-                const auto err = error_ratio(got, reference(h, logits, w, s.top_k));
-                EXPECT_LT(err, bound_of(type))
+                const auto ref = reference(h, logits, w, s.top_k);
+                EXPECT_LT(error_ratio(got, ref), bound_of(type))
                     << c10::toString(type) << " H=" << s.hidden << " T=" << tokens;
+                // with the residual add: x + the block, rounded once
+                const auto added =
+                    mo::moe_block_native(x.to(d), nw.to(d), eps, router.to(d), w.gate_up, w.down,
+                                         s.top_k, true, true, ctx);
+                ASSERT_TRUE(added.defined());
+                EXPECT_LT(error_ratio(added, xd + ref), bound_of(type))
+                    << "residual added, " << c10::toString(type) << " H=" << s.hidden
+                    << " T=" << tokens;
                 // the unfused native path (the same h and logits given) agrees as closely
                 const auto unfused = run_native(*dev, h.to(d), logits.to(d), w, s.top_k);
                 EXPECT_LT(error_ratio(got, unfused.cpu().to(at::kDouble)), bound_of(type))
@@ -585,8 +593,8 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
         const double three = graph_us_per_call(*dev, steps, [&] {
             nat::check(kernels::launch_rmsnorm(rp, ra, nat::stream(ctx)), "rmsnorm");
             const auto logits = mo::linear(h, router, {}, mo::op_path::native, &ctx);
-            three_y = mo::moe_ffn(h, logits, w.gate_up, w.down, s.top_k, true, moe_path::native,
-                                  &ctx);
+            three_y =
+                mo::moe_ffn(h, logits, w.gate_up, w.down, s.top_k, true, moe_path::native, &ctx);
         });
         // the one launch, as model_ops::moe_block_native plans it
         auto y = at::empty_like(x);
@@ -620,8 +628,8 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
         };
         const double fused = fused_us();
         std::cout << "moe block T=" << tokens << ": three launches (rmsnorm, router GEMV, MoE) "
-                  << three << " us, the fused launch " << fused
-                  << " us a step (best of 10 x " << steps << " replays)\n";
+                  << three << " us, the fused launch " << fused << " us a step (best of 10 x "
+                  << steps << " replays)\n";
         EXPECT_LT(error_ratio(y, three_y.cpu().to(at::kDouble)), bound_of(bf16)) << "T=" << tokens;
         const char* const phases[] = {"the routing", "the norm and the router's dots",
                                       "the prologue's grid barrier"};

@@ -923,3 +923,30 @@ stage_s28_b() {
         grep -E "ERROR SUMMARY|Invalid|Race|^\[  (PASSED|FAILED) " "$OUT/s28_b_$tool.txt" | sort | uniq -c | head
     done
 }
+
+# Session 28, third call: the fused MoE block with h read from each block's shared memory (not
+# through L2 per unit) and the residual add in the launch (qwen3's next qkv GEMV then takes the
+# norm): the fused tests (timed and float64), qwen3-30b-a3b's native decode at ctx 512 and 2048
+# with correctness, memcheck and racecheck over the fused MoE tests (h shares the stage area).
+stage_s28_c() {
+    local t0=$SECONDS
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.the_fused*' >"$OUT/s28_c_fused.txt" 2>&1
+    local rc=$?
+    echo "the fused MoE tests: exit $rc after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED|PASSED|Expected|Which is" "$OUT/s28_c_fused.txt" | head -24
+    [ $rc -eq 124 ] && return 1
+    timeout 60 $BIN decode --model qwen3-30b-a3b --variants native --mode graph --ctx 512,2048 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+        --label s28-c-qwen --quiet >"$OUT/s28_c.txt" 2>&1
+    echo "decode qwen3-30b-a3b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode" "$OUT/s28_c.txt" | head -6
+    local tool
+    for tool in memcheck racecheck; do
+        timeout 80 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=fourfold \
+            $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_norm*' \
+            >"$OUT/s28_c_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool: exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|Invalid|Race|^\[  (PASSED|FAILED) " "$OUT/s28_c_$tool.txt" | sort | uniq -c | head
+    done
+}

@@ -198,7 +198,7 @@ template <typename T, int TOK>
 __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* __restrict__ w,
                                               T* __restrict__ inter, const routing_smem& s,
                                               std::int64_t hidden, std::int64_t width,
-                                              std::int64_t ld_x, bool coherent = false) {
+                                              std::int64_t ld_x, bool from_shared = false) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4;
     using P = packet<T, VEC>;
@@ -265,8 +265,8 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
                 float xf[VEC];
                 const int row = s.sorted_token[cur_unit.begin + t];
                 const auto* xr = reinterpret_cast<const uint4*>(x + row * ld_x) + v;
-                // (coherent: x was written in this launch: through L2, never the read-only path)
-                P::unpack(coherent ? __ldcg(xr) : __ldg(xr), xf);
+                // (from_shared: the fused prologue's h, in this block's shared memory)
+                P::unpack(from_shared ? load_shared_16(xr) : __ldg(xr), xf);
 #pragma unroll
                 for (int k = 0; k < VEC; ++k) {
                     ag[t] = fmaf(g[k], xf[k], ag[t]);
@@ -563,19 +563,19 @@ __device__ __forceinline__ void prologue_load(prologue_prefetch& pf, const T* __
 
 // Every block computes h = round_T(x * rsqrt(mean(x^2) + eps) * norm_weight) for each token
 // (kernels/rmsnorm.cu's value and rounding; the sum of squares in the block's fixed order, the
-// same in every block) into `hs` (shared memory, T x H); block 0 also stores h in the workspace
-// (`h`, for the gate/up units after the barrier). A thread takes the vectors v = threadIdx.x +
+// same in every block, so every block's h has the same bits) into `hs` (shared memory, T x H:
+// the gate/up units read it there after the barrier). A thread takes the vectors v = threadIdx.x +
 // i x blockDim.x of a row, in the norm and in the router alike, so it reads back only the h it
 // wrote (no barrier between). Then block e takes expert e (e += gridDim.x): each thread's vectors
 // of the router row against each token's h, the per-warp sums added in warp order, rounded to T
 // as the GEMV rounds logits, into the workspace's `logits` (T x E). The caller's grid barrier
-// publishes h and the logits.
+// publishes the logits.
 template <typename T>
 __device__ __forceinline__ void
 norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefetch& pf,
                 const T* __restrict__ norm_weight, float eps, const T* __restrict__ router,
-                int tokens, int experts, std::int64_t hidden, uint4* hs, T* h, T* lg,
-                float* scratch, float (*part)[k_moe_max_tokens][k_columns]) {
+                int tokens, int experts, std::int64_t hidden, uint4* hs, T* lg, float* scratch,
+                float (*part)[k_moe_max_tokens][k_columns]) {
     constexpr int VEC = 16 / sizeof(T);
     using P = packet<T, VEC>;
     const int nv = static_cast<int>(hidden / VEC);
@@ -621,22 +621,17 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
         }
         ss = block_sum(ss, scratch);
         const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
-        auto* hrow = reinterpret_cast<uint4*>(h + t * hidden);
 #pragma unroll
         for (int r = 0; r < k_prologue_vectors; ++r) {
             const int v = first + r * step;
             if (v < nv) {
                 const uint4 packed = normed(xr[r], pf.norm_weight[r], inv);
                 hs[t * nv + v] = packed;
-                if (blockIdx.x == 0)
-                    hrow[v] = packed;
             }
         }
         for (int v = tail; v < nv; v += step) {
             const uint4 packed = normed(__ldg(xv + v), __ldg(nwv + v), inv);
             hs[t * nv + v] = packed;
-            if (blockIdx.x == 0)
-                hrow[v] = packed;
         }
     }
     const int warp = first / 32, lane = first % 32;
@@ -697,7 +692,8 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
 // after the gate/up units, 3 after the barrier, 4 before the block's sums are added, and in the
 // fused prologue 5 after the norm and the router's dots, 6 after its grid barrier; 0 runs the
 // step. With `router` (the fused prologue, above) x is the residual stream and `logits` unused:
-// the norm and the router's logits come first, then a first grid barrier.
+// the norm and the router's logits come first, then a first grid barrier; `residual` (x, or
+// nullptr) is added to y before its one rounding.
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
@@ -705,7 +701,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
-                   float norm_eps) {
+                   float norm_eps, const T* __restrict__ residual) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -722,11 +718,10 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     const L* lgin = logits;
     std::int64_t ldl = ld_logits;
     if (fused) {
-        const auto fl = moe_fused_layout(lay, tokens, hidden, experts, sizeof(T));
-        T* h = at_offset<T>(ws, fl.h);
+        const auto fl = moe_fused_layout(lay, tokens, experts, sizeof(T));
         T* lg = at_offset<T>(ws, fl.logits);
         norm_and_router<T>(x, ld_x, pf, norm_weight, norm_eps, router, tokens, experts, hidden,
-                           stages, h, lg, scratch, part);
+                           stages, lg, scratch, part);
         if (stop_after == 5)
             return;
         __syncthreads(); // the block's stores are made before its arrival
@@ -735,7 +730,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         __syncthreads();
         if (stop_after == 6)
             return;
-        xin = h;
+        xin = reinterpret_cast<const T*>(stages); // h, this block's own (the same bits in all)
         ldx = hidden;
         // L == T (the plan checks): the logits in the activations' dtype, as the GEMV writes them
         lgin = reinterpret_cast<const L*>(lg);
@@ -749,6 +744,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused);
     if (stop_after == 2)
         return;
+    if (fused)
+        __syncthreads(); // h (in the stage area) is read by every warp before a stage is written
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint4* stage = stages + warp * k_stage_vectors;
@@ -797,6 +794,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             float sum = 0.f;
             for (int v = 0; v < k_warps; ++v)
                 sum += part[v][t][c];
+            if (residual)
+                sum += element<T>::to_float(residual[t * ld_x + n]);
             y[t * ld_y + n] = element<T>::from_float(sum);
         }
         __syncthreads(); // part is read before the next group writes it
@@ -921,7 +920,8 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
             static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
             a.probe_stop_after, static_cast<const T*>(a.norm_weight),
-            static_cast<const T*>(a.router), static_cast<float>(a.norm_eps)));
+            static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
+            p.add_residual ? static_cast<const T*>(a.x) : nullptr));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

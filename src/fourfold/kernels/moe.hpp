@@ -96,6 +96,9 @@ struct moe_args {
     const void* norm_weight = nullptr;
     const void* router = nullptr;
     double norm_eps = 1e-6;
+    // With the fused prologue: y = x + the block's output (the decoder's residual add, rounded
+    // once), so the next layer's norm has no add left to do (its GEMV can take the norm).
+    bool add_residual = false;
     // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
     // it stops after the routing (1), the gate/up units (2), the grid barrier (3) or the first
     // group's dots (4, before its sums are added), and with the fused prologue after the norm and
@@ -118,8 +121,9 @@ struct moe_plan {
     std::int64_t gate_up_blocks = 0;     // the two kernels' persistent grids: kernel 1's
     std::int64_t down_blocks = 0;        // and kernel 2's
     std::int64_t workspace_bytes = 0;    // routing (ints and floats) + intermediate [pairs, W]
-                                         // (+ h [T, H] and the logits [T, E] when fused)
+                                         // (+ the logits [T, E] when fused)
     bool fused_prologue = false;         // the norm and the router in the launch (moe_args)
+    bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
@@ -186,18 +190,17 @@ FOURFOLD_HOST_DEVICE inline moe_workspace_layout moe_layout(std::int64_t pairs, 
 }
 
 // The fused prologue's part of the workspace, after the layout above (offsets in bytes).
+// (h = RMSNorm(x) stays in each block's shared memory: every block computes the same bits.)
 struct moe_fused_workspace_layout {
-    std::int64_t h = 0;      // elem [T, H]: RMSNorm(x)
     std::int64_t logits = 0; // elem [T, E]: the router's logits
     std::int64_t bytes = 0;
 };
 FOURFOLD_HOST_DEVICE inline moe_fused_workspace_layout
-moe_fused_layout(const moe_workspace_layout& base, std::int64_t tokens, std::int64_t hidden,
-                 std::int64_t experts, std::size_t es) {
+moe_fused_layout(const moe_workspace_layout& base, std::int64_t tokens, std::int64_t experts,
+                 std::size_t es) {
     moe_fused_workspace_layout l;
     const auto e = static_cast<std::int64_t>(es);
-    l.h = base.bytes;
-    l.logits = l.h + moe_up16(tokens * hidden * e);
+    l.logits = base.bytes;
     l.bytes = l.logits + moe_up16(tokens * experts * e);
     return l;
 }

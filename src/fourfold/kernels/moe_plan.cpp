@@ -53,9 +53,11 @@ std::string moe_plan::describe() const {
                "memory (" +
                std::to_string(k_moe_stage_bytes) +
                " B a warp, cp.async) before the barrier; fixed-order fp32 sums)" +
-               (fused_prologue ? "; the RMSNorm and the router's GEMV fused in front (h and the "
-                                 "logits in the workspace, a first grid barrier)"
+               (fused_prologue ? "; the RMSNorm and the router's GEMV fused in front (h in each "
+                                 "block's shared memory, the logits in the workspace, a first "
+                                 "grid barrier)"
                                : "") +
+               (add_residual ? "; the residual added to the output" : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -133,6 +135,10 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.dependent_launch = d.cc_major >= 9;
     }
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
+    if (a.add_residual && !a.router) {
+        p.valid = "add_residual needs the fused prologue (router and norm_weight)";
+        return p;
+    }
     if (a.router || a.norm_weight) {
         std::string why;
         if (!a.router || !a.norm_weight)
@@ -161,9 +167,10 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
             return p;
         }
         p.fused_prologue = true;
+        p.add_residual = a.add_residual;
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
-                             a.hidden, a.experts, static_cast<std::size_t>(es))
+                             a.experts, static_cast<std::size_t>(es))
                 .bytes;
     }
     p.expert_bytes = 3 * a.width * a.hidden * es;

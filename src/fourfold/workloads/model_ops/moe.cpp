@@ -141,7 +141,7 @@ at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                         const at::Tensor& router, const at::Tensor& w_gate_up,
                         const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                        const call_context& ctx) {
+                        bool add_residual, const call_context& ctx) {
     if (x.dim() != 2 || x.stride(1) != 1 || !norm_weight.is_contiguous() ||
         !router.is_contiguous() || !w_gate_up.is_contiguous() || !w_down.is_contiguous() ||
         router.scalar_type() != x.scalar_type() || norm_weight.scalar_type() != x.scalar_type())
@@ -162,6 +162,7 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     a.ld_logits = a.experts;
     a.ld_y = a.hidden;
     a.normalise = normalise;
+    a.add_residual = add_residual;
     a.type = native::elem_of(x.scalar_type());
     a.logits_type = a.type;
     // planned once without the workspace (its size), once with it (its alignment)
@@ -341,12 +342,13 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            const call_context& ctx) {
+                            bool add_residual, const call_context& ctx) {
 #if FOURFOLD_WITH_KERNELS
-    return native_block(x, norm_weight, eps, router, w_gate_up, w_down, top_k, normalise, ctx);
+    return native_block(x, norm_weight, eps, router, w_gate_up, w_down, top_k, normalise,
+                        add_residual, ctx);
 #else
     (void)x, (void)norm_weight, (void)eps, (void)router, (void)w_gate_up, (void)w_down, (void)top_k,
-        (void)normalise, (void)ctx;
+        (void)normalise, (void)add_residual, (void)ctx;
     return {};
 #endif
 }

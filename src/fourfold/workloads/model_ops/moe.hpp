@@ -64,13 +64,14 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 // The decoder's MoE block at decode time in one native launch (kernels/moe.cu's fused prologue):
 // h = RMSNorm(x) with norm_weight and eps, the router's logits h router^T (router: E x H, in x's
 // dtype), then the experts as moe_ffn's native path, from the residual stream x (T <= 8 tokens,
-// contiguous rows). An undefined tensor where the kernels cannot take it (no native kernels in
+// contiguous rows); with `add_residual` the result is x + the block (the decoder's residual add,
+// rounded once). An undefined tensor where the kernels cannot take it (no native kernels in
 // the build, a device without the one launch, a shape the plan refuses): the caller then takes
 // the norm, the router and moe_ffn one after another.
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            const call_context& ctx);
+                            bool add_residual, const call_context& ctx);
 
 // Why the native path cannot take this shape (tokens above 8 are taken 8 at a time, so they
 // are not a reason), from the kernels' own plan on 16-byte aligned, contiguous tensors; nullopt

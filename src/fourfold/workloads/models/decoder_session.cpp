@@ -585,19 +585,21 @@ void decoder_session::step_native() {
         // the residual add as the o projection's bias: x + o(attn), rounded once
         x = linear(attn, lw.o, lw.o_scale, x.view({c.hidden}), "o (+ residual as bias)");
         if (c.is_moe_layer(l)) {
-            // added to the residual stream by the next norm (residual add fused). The norm, the
-            // router's GEMV and the experts in one launch where the kernels take it
+            // The norm, the router's GEMV, the experts and the residual add in one launch where
+            // the kernels take it (the next layer's norm then goes into its qkv GEMV)
             if (m_paths.moe == moe_path::native) {
                 auto out = model_ops::moe_block_native(
                     x, lw.post_attention_norm, c.rms_eps, lw.router, lw.experts_gate_up,
-                    lw.experts_down, c.experts_per_token, c.norm_topk, ctx);
+                    lw.experts_down, c.experts_per_token, c.norm_topk, true, ctx);
                 if (out.defined()) {
-                    pending = out;
-                    log.add("moe block (RMSNorm, router and experts in one launch)",
+                    x = out;
+                    log.add("moe block (RMSNorm, router, experts and the residual add in one "
+                            "launch)",
                             log.on() ? "kernels/moe.cu, the fused prologue" : "");
                     continue;
                 }
             }
+            // otherwise added to the residual stream by the next norm (residual add fused)
             const auto h = norm(x, Tensor(), lw.post_attention_norm, false);
             pending = decoder_mlp(c, lw, l, h, m_paths, &ctx);
             // the MoE path is the decode variant's (native_decoder_paths())
