@@ -121,17 +121,20 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_EQ(p.chunk, 32);
     EXPECT_EQ(p.splits, 18);
     EXPECT_EQ(p.blocks, 144);
+    EXPECT_EQ(p.threads, 256); // 8 warps, 4 positions each
     EXPECT_FALSE(p.combine); // no second launch: the last block of a kv head merges
     EXPECT_TRUE(p.fused_combine);
     EXPECT_EQ(p.counter_offset, 32 * 18 * 130 * 4); // the partials, then a counter a kv head
     EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4 + 8 * 4);
     a.capacity = 2112; // ctx 2048 + 64
     p = plan_decode_attention(a, h200);
-    EXPECT_EQ(p.splits, 66);
-    EXPECT_EQ(p.blocks, 528);
-    a.capacity = 40960; // capped at 4 blocks an SM: longer chunks
+    EXPECT_EQ(p.splits, 33); // capped at one wave of 2 blocks an SM: chunks of 64
+    EXPECT_EQ(p.chunk, 64);
+    EXPECT_EQ(p.blocks, 264);
+    EXPECT_EQ(p.threads, 256);
+    a.capacity = 40960; // capped: longer chunks
     p = plan_decode_attention(a, h200);
-    EXPECT_LE(p.splits, 4 * 132 / 8);
+    EXPECT_LE(p.splits, 2 * 132 / 8);
     EXPECT_GE(p.chunk * p.splits, a.capacity);
     EXPECT_LT((p.chunk) * (p.splits - 1), a.capacity);
     EXPECT_EQ(p.chunk % 32, 0);

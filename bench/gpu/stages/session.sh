@@ -950,3 +950,40 @@ stage_s28_c() {
         grep -E "ERROR SUMMARY|Invalid|Race|^\[  (PASSED|FAILED) " "$OUT/s28_c_$tool.txt" | sort | uniq -c | head
     done
 }
+
+# Session 28, third call (s28_c's MoE work, with decode attention at 8 warps a block): the plan
+# tests, the fused MoE tests (timed and float64), decode attention's gpu tests and its phases,
+# both models' native decode at ctx 512 and 2048 with correctness, then memcheck and racecheck
+# over the fused MoE test and decode attention's tests.
+stage_s28_d() {
+    local t0=$SECONDS
+    $BUILD/tests/fourfold_tests --gtest_filter='decoder_kernel_plans.*:kernel_moe_plans.*' 2>&1 | tail -2
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.the_fused*' >"$OUT/s28_d_fused.txt" 2>&1
+    local rc=$?
+    echo "the fused MoE tests: exit $rc after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED|PASSED|Expected|Which is" "$OUT/s28_d_fused.txt" | head -24
+    [ $rc -eq 124 ] && return 1
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='decode_attention_cuda.*' \
+        >"$OUT/s28_d_attention.txt" 2>&1
+    echo "attention tests: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention.*grid path|^\[  (PASSED|FAILED)|Failure" "$OUT/s28_d_attention.txt" | head -24
+    : >"$OUT/s28_d.txt"
+    local m
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 60 $BIN decode --model $m --variants native --mode graph --ctx 512,2048 \
+            --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
+            --label s28-d-$m --quiet >>"$OUT/s28_d.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode" "$OUT/s28_d.txt" | head -12
+    local tool
+    for tool in memcheck racecheck; do
+        timeout 80 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=fourfold \
+            $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.the_fused_norm*:decode_attention_cuda.*-decode_attention_cuda.the_paths*' \
+            >"$OUT/s28_d_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool: exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|Invalid|Race|^\[  (PASSED|FAILED) " "$OUT/s28_d_$tool.txt" | sort | uniq -c | head
+    done
+}

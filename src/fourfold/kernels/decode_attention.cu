@@ -1,7 +1,7 @@
 // Decode attention kernels (see decode_attention.hpp).
 //
-// A block is (kv head, split): 4 warps; a warp is P = 32 / S sub-groups of S = min(32, head_dim)
-// lanes, a sub-group one cache position at a time, lane l of it holding elements
+// A block is (kv head, split): 8 warps (4 at head_dim 256); a warp is P = 32 / S sub-groups of S =
+// min(32, head_dim) lanes, a sub-group one cache position at a time, lane l of it holding elements
 // [l E, (l + 1) E) of the position's k and v rows (E = head_dim / S). U = 4 positions a
 // sub-group are loaded before the first score, so the loads of a chunk are in flight together.
 // Scores are in the log2 domain (q scaled by scale * log2(e) once), the running softmax per
@@ -50,10 +50,11 @@ struct partials {
 template <typename T, int HD>
 __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std::int64_t kvh,
                                              int groups, std::int64_t splits, int live) {
-    constexpr int W = k_attention_threads / 32;
+    constexpr int N = k_attention_threads(HD);
+    constexpr int W = N / 32;
     constexpr int Q = HD / 4; // float4 units of a head
-    constexpr int OUT = (k_max_g * Q + k_attention_threads - 1) / k_attention_threads;
-    constexpr int U = OUT >= 4 ? 4 : 8; // splits a thread loads before it adds
+    constexpr int OUT = (k_max_g * Q + N - 1) / N;
+    constexpr int U = OUT >= 4 ? 4 : OUT >= 2 ? 8 : 16; // splits a thread loads before it adds
     static_assert(k_merge_tile == 32, "tile 0's weights are a warp's lanes");
     __shared__ float sm_sum[k_max_g];
     __shared__ float sm_big[k_max_g];
@@ -104,7 +105,7 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
             for (int u = 0; u < U; ++u)
 #pragma unroll
                 for (int o = 0; o < OUT; ++o) {
-                    const int idx = static_cast<int>(threadIdx.x) + o * k_attention_threads;
+                    const int idx = static_cast<int>(threadIdx.x) + o * N;
                     const int g = idx / Q, d = idx % Q;
                     x[u][o] = s + u < n && idx < groups * Q
                                   ? __ldcg(acc + (g * splits + s0 + s + u) * Q + d)
@@ -114,7 +115,7 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
             for (int u = 0; u < U; ++u)
 #pragma unroll
                 for (int o = 0; o < OUT; ++o) {
-                    const int idx = static_cast<int>(threadIdx.x) + o * k_attention_threads;
+                    const int idx = static_cast<int>(threadIdx.x) + o * N;
                     if (s + u < n && idx < groups * Q) {
                         const float w = sm_w[idx / Q][s + u];
                         val[o].x = fmaf(x[u][o].x, w, val[o].x);
@@ -127,7 +128,7 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
     }
 #pragma unroll
     for (int o = 0; o < OUT; ++o) {
-        const int idx = static_cast<int>(threadIdx.x) + o * k_attention_threads;
+        const int idx = static_cast<int>(threadIdx.x) + o * N;
         if (idx < groups * Q) {
             const int g = idx / Q, d = idx % Q;
             const float sum = sm_sum[g];
@@ -316,10 +317,11 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
 }
 
 template <typename T, int HD>
-__global__ void __launch_bounds__(k_attention_threads)
+__global__ void __launch_bounds__(k_attention_threads(HD),
+                                  HD >= 256 ? 1 : k_attention_blocks_per_sm)
     attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
                      unsigned* counters) {
-    constexpr int W = k_attention_threads / 32;
+    constexpr int W = k_attention_threads(HD) / 32;
     __shared__ attention_parts<HD, W> sm;
     __shared__ bool last;
 
@@ -464,8 +466,8 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
             ? reinterpret_cast<unsigned*>(reinterpret_cast<char*>(a.workspace) + p.counter_offset)
             : nullptr;
     return status_of(launch_serialised_after(
-        attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)), dim3(k_attention_threads),
-        stream, p.dependent_launch, a, p.chunk, p.splits, counters));
+        attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
+        dim3(k_attention_threads(HD)), stream, p.dependent_launch, a, p.chunk, p.splits, counters));
 }
 
 template <typename T>

@@ -21,7 +21,13 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_attention_max_group = 8; // query heads per kv head
-inline constexpr int k_attention_threads = 128; // 4 warps a block
+// The grid path's threads a block: 8 warps (4 positions a warp of a 32-position chunk, one round
+// of loads in flight) up to head_dim 128, 4 warps at head_dim 256 (its registers); two blocks
+// resident an SM either way (at most 128 registers a thread at 8 warps).
+constexpr int k_attention_threads(std::int64_t head_dim) {
+    return head_dim >= 256 ? 128 : 256;
+}
+inline constexpr int k_attention_blocks_per_sm = 2;
 inline constexpr std::int64_t k_attention_min_chunk = 32;
 inline constexpr std::int64_t k_attention_max_splits = 1024;
 inline constexpr int k_attention_max_cluster = 8; // portable cluster size
@@ -56,7 +62,7 @@ struct decode_attention_args {
 };
 
 struct decode_attention_plan {
-    int threads = k_attention_threads;
+    int threads = 0;
     std::int64_t chunk = 0;  // cache positions a block takes
     std::int64_t splits = 0; // chunks of the capacity: blocks = kv_heads x splits
     std::int64_t blocks = 0;

@@ -65,18 +65,21 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
         p.dependent_launch = true;
         return p;
     }
-    // Chunks of at least 32 positions (8 a warp, two rounds of 4 loads in flight), as many as
-    // give 4 blocks a multiprocessor over the kv heads; a chunk then is ceil(capacity / splits)
-    // rounded up to 32. llama3-8b (8 kv heads) on 132 SMs: a cache of 576 positions is 18
-    // splits of 32 (144 blocks), 2112 is 66 splits of 32 (528 blocks).
+    // Chunks of at least 32 positions (4 a warp of 8 at head_dim <= 128: one round of 4 loads in
+    // flight), as many as give one wave of resident blocks (k_attention_blocks_per_sm) over the
+    // kv heads; a chunk then is ceil(capacity / splits) rounded up to 32. llama3-8b (8 kv heads)
+    // on 132 SMs: a cache of 576 positions is 18 splits of 32 (144 blocks), 2112 is 33 splits
+    // of 64 (264 blocks); qwen3-30b-a3b (4 kv heads) at 2080: 65 splits of 32.
     const std::int64_t by_chunk = (a.capacity + k_attention_min_chunk - 1) / k_attention_min_chunk;
-    const std::int64_t cap = std::clamp<std::int64_t>(4 * std::int64_t{d.sm_count} / a.kv_heads, 1,
-                                                      k_attention_max_splits);
+    const std::int64_t cap =
+        std::clamp<std::int64_t>(k_attention_blocks_per_sm * std::int64_t{d.sm_count} / a.kv_heads,
+                                 1, k_attention_max_splits);
     p.splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
     p.chunk = (a.capacity + p.splits - 1) / p.splits;
     p.chunk = (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk * k_attention_min_chunk;
     p.splits = (a.capacity + p.chunk - 1) / p.chunk;
     p.blocks = a.kv_heads * p.splits;
+    p.threads = k_attention_threads(hd);
     p.combine = false;
     p.fused_combine = p.splits > 1;
     p.dependent_launch = d.cc_major >= 9;
