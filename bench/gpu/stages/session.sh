@@ -971,12 +971,12 @@ stage_s28_d() {
     : >"$OUT/s28_d.txt"
     local m
     for m in qwen3-30b-a3b llama3-8b; do
-        timeout 60 $BIN decode --model $m --variants native --mode graph --ctx 512,2048 \
-            --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness --db "$DB" \
-            --label s28-d-$m --quiet >>"$OUT/s28_d.txt" 2>&1
+        timeout 90 $BIN decode --model $m --variants native,native_fused --mode graph \
+            --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+            --db "$DB" --label s28-d-$m --quiet >>"$OUT/s28_d.txt" 2>&1
         echo "decode $m: exit $? after $((SECONDS - t0)) s"
     done
-    grep -E "^decode" "$OUT/s28_d.txt" | head -12
+    grep -E "^decode" "$OUT/s28_d.txt" | head -24
     local tool
     for tool in memcheck racecheck; do
         timeout 80 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=fourfold \
