@@ -971,7 +971,7 @@ stage_s28_d() {
     : >"$OUT/s28_d.txt"
     local m
     for m in qwen3-30b-a3b llama3-8b; do
-        timeout 90 $BIN decode --model $m --variants native,native_fused --mode graph \
+        timeout 75 $BIN decode --model $m --variants native,native_fused --mode graph \
             --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
             --db "$DB" --label s28-d-$m --quiet >>"$OUT/s28_d.txt" 2>&1
         echo "decode $m: exit $? after $((SECONDS - t0)) s"
