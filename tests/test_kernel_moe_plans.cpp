@@ -218,7 +218,7 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_the
     EXPECT_TRUE(p.fused_prologue);
     EXPECT_EQ(p.kernels, 1);
     // the logits (8 x 128 bf16) after the routing and the intermediate (h stays in shared memory)
-    EXPECT_EQ(p.workspace_bytes, unfused.workspace_bytes + 8 * 128 * 2);
+    EXPECT_EQ(p.workspace_bytes, unfused.workspace_bytes + std::int64_t{8} * 128 * 2);
     EXPECT_NE(p.describe().find("router's GEMV fused"), std::string::npos) << p.describe();
     EXPECT_FALSE(p.add_residual);
     auto r = a;
