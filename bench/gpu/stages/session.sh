@@ -987,7 +987,7 @@ stage_s28_d() {
         grep -E "ERROR SUMMARY|Invalid|Race|^\[  (PASSED|FAILED) " "$OUT/s28_d_$tool.txt" | sort | uniq -c | head
     done
     # qwen3's native step kernel by kernel, if the call has the time left
-    if [ $((SECONDS - t0)) -lt 330 ]; then
+    if [ $((SECONDS - t0)) -lt ${S28_PROFILE_BEFORE:-250} ]; then
         S27_KERNELS="rmsnorm_kernel|rope_kv_kernel|attention|gemv|moe_one_launch" S27_LAUNCHES=240 \
             S27_PROFILE_LIMIT=80 s27_step_profile qwen3-30b-a3b native s28_d_qwen_profile
     fi
