@@ -446,9 +446,12 @@ class decode_case final : public model_case<decoder_weights> {
         if (c.has_moe())
             f["moe"] =
                 native_like(variant)
-                    ? "fourfold's MoE step (kernels/moe.cu): routing, gate/up, SwiGLU, down and "
-                      "the weighted combine in two launches, no host sync (model_ops::moe_ffn, "
-                      "the code moe_decode's native variant times)"
+                    ? "fourfold's MoE block in one launch (kernels/moe.cu, the fused prologue): "
+                      "the RMSNorm, the router's GEMV, the routing, gate/up, SwiGLU, down, the "
+                      "weighted combine and the residual add, no host sync "
+                      "(model_ops::moe_block_native; moe_decode's native variant times the same "
+                      "kernel from router logits, without the prologue); where the plan refuses "
+                      "it, the norm, the router's GEMV and model_ops::moe_ffn"
                 : variant == "generic"
                     ? "host loop: expert offsets copied to the host (a sync per MoE layer), "
                       "then per expert hit one at::mm for gate/up and one for down "

@@ -4,8 +4,8 @@
 // Qwen3-MoE (norm_topk_prob). The report's change is how the grouped matmul learns where each
 // expert's rows start: `generic` copies the routing offsets to the host and loops over experts
 // (the path it replaced); `stock` hands int32 offsets that stay on the device to _grouped_mm;
-// `native` is fourfold's own kernels (kernels/moe.cu): for part=ffn the whole block in two
-// launches with the routing on the device, for part=gate_up a grouped GEMV reading the offsets
+// `native` is fourfold's own kernels (kernels/moe.cu): for part=ffn the whole block in one
+// launch (two on a device short of shared memory) with the routing on the device, for part=gate_up a grouped GEMV reading the offsets
 // on the device; each active expert's weights are read once a call.
 //
 // Two cases over the code the decoder's MoE layers run (model_ops/moe.hpp): part=ffn times the
@@ -155,8 +155,9 @@ class moe_decode_case : public workload_case {
                                ? "none: the routing and the grouping by expert on the device"
                                : "int32 cumulative end indices, read on the device";
             f["path"] = weight_matrices() == 3
-                            ? fmt::format("fourfold kernels/moe.cu: route + gate/up + SwiGLU, "
-                                          "then down + weighted combine (2 launches{})",
+                            ? fmt::format("fourfold kernels/moe.cu: route, gate/up + SwiGLU, "
+                                          "down + weighted combine in one launch where the "
+                                          "device holds it, else two (the plan says which){}",
                                           m_tokens > 8 ? ", 8 tokens at a time" : "")
                             : "fourfold kernels/moe.cu: grouped GEMV over the active experts";
         } else if (variant == "stock") {
@@ -386,7 +387,8 @@ FOURFOLD_WORKLOAD(moe_decode_case, "moe_decode")
              {.ops = {"softmax", "topk", "index", "silu", "sum", "matmul"}})
     .native_variant("native", &moe_decode_case::native,
                     "fourfold's kernels: routing on the device, each active expert's weights "
-                    "read once (part=ffn: 2 launches; part=gate_up: a grouped GEMV)");
+                    "read once (part=ffn: one launch, two on a device short of shared memory; "
+                    "part=gate_up: a grouped GEMV)");
 
 } // namespace
 } // namespace fourfold::workloads
