@@ -122,7 +122,7 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_EQ(p.splits, 18);
     EXPECT_EQ(p.blocks, 144);
     EXPECT_EQ(p.threads, 256); // 8 warps, 4 positions each
-    EXPECT_FALSE(p.combine); // no second launch: the last block of a kv head merges
+    EXPECT_FALSE(p.combine);   // no second launch: the last block of a kv head merges
     EXPECT_TRUE(p.fused_combine);
     EXPECT_EQ(p.counter_offset, 32 * 18 * 130 * 4); // the partials, then a counter a kv head
     EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4 + 8 * 4);

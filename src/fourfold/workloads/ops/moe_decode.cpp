@@ -5,8 +5,9 @@
 // expert's rows start: `generic` copies the routing offsets to the host and loops over experts
 // (the path it replaced); `stock` hands int32 offsets that stay on the device to _grouped_mm;
 // `native` is fourfold's own kernels (kernels/moe.cu): for part=ffn the whole block in one
-// launch (two on a device short of shared memory) with the routing on the device, for part=gate_up a grouped GEMV reading the offsets
-// on the device; each active expert's weights are read once a call.
+// launch (two on a device short of shared memory) with the routing on the device, for part=gate_up
+// a grouped GEMV reading the offsets on the device; each active expert's weights are read once a
+// call.
 //
 // Two cases over the code the decoder's MoE layers run (model_ops/moe.hpp): part=ffn times the
 // whole block from router logits to the combined output; part=gate_up times the first grouped
