@@ -993,3 +993,19 @@ stage_s28_d() {
     fi
     echo "done after $((SECONDS - t0)) s"
 }
+
+# For the next session's first call (written at the end of session 28, not yet run): what
+# s28_d left unchecked at `d14571f`: racecheck over decode attention (8 warps) and the fused MoE
+# block (h in the stage area) with room to finish, then the decode kernels' and the MoE's whole
+# gpu tests (the decoder's native MoE layers through the fused block, eager and captured).
+stage_s28_e() {
+    local t0=$SECONDS
+    timeout ${S28_RACECHECK_LIMIT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
+        --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.the_fused_norm*:decode_attention_cuda.*-decode_attention_cuda.the_paths*' \
+        >"$OUT/s28_e_racecheck.txt" 2>&1
+    echo "compute-sanitizer racecheck: exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|Race|^\[  (PASSED|FAILED) " "$OUT/s28_e_racecheck.txt" | sort | uniq -c | head
+    s25_gtests 'rmsnorm_cuda.*:rope_kv_cuda.*:decode_native_cuda.*:moe_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        200 "$OUT/s28_e_tests.txt"
+}
