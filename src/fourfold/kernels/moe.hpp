@@ -88,11 +88,12 @@ struct moe_args {
     // same step in one process).
     bool one_launch = true;
     // The fused prologue (the one launch only; the decoder's MoE layers): with `router` set, x is
-    // the residual stream (un-normalised) and `logits` is unused: the launch computes
+    // the residual stream (un-normalised) and `logits` is unused: every block computes
     // h = RMSNorm(x) with norm_weight [H] and norm_eps (kernels/rmsnorm.cu's value and rounding)
-    // and the router logits h router^T (router: E x H, contiguous, in x's dtype; rounded to it as
-    // the GEMV rounds them) into the workspace, then a grid barrier, then the step as above. One
-    // launch where there were three (the norm, the router's GEMV, the MoE step).
+    // into its shared memory, block e the router logit of expert e (router: E x H, contiguous, in
+    // x's dtype; rounded to it as the GEMV rounds them) into the workspace, then a grid barrier,
+    // then the step as above on h. One launch where there were three (the norm, the router's
+    // GEMV, the MoE step).
     const void* norm_weight = nullptr;
     const void* router = nullptr;
     double norm_eps = 1e-6;
