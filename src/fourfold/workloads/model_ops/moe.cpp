@@ -79,28 +79,35 @@ void record_and_launch(const kernels::moe_plan& plan, const kernels::moe_args& a
     native::check(kernels::launch_moe(plan, a, native::stream(ctx)), "moe");
 }
 
-// kernels/moe.cu's launch (or two) for up to 8 tokens; `out` (T, H) and `ws` (the plan's bytes)
-// are the caller's.
-void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::Tensor& w_gate_up,
-                      const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                      const at::Tensor& out, const at::Tensor& ws, const call_context& ctx) {
+// The arguments every native MoE call shares: x (T, H) with contiguous rows, the experts, top-k.
+kernels::moe_args expert_args(const at::Tensor& x, const at::Tensor& w_gate_up,
+                              const at::Tensor& w_down, std::int64_t top_k, bool normalise) {
     kernels::moe_args a;
     a.x = x.data_ptr();
-    a.logits = logits.data_ptr();
     a.w_gate_up = w_gate_up.data_ptr();
     a.w_down = w_down.data_ptr();
-    a.y = out.data_ptr();
-    a.workspace = ws.data_ptr();
     a.tokens = x.size(0);
     a.experts = w_gate_up.size(0);
     a.top_k = top_k;
     a.hidden = x.size(1);
     a.width = w_down.size(2);
     a.ld_x = x.stride(0);
-    a.ld_logits = logits.stride(0);
-    a.ld_y = out.stride(0);
     a.normalise = normalise;
     a.type = native::elem_of(x.scalar_type());
+    return a;
+}
+
+// kernels/moe.cu's launch (or two) for up to 8 tokens; `out` (T, H) and `ws` (the plan's bytes)
+// are the caller's.
+void native_moe_chunk(const at::Tensor& x, const at::Tensor& logits, const at::Tensor& w_gate_up,
+                      const at::Tensor& w_down, std::int64_t top_k, bool normalise,
+                      const at::Tensor& out, const at::Tensor& ws, const call_context& ctx) {
+    auto a = expert_args(x, w_gate_up, w_down, top_k, normalise);
+    a.logits = logits.data_ptr();
+    a.y = out.data_ptr();
+    a.workspace = ws.data_ptr();
+    a.ld_logits = logits.stride(0);
+    a.ld_y = out.stride(0);
     a.logits_type = native::elem_of(logits.scalar_type());
     // the down weights prefetched to L2 where they take at most 5/8 of it
     if (const auto l2 = ctx.device().caps().cache_bytes; l2 > 0)
@@ -146,24 +153,13 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
         !router.is_contiguous() || !w_gate_up.is_contiguous() || !w_down.is_contiguous() ||
         router.scalar_type() != x.scalar_type() || norm_weight.scalar_type() != x.scalar_type())
         return {};
-    kernels::moe_args a;
-    a.x = x.data_ptr();
+    auto a = expert_args(x, w_gate_up, w_down, top_k, normalise);
     a.norm_weight = norm_weight.data_ptr();
     a.router = router.data_ptr();
     a.norm_eps = eps;
-    a.w_gate_up = w_gate_up.data_ptr();
-    a.w_down = w_down.data_ptr();
-    a.tokens = x.size(0);
-    a.experts = w_gate_up.size(0);
-    a.top_k = top_k;
-    a.hidden = x.size(1);
-    a.width = w_down.size(2);
-    a.ld_x = x.stride(0);
     a.ld_logits = a.experts;
     a.ld_y = a.hidden;
-    a.normalise = normalise;
     a.add_residual = add_residual;
-    a.type = native::elem_of(x.scalar_type());
     a.logits_type = a.type;
     // planned once without the workspace (its size), once with it (its alignment)
     auto plan = kernels::plan_moe(a, native::limits(ctx));
