@@ -1009,3 +1009,32 @@ stage_s28_e() {
     s25_gtests 'rmsnorm_cuda.*:rope_kv_cuda.*:decode_native_cuda.*:moe_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
         200 "$OUT/s28_e_tests.txt"
 }
+
+# Session 29's first call (2026-12-03): the o projection's weights prefetched into L2 while
+# rope_kv or decode attention run (their memory otherwise idle), against no prefetch, both
+# models' native_fused at ctx 512 in one run each; then the decode kernels' and the MoE's gpu
+# tests at head (the new prefetch test among them), then racecheck over decode attention and the
+# fused MoE block with the time left (s28_e's check, never finished).
+stage_s29_a() {
+    local t0=$SECONDS m
+    : >"$OUT/s29_a.txt"
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 100 $BIN decode --model $m --variants native_fused --prefetch attention,rope_kv,off \
+            --mode graph --ctx 512 --tokens 32 --device cuda --dtype bf16 \
+            --ledgers throughput,correctness --db "$DB" --label s29-a-$m --quiet >>"$OUT/s29_a.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode" "$OUT/s29_a.txt" | head -24
+    s25_gtests 'decode_attention_cuda.*:rmsnorm_cuda.*:rope_kv_cuda.*:decode_native_cuda.*:moe_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*:decode_attention_cuda.the_paths*' \
+        170 "$OUT/s29_a_tests.txt"
+    local left=$((${S29_BUDGET:-540} - (SECONDS - t0)))
+    if [ $left -gt 40 ]; then
+        timeout $left compute-sanitizer --tool racecheck --error-exitcode 9 \
+            --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.the_fused_norm*:decode_attention_cuda.*-decode_attention_cuda.the_paths*' \
+            >"$OUT/s29_a_racecheck.txt" 2>&1
+        echo "compute-sanitizer racecheck: exit $? after $((SECONDS - t0)) s (limit $left s)"
+        grep -E "ERROR SUMMARY|Race|^\[  (PASSED|FAILED|RUN) " "$OUT/s29_a_racecheck.txt" | sort | uniq -c | head -20
+    fi
+    echo "done after $((SECONDS - t0)) s"
+}
