@@ -1025,6 +1025,11 @@ stage_s29_a() {
         echo "decode $m: exit $? after $((SECONDS - t0)) s"
     done
     grep -E "^decode" "$OUT/s29_a.txt" | head -24
+    # the routing's redux top-k: the fused block's timed test (its phases at T = 1 and 8)
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/s29_a_fused.txt" 2>&1
+    echo "the fused MoE block's timed test: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED|PASSED" "$OUT/s29_a_fused.txt" | head -16
     s25_gtests 'decode_attention_cuda.*:rmsnorm_cuda.*:rope_kv_cuda.*:decode_native_cuda.*:moe_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*:decode_attention_cuda.the_paths*' \
         170 "$OUT/s29_a_tests.txt"
     local left=$((${S29_BUDGET:-540} - (SECONDS - t0)))
