@@ -733,6 +733,7 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
                 "MLPs, an untied LM head) stored as float8_e4m3fn with a float32 scale per output "
                 "row, quantised from the job-dtype weights on load (MoE experts stay in the job "
                 "dtype); the case and its reference are the fp8 model")
+    .omit_at_default()
     .param_text("prefetch", "attention", {"attention", "rope_kv", "off"},
                 "native variants: where the o projection's weights are prefetched into L2 ahead "
                 "of its GEMV (bulk L2 prefetches, sm_90 on): from decode attention's launch, from "
