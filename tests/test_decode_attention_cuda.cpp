@@ -229,34 +229,6 @@ TEST(decode_attention_cuda, the_fused_merge_is_bitwise_the_same_launch_after_lau
 #endif
 }
 
-// A weight prefetch (kernel_api.hpp's l2_prefetch: the decoder's o projection) is a hint: the
-// output is the same bits with it as without, on both paths, also for a range whose start is not
-// 16-byte aligned and whose length is odd, and for one shorter than its unaligned head.
-TEST(decode_attention_cuda, a_weight_prefetch_changes_no_bit_of_the_output) {
-    REQUIRE_NATIVE(dev);
-#if FOURFOLD_WITH_KERNELS
-    const auto weights = at::randn(
-        {20 << 20}, at::TensorOptions().dtype(at::kBFloat16).device(dev->torch_device())); // 40 MB
-    const auto* base = static_cast<const char*>(weights.data_ptr());
-    for (const bool cluster : {true, false}) {
-        auto c = make(*dev, at::kBFloat16, 32, 8, 128, 2112, cluster);
-        c.pos.fill_(1500);
-        launch(*dev, c);
-        const auto plain = c.out.clone();
-        for (const kernels::l2_prefetch r :
-             {kernels::l2_prefetch{base, static_cast<std::int64_t>(weights.nbytes())},
-              kernels::l2_prefetch{base + 3, 40001}, kernels::l2_prefetch{base + 1, 7},
-              kernels::l2_prefetch{base, 0}}) {
-            c.args.prefetch = r;
-            c.out.fill_(0);
-            launch(*dev, c);
-            EXPECT_TRUE(at::equal(c.out, plain))
-                << (cluster ? "cluster" : "grid") << " path, prefetch of " << r.bytes << " bytes";
-        }
-    }
-#endif
-}
-
 TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_before) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS

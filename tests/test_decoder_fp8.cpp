@@ -3,8 +3,6 @@
 // decode case's key is the one computed before the option existed (older stored runs still pair
 // in compare); the fp8 footprint counts 1 byte a quantised weight and 4 a row scale, and only
 // the projections; on a libtorch without float8 types every fp8 record is a skip that says why.
-// The `prefetch` option (where the native step prefetches the o projection's weights into L2)
-// parses the same way and stays out of the key at its default.
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/core/error.hpp"
@@ -159,31 +157,4 @@ TEST(decoder_fp8, fp8_weights_need_float8_types) {
     EXPECT_FALSE(w.layers[0].qkv_scale.defined());
     EXPECT_EQ(w.bytes(), c.total_params() * 2);
     EXPECT_THROW((void)w.with_originals(), std::logic_error);
-}
-
-TEST(decoder_fp8, the_prefetch_parameter_parses_and_stays_out_of_the_key_at_its_default) {
-    auto dev = cpu();
-    const auto* w = workloads::registry::instance().find("decode");
-    ASSERT_NE(w, nullptr);
-    const auto* spec = w->find_param("prefetch");
-    ASSERT_NE(spec, nullptr);
-    EXPECT_EQ(spec->default_value, "attention");
-    EXPECT_TRUE(spec->omit_at_default);
-    EXPECT_EQ(spec->to_json()["choices"], json::array({"attention", "rope_kv", "off"}));
-    const json tiny{{"model", "tiny-llama"}, {"ctx", 8}, {"tokens", 2}, {"mode", "eager"}};
-    auto explicit_default = tiny;
-    explicit_default["prefetch"] = "attention";
-    EXPECT_EQ(stock_job(explicit_default).case_key(), "bc81b23f4cfd45aa");
-    auto off = tiny;
-    off["prefetch"] = "off";
-    const auto o = stock_job(off);
-    EXPECT_NE(o.case_key(), "bc81b23f4cfd45aa");
-    EXPECT_EQ(o.params.value("prefetch", ""), "off") << o.params.dump();
-    try {
-        (void)runner::make_plan({decode_job(json{{"model", "tiny-llama"}, {"prefetch", "gemv"}})},
-                                runner::run_settings{}, *dev);
-        ADD_FAILURE() << "prefetch=gemv accepted";
-    } catch (const bad_input& e) {
-        EXPECT_NE(std::string(e.what()).find("rope_kv"), std::string::npos) << e.what();
-    }
 }

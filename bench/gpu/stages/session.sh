@@ -1014,7 +1014,9 @@ stage_s28_e() {
 # rope_kv or decode attention run (their memory otherwise idle), against no prefetch, both
 # models' native_fused at ctx 512 in one run each; then the decode kernels' and the MoE's gpu
 # tests at head (the new prefetch test among them), then racecheck over decode attention and the
-# fused MoE block with the time left (s28_e's check, never finished).
+# fused MoE block with the time left (s28_e's check, never finished). Ran at `3430d4c`; the
+# prefetch (and the --prefetch option) lost on both models and is reverted, so this stage no
+# longer runs as written (docs/performance.md, session 29).
 stage_s29_a() {
     local t0=$SECONDS m
     : >"$OUT/s29_a.txt"

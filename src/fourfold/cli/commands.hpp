@@ -77,8 +77,7 @@ struct decode_options {
     std::vector<std::string> dtypes, variants;
     std::string ledgers = "throughput,correctness,memory";
     std::optional<std::string> init_seed;
-    std::optional<std::string> weights;  // the decode workload's `weights` (its default when unset)
-    std::optional<std::string> prefetch; // the decode workload's `prefetch` (default when unset)
+    std::optional<std::string> weights; // the decode workload's `weights` (its default when unset)
     bool random_weights = false;
     std::string db = "fourfold.db";
     std::string label;

@@ -39,9 +39,6 @@ CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
                   "how the projections are stored: model (the job's dtype) or fp8_row (e4m3 with a "
                   "float32 scale a row, E3; stock dequantises, native runs the FP8 GEMV); a comma "
                   "list sweeps");
-    d->add_option("--prefetch", o.prefetch,
-                  "native variants: where the o projection's weights are prefetched into L2 "
-                  "ahead of its GEMV: attention (default), rope_kv or off; a comma list sweeps");
     d->add_option("--ledgers", o.ledgers, "throughput,correctness,memory or a subset")
         ->capture_default_str();
     d->add_option("--init-seed", o.init_seed,
@@ -98,8 +95,6 @@ int decode_command(const decode_options& o) {
         r.params.push_back("init_seed=" + *o.init_seed);
     if (o.weights)
         r.params.push_back("weights=" + *o.weights);
-    if (o.prefetch)
-        r.params.push_back("prefetch=" + *o.prefetch);
     r.dtypes = o.dtypes;
     r.variants = o.variants;
     if (r.variants.empty()) {

@@ -332,7 +332,6 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD;
     allow_dependents();
     prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
-    l2_prefetch_part(a.prefetch, blockIdx.x, gridDim.x); // after the chunk's rows: they go first
     dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
     const std::int64_t len = attended_length(a);
     if (a.probe_stop_after == 1)
@@ -397,8 +396,7 @@ __global__ void __launch_bounds__(W * 32, 1)
     const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD;
     allow_dependents();
     prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
-    l2_prefetch_part(a.prefetch, blockIdx.x, gridDim.x); // after the chunk's rows: they go first
-    dependency_wait();                                   // q and the row at *pos are rope_kv's
+    dependency_wait(); // q and the row at *pos are rope_kv's
     const std::int64_t len = attended_length(a);
     if (a.probe_stop_after == 1)
         return; // (every block of the cluster returns alike: no barrier is left waiting)

@@ -59,8 +59,6 @@ struct decode_attention_args {
     // positions (its parts in shared memory), 3 after the block's merged part is stored (grid:
     // the workspace; cluster: its shared memory, before the cluster barrier). 0: the launch.
     int probe_stop_after = 0;
-    // a later kernel's weights into L2 while the launch runs (the decoder: the o projection's)
-    l2_prefetch prefetch;
 };
 
 struct decode_attention_plan {

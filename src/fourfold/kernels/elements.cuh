@@ -92,31 +92,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
-// Part `part` of `parts` (16-byte units split evenly) of an l2_prefetch range, by bulk L2
-// prefetches of up to 32 KB issued by the block's threads (thread i: pieces i, i + blockDim.x,
-// ...): one instruction a piece, so a few threads a block keep the copy engine streaming. The
-// range's unaligned head and its tail under 16 bytes are left out (a hint).
-__device__ __forceinline__ void l2_prefetch_part(const l2_prefetch& r, std::int64_t part,
-                                                 std::int64_t parts) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (r.base == nullptr || r.bytes <= 0 || parts < 1)
-        return;
-    const auto addr = reinterpret_cast<std::uintptr_t>(r.base);
-    const std::uintptr_t head = (16 - addr % 16) % 16;
-    if (r.bytes <= static_cast<std::int64_t>(head))
-        return;
-    const auto* base = reinterpret_cast<const char*>(addr + head);
-    const std::int64_t units = (r.bytes - static_cast<std::int64_t>(head)) / 16;
-    const std::int64_t lo = part * units / parts * 16, hi = (part + 1) * units / parts * 16;
-    constexpr std::int64_t piece = 32 * 1024;
-    for (std::int64_t off = lo + threadIdx.x * piece; off < hi; off += piece * blockDim.x) {
-        const auto n = static_cast<unsigned>(hi - off < piece ? hi - off : piece);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(n)
-                     : "memory");
-    }
-#endif
-}
-
 } // namespace fourfold::kernels::device
 
 namespace fourfold::kernels {

@@ -54,14 +54,4 @@ inline int alignment_of(const void* p) {
     return 1;
 }
 
-// A byte range a LATER kernel of the stream reads and no kernel writes (a model's weights), for
-// a launch that leaves the memory idle (decode attention, rope_kv) to bring into L2 while it
-// runs, so the later GEMV finds its weights there. sm_90 on: bulk L2 prefetches from the start
-// of the launch, the range split over its blocks; a hint (nothing written, nothing waited for,
-// the launch's results the same bits). Older devices and an empty range: nothing.
-struct l2_prefetch {
-    const void* base = nullptr;
-    std::int64_t bytes = 0;
-};
-
 } // namespace fourfold::kernels

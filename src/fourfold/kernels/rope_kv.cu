@@ -35,7 +35,6 @@ template <typename T> __global__ void rope_kv_kernel(rope_kv_args a) {
             }
         }
     }
-    l2_prefetch_part(a.prefetch, blockIdx.x, gridDim.x);
     dependency_wait(); // qkv (and *pos) may be the launches before's
     const std::int64_t p = *a.pos + t;
     const T* src = static_cast<const T*>(a.qkv) + t * a.ld_qkv + h * hd;

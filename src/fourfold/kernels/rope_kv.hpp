@@ -28,8 +28,6 @@ struct rope_kv_args {
     std::int64_t tokens = 1, heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
     std::int64_t ld_qkv = 0;
     elem type = elem::bf16;
-    // a later kernel's weights into L2 while the launch runs (kernel_api.hpp)
-    l2_prefetch prefetch;
 };
 
 struct rope_kv_plan {

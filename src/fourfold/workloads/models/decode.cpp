@@ -186,8 +186,7 @@ class decode_case final : public model_case<decoder_weights> {
           m_graph(a.get_text("mode") == "graph"),
           m_seed(static_cast<std::uint64_t>(a.get_int("init_seed"))),
           m_format(a.get_text("weights") == "fp8_row" ? weight_format::fp8_row
-                                                      : weight_format::model),
-          m_prefetch(prefetch_of(a.get_text("prefetch"))) {
+                                                      : weight_format::model) {
         const auto& c = m_source.config;
         if (m_ctx + m_tokens > c.max_positions)
             throw bad_input(fmt::format(
@@ -664,14 +663,13 @@ class decode_case final : public model_case<decoder_weights> {
     }
     // The model_ops paths a variant takes: libtorch's own ops, the MoE layers through the
     // grouped matmul (stock) or the host loop (generic); native: native_decoder_paths().
-    decoder_paths paths(const std::string& variant) const {
+    static decoder_paths paths(const std::string& variant) {
         if (!own_variant(variant))
             throw std::invalid_argument(
                 "decode runs whole decodes for stock, generic and native only, not " + variant);
         if (native_like(variant)) {
             auto p = native_decoder_paths();
             p.fuse_prologues = variant == "native_fused";
-            p.prefetch = m_prefetch;
             return p;
         }
         return {variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm};
@@ -697,18 +695,12 @@ class decode_case final : public model_case<decoder_weights> {
         return at::cat(rows, 0);
     }
 
-    static decoder_paths::weight_prefetch prefetch_of(const std::string& v) {
-        using w = decoder_paths::weight_prefetch;
-        return v == "off" ? w::off : v == "rope_kv" ? w::rope_kv : w::attention;
-    }
-
     std::string m_model;
     model_source m_source;
     std::int64_t m_ctx, m_tokens;
     bool m_graph;
     std::uint64_t m_seed;
     weight_format m_format;
-    decoder_paths::weight_prefetch m_prefetch;
     std::unique_ptr<checkpoint> m_checkpoint;
     mutable at::Tensor m_original_logits; // fp8_row: the originals' reference logits
 };
@@ -733,11 +725,6 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
                 "MLPs, an untied LM head) stored as float8_e4m3fn with a float32 scale per output "
                 "row, quantised from the job-dtype weights on load (MoE experts stay in the job "
                 "dtype); the case and its reference are the fp8 model")
-    .omit_at_default()
-    .param_text("prefetch", "attention", {"attention", "rope_kv", "off"},
-                "native variants: where the o projection's weights are prefetched into L2 ahead "
-                "of its GEMV (bulk L2 prefetches, sm_90 on): from decode attention's launch, from "
-                "rope_kv's, or not at all; stock and generic ignore it")
     .omit_at_default()
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
     .ledgers(ledger_set::of({ledger::throughput, ledger::correctness, ledger::memory}))

@@ -155,18 +155,6 @@ std::string rms_norm_path() {
 #endif
 }
 
-const char* to_string(decoder_paths::weight_prefetch w) {
-    switch (w) {
-    case decoder_paths::weight_prefetch::off:
-        return "off";
-    case decoder_paths::weight_prefetch::rope_kv:
-        return "rope_kv";
-    case decoder_paths::weight_prefetch::attention:
-        return "attention";
-    }
-    return "?";
-}
-
 decoder_paths native_decoder_paths() {
     decoder_paths p;
     p.moe = moe_path::native;
@@ -572,15 +560,8 @@ void decoder_session::step_native() {
         ra.head_dim = c.head_dim;
         ra.capacity = m_capacity;
         ra.type = type;
-        // the o projection's weights into L2 while the two kernels before its GEMV run
-        const kernels::l2_prefetch o_weights{lw.o.data_ptr(),
-                                             static_cast<std::int64_t>(lw.o.nbytes())};
-        if (m_paths.prefetch == decoder_paths::weight_prefetch::rope_kv)
-            ra.prefetch = o_weights;
         const auto rp = kernels::plan_rope_kv(ra, lim);
-        log.add(ra.prefetch.base ? "rope_kv (the o projection's weights prefetched into L2)"
-                                 : "rope_kv",
-                log.on() ? rp.describe() : "");
+        log.add("rope_kv", log.on() ? rp.describe() : "");
         native::check(kernels::launch_rope_kv(rp, ra, stream), "rope_kv");
 
         auto attn = at::empty({1, c.q_dim()}, opts);
@@ -597,13 +578,8 @@ void decoder_session::step_native() {
         aa.capacity = m_capacity;
         aa.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
         aa.type = type;
-        if (m_paths.prefetch == decoder_paths::weight_prefetch::attention)
-            aa.prefetch = o_weights;
         const auto ap = kernels::plan_decode_attention(aa, lim);
-        log.add(aa.prefetch.base
-                    ? "decode_attention (the o projection's weights prefetched into L2)"
-                    : "decode_attention",
-                log.on() ? ap.describe() : "", ap.combine ? 2 : 1);
+        log.add("decode_attention", log.on() ? ap.describe() : "", ap.combine ? 2 : 1);
         native::check(kernels::launch_decode_attention(ap, aa, stream), "decode_attention");
 
         // the residual add as the o projection's bias: x + o(attn), rounded once

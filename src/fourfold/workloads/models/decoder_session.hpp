@@ -38,14 +38,7 @@ struct decoder_paths {
     // native step: the RMSNorms before q/k/v, gate/up and the LM head and the SwiGLU before the
     // down projection inside those GEMVs (kernels/gemv.cu's prologues) where the plan takes it
     bool fuse_prologues = false;
-    // native step: where the o projection's weights are brought into L2 ahead of its GEMV (bulk
-    // prefetches, kernel_api.hpp's l2_prefetch): from decode attention's launch, from rope_kv's
-    // (earlier: in the qkv GEMV's tail), or not at all. Both kernels read little of the memory
-    // while they run; the prefetch fills that idle time with the next GEMV's bytes.
-    enum class weight_prefetch { off, rope_kv, attention };
-    weight_prefetch prefetch = weight_prefetch::attention;
 };
-const char* to_string(decoder_paths::weight_prefetch w);
 
 // The paths of the decode workload's `native` variant: the decode step of fourfold's kernels,
 // every projection through the native GEMV, the MoE layers through fourfold's MoE step
