@@ -1045,3 +1045,39 @@ stage_s29_a() {
     fi
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Session 29's second call: the balanced GEMV loads its run's first step into registers right
+# after the dependency wait, before its prologue (the RMSNorm or SwiGLU of x into shared
+# memory), so that round trip overlaps the prologue. The GEMV and native decode gpu tests, the
+# prologue's cost over none at the op level (none is unchanged: the same-call baseline), both
+# models' native and native_fused at ctx 512 and 2048, then memcheck over the GEMV tests.
+stage_s29_b() {
+    local t0=$SECONDS
+    s25_gtests 'native.gemv*:decode_native_cuda.*' 130 "$OUT/s29_b_tests.txt"
+    : >"$OUT/s29_b.txt"
+    timeout 60 $BIN run --workload linear_decode --shape 1x6144x4096,1x28672x4096,1x5120x2048 \
+        --param prologue=none,rms_norm --dtype bf16 --variants native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s29-b-norm --quiet >>"$OUT/s29_b.txt" 2>&1
+    timeout 30 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu \
+        --param bias=1 --dtype bf16 --variants native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s29-b-swiglu --quiet >>"$OUT/s29_b.txt" 2>&1
+    echo "linear_decode prologues: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s29_b.txt" | head -16
+    local m
+    for m in llama3-8b qwen3-30b-a3b; do
+        timeout 80 $BIN decode --model $m --variants native,native_fused --mode graph \
+            --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+            --db "$DB" --label s29-b-$m --quiet >>"$OUT/s29_b.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode" "$OUT/s29_b.txt" | head -24
+    local left=$((${S29_BUDGET:-400} - (SECONDS - t0)))
+    if [ $left -gt 40 ]; then
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout $left compute-sanitizer --tool memcheck --error-exitcode 9 \
+            --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' \
+            >"$OUT/s29_b_memcheck.txt" 2>&1
+        echo "memcheck (gemv): exit $? after $((SECONDS - t0)) s (limit $left s)"
+        grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s29_b_memcheck.txt" | sort | uniq -c | head
+    fi
+    echo "done after $((SECONDS - t0)) s"
+}
