@@ -1081,3 +1081,29 @@ stage_s29_b() {
     fi
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Session 29's third call: the SwiGLU prologue's x read in batches of 3 vectors a thread (one L2
+# round trip a batch, where s29_b measured it at +4.4 µs over no prologue for llama3-8b's down
+# projection): the GEMV and native decode gpu tests, the down projection with and without its
+# prologue, llama3-8b native and native_fused at ctx 512 and 2048, memcheck over the GEMV tests.
+stage_s29_c() {
+    local t0=$SECONDS
+    s25_gtests 'native.gemv*:decode_native_cuda.*' 130 "$OUT/s29_c_tests.txt"
+    : >"$OUT/s29_c.txt"
+    timeout 30 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu \
+        --param bias=1 --dtype bf16 --variants native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s29-c-swiglu --quiet >>"$OUT/s29_c.txt" 2>&1
+    echo "linear_decode swiglu: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s29_c.txt" | head -8
+    timeout 80 $BIN decode --model llama3-8b --variants native,native_fused --mode graph \
+        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+        --db "$DB" --label s29-c-llama3-8b --quiet >>"$OUT/s29_c.txt" 2>&1
+    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode" "$OUT/s29_c.txt" | head -12
+    FOURFOLD_NATIVE_TEST_SIZES=small timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.gemv*' \
+        >"$OUT/s29_c_memcheck.txt" 2>&1
+    echo "memcheck (gemv): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s29_c_memcheck.txt" | sort | uniq -c | head
+    echo "done after $((SECONDS - t0)) s"
+}
