@@ -1107,22 +1107,3 @@ stage_s29_c() {
     grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s29_c_memcheck.txt" | sort | uniq -c | head
     echo "done after $((SECONDS - t0)) s"
 }
-
-# Session 29's last call: silu by the hardware exponential and an approximate division (the
-# SwiGLU prologue computes all K activations in every block): the kernels that use it (swiglu,
-# the GEMV's prologue, the fused MoE block) against float64, the down projection with and
-# without its prologue, llama3-8b native_fused at ctx 512. About 2 minutes after the build.
-stage_s29_d() {
-    local t0=$SECONDS
-    s25_gtests 'swiglu_cuda.*:native.gemv*:moe_cuda.the_fused_norm*' 60 "$OUT/s29_d_tests.txt"
-    : >"$OUT/s29_d.txt"
-    timeout 30 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu \
-        --param bias=1 --dtype bf16 --variants native --device cuda \
-        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s29-d-swiglu --quiet >>"$OUT/s29_d.txt" 2>&1
-    echo "linear_decode swiglu: exit $? after $((SECONDS - t0)) s"
-    timeout 45 $BIN decode --model llama3-8b --variants native_fused --mode graph \
-        --ctx 512 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
-        --db "$DB" --label s29-d-llama3-8b --quiet >>"$OUT/s29_d.txt" 2>&1
-    echo "decode llama3-8b: exit $? after $((SECONDS - t0)) s"
-    grep -E "^(linear_decode .*graph|decode)" "$OUT/s29_d.txt" | head -8
-}
