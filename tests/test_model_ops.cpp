@@ -1,6 +1,7 @@
 // The op workloads time the code the model runs (model_ops/): on the very weights and hidden
 // states of a tiny decoder, moe_decode's cases compute what the decoder's MoE layer computes,
-// bit for bit, and linear_decode's and softmax's stock variants what its projections and its
+// bit for bit (part=block: the whole block from the residual stream, its routing fixed by the
+// shape), and linear_decode's and softmax's stock variants what its projections and its
 // sampling compute; the paths of each shared op agree with each other; and a native path is a
 // clear error where no kernel can run.
 #include "fourfold/backend/device.hpp"
@@ -8,6 +9,7 @@
 #include "fourfold/workloads/model_ops/linear.hpp"
 #include "fourfold/workloads/model_ops/moe.hpp"
 #include "fourfold/workloads/model_ops/pad.hpp"
+#include "fourfold/workloads/model_ops/rms_norm.hpp"
 #include "fourfold/workloads/model_ops/softmax.hpp"
 #include "fourfold/workloads/model_ops/swiglu.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
@@ -129,6 +131,69 @@ TEST(model_ops, moe_decode_gate_up_times_the_first_grouped_matmul_of_the_decoder
               (std::vector<std::int64_t>{tokens * c.experts_per_token, 2 * c.moe_intermediate}));
 }
 
+// part=block: the decoder's MoE block from the residual stream (RMSNorm, the router, the experts,
+// the residual add). Its routing is fixed by the shape through the inputs: the experts that
+// model_ops::route picks from the inputs' own logits are the same for every seed and in fp32 and
+// bf16, and they are the experts declared_cost counts; its generic variant is the decoder's
+// stock computation of the block, bit for bit.
+TEST(model_ops, moe_decode_block_routes_as_its_shape_declares_and_is_the_decoders_block) {
+    auto dev = cpu();
+    struct shape {
+        std::int64_t tokens, experts, top_k, hidden, width;
+    };
+    for (const auto& s : std::vector<shape>{{1, 128, 8, 2048, 64},
+                                            {8, 128, 8, 2048, 64},
+                                            {8, 512, 8, 256, 32},
+                                            {3, 16, 4, 100, 24},
+                                            {70, 64, 6, 128, 16}}) {
+        const json params{{"tokens", s.tokens}, {"experts", s.experts}, {"top_k", s.top_k},
+                          {"hidden", s.hidden}, {"width", s.width},     {"part", "block"}};
+        const auto block = case_of(*dev, "moe_decode", params);
+        std::vector<std::int64_t> first_offsets;
+        for (const std::uint64_t seed : {1u, 2u, 3u})
+            for (const auto type : {at::kFloat, at::kBFloat16}) {
+                const auto in32 = block->make_inputs(seed);
+                input_set in;
+                for (const char* name : {"x", "norm_weight", "router", "w_gate_up", "w_down"})
+                    in.add(name, in32[name].to(type));
+                const auto h = model_ops::rms_norm(in["x"], in["norm_weight"], 1e-6);
+                const auto logits =
+                    model_ops::linear(h, in["router"], {}, model_ops::op_path::stock);
+                const auto r = model_ops::route(logits, s.top_k, true);
+                const auto offsets = r.offsets.to(at::kLong);
+                const std::vector<std::int64_t> ends(offsets.data_ptr<std::int64_t>(),
+                                                     offsets.data_ptr<std::int64_t>() + s.experts);
+                if (first_offsets.empty())
+                    first_offsets = ends;
+                EXPECT_EQ(ends, first_offsets)
+                    << params.dump() << " seed " << seed << " " << c10::toString(type);
+                if (type != at::kFloat)
+                    continue;
+                // the experts declared_cost counts are the ones this routing reaches
+                std::int64_t active = 0, before = 0;
+                for (const auto end : ends) {
+                    active += end > before ? 1 : 0;
+                    before = end;
+                }
+                const double e = 4, t = static_cast<double>(s.tokens),
+                             hd = static_cast<double>(s.hidden), w = static_cast<double>(s.width);
+                EXPECT_DOUBLE_EQ(block->declared_cost().bytes_read,
+                                 e * (static_cast<double>(active) * 3 * w * hd + t * hd + hd +
+                                      static_cast<double>(s.experts) * hd))
+                    << params.dump();
+                // generic: the decoder's stock block (the host loop's MoE path), bit for bit
+                const auto op = run_variant(*dev, "moe_decode", *block, "generic", in);
+                const auto model =
+                    in["x"] + model_ops::moe_ffn(h, logits, in["w_gate_up"], in["w_down"], s.top_k,
+                                                 true, moe_path::host_loop);
+                EXPECT_TRUE(at::equal(op, model)) << params.dump();
+            }
+    }
+    // a top_k past the routing's 127 distinct levels is bad input, named
+    auto too_many = json{{"tokens", 2}, {"experts", 256}, {"top_k", 128}, {"part", "block"}};
+    EXPECT_THROW(case_of(*dev, "moe_decode", too_many), bad_input);
+}
+
 TEST(model_ops, linear_decode_computes_the_decoders_dense_mlp_projections) {
     auto dev = cpu();
     const auto w = tiny("tiny-llama");
@@ -216,7 +281,7 @@ TEST(model_ops, the_native_moe_path_is_a_clear_error_without_kernels_and_a_skip_
 #endif
     // moe_decode's native variant on the CPU: a skipped record with its reason, both parts
     auto dev = cpu();
-    for (const char* part : {"ffn", "gate_up"}) {
+    for (const char* part : {"ffn", "gate_up", "block"}) {
         const auto r = fourfold::testing::run_jobs(*dev,
                                                    {{"moe_decode",
                                                      json{{"tokens", 2},

@@ -298,7 +298,7 @@ TEST(moe_cuda, moe_decode_native_passes_in_graph_mode_and_records_its_plan) {
     REQUIRE_NATIVE(dev);
     std::vector<runner::job_spec> jobs;
     for (const std::int64_t tokens : {1, 8})
-        for (const char* part : {"ffn", "gate_up"})
+        for (const char* part : {"ffn", "gate_up", "block"})
             jobs.push_back({"moe_decode",
                             json{{"tokens", tokens}, {"part", part}},
                             dtype::bf16,
@@ -330,7 +330,7 @@ TEST(moe_cuda, moe_decode_native_passes_in_graph_mode_and_records_its_plan) {
                       << rec.figures["facts"]["kernel"]["path"] << '\n';
         }
     }
-    EXPECT_EQ(native_timed, 5);
+    EXPECT_EQ(native_timed, 7);
     for (const auto& rec : r.records)
         if (rec.which == ledger::op_time && rec.job.variant == "stock" &&
             rec.status == record_status::ok)

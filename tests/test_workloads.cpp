@@ -142,7 +142,7 @@ TEST(softmax, variants_pass_over_the_article_vocabularies_and_bytes_match_a_hand
 TEST(moe_decode, generic_passes_and_stock_runs_or_says_why_not) {
     std::vector<runner::job_spec> specs;
     for (const auto t : {dtype::fp32, dtype::bf16})
-        for (const char* part : {"ffn", "gate_up"})
+        for (const char* part : {"ffn", "gate_up", "block"})
             specs.push_back({"moe_decode",
                              json{{"tokens", 4},
                                   {"experts", 16},
@@ -153,7 +153,7 @@ TEST(moe_decode, generic_passes_and_stock_runs_or_says_why_not) {
                              t,
                              {},
                              ""});
-    const auto recs = expect_pass_or_reasoned_skip(specs, 4);
+    const auto recs = expect_pass_or_reasoned_skip(specs, 6);
     const auto* stock = find(recs, "stock");
     ASSERT_NE(stock, nullptr);
     if (!FOURFOLD_HAS_GROUPED_MM) {

@@ -1107,3 +1107,17 @@ stage_s29_c() {
     grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s29_c_memcheck.txt" | sort | uniq -c | head
     echo "done after $((SECONDS - t0)) s"
 }
+
+# For the next session (written at the end of session 29, not run): moe_decode part=block, the
+# decoder's MoE block from the residual stream, stock against native (the one launch with its
+# fused prologue) at Qwen3-30B-A3B's shape, 1 and 8 tokens, every ledger. Predicted: native about
+# 33 µs at 1 token and 160 at 8 (cold; the timed gpu test's 31.7 and 154.5 are warm), stock about
+# 115 and 270.
+stage_s30_block() {
+    local t0=$SECONDS
+    timeout 120 $BIN run --workload moe_decode --param part=block \
+        --shape 1x128x8x2048x768,8x128x8x2048x768 --dtype bf16 --variants stock,native \
+        --device cuda --min-time 0.1 --db "$DB" --label s30-block >"$OUT/s30_block.txt" 2>&1
+    echo "moe_decode part=block: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode|speed-up|FAIL|skipped" "$OUT/s30_block.txt" | head -24
+}

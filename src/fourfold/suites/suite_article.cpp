@@ -118,6 +118,11 @@ void moe_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
     // reach about 50 experts
     for (const std::int64_t tokens : {1, 8})
         jobs.push_back(job(qwen3_30b, tokens, "gate_up", "Qwen3-30B-A3B gate/up grouped matmul"));
+    // the decoder's whole MoE block from the residual stream (the norm, the router, the experts
+    // and the residual add): native is the one launch the native decoder's MoE layers run
+    for (const std::int64_t tokens : {1, 8})
+        jobs.push_back(job(qwen3_30b, tokens, "block",
+                           "Qwen3-30B-A3B MoE block: RMSNorm, router, experts, residual add"));
 }
 
 // E5/E6: the pads before the causal 3-D convolutions of a Wan-style VAE decoder (channels

@@ -4,6 +4,7 @@
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
+#include "fourfold/workloads/model_ops/rms_norm.hpp"
 #include "fourfold/workloads/model_ops/softmax.hpp"
 #include "fourfold/workloads/model_ops/swiglu.hpp"
 #include "fourfold/workloads/models/rope.hpp"
@@ -24,27 +25,12 @@
 #include "fourfold/kernels/swiglu.hpp"
 #endif
 
-#if __has_include(<ATen/ops/rms_norm.h>)
-#define FOURFOLD_HAS_RMS_NORM 1
-#else
-#define FOURFOLD_HAS_RMS_NORM 0
-#endif
-
 namespace fourfold::workloads::models {
 namespace {
 
 using at::Tensor;
 
-Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
-#if FOURFOLD_HAS_RMS_NORM
-    return at::rms_norm(x, {weight.size(0)}, weight, eps);
-#else
-    // Hugging Face's LlamaRMSNorm: normalise in float32, round, then scale.
-    const auto xf = x.to(at::kFloat);
-    const auto r = at::rsqrt(xf.pow(2).mean({-1}, true).add_(eps));
-    return weight * (xf * r).to(x.scalar_type());
-#endif
-}
+using model_ops::rms_norm;
 
 // x [T, heads, head_dim]; cos, sin [T, 1, head_dim] in x's dtype. Hugging Face's rotate_half.
 Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
@@ -147,12 +133,7 @@ std::string attention_path() {
 }
 
 std::string rms_norm_path() {
-#if FOURFOLD_HAS_RMS_NORM
-    return "at::rms_norm";
-#else
-    return "composite: float32 mean of squares, rsqrt, scale (libtorch has no at::rms_norm before "
-           "2.4)";
-#endif
+    return model_ops::rms_norm_path();
 }
 
 decoder_paths native_decoder_paths() {
