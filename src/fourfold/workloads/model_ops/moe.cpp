@@ -231,7 +231,8 @@ std::string_view to_string(moe_path p) {
 
 std::optional<std::string> native_moe_unsupported(std::int64_t experts, std::int64_t top_k,
                                                   std::int64_t hidden, std::int64_t width,
-                                                  std::int64_t element_bytes) {
+                                                  std::int64_t element_bytes,
+                                                  std::int64_t block_tokens) {
 #if FOURFOLD_WITH_KERNELS
     // the plan looks only at addresses: aligned stand-ins
     auto* p = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
@@ -247,6 +248,12 @@ std::optional<std::string> native_moe_unsupported(std::int64_t experts, std::int
     a.ld_logits = experts;
     a.type = element_bytes == 4 ? kernels::elem::f32 : kernels::elem::bf16;
     a.logits_type = kernels::elem::f32;
+    if (block_tokens > 0) { // moe_block_native's launch: the fused prologue, its tokens
+        a.tokens = block_tokens;
+        a.norm_weight = a.router = p;
+        a.norm_eps = 1e-6;
+        a.logits_type = a.type;
+    }
     const auto plan = kernels::plan_moe(a, kernels::device_limits{});
     if (!plan.valid.empty())
         return "the native MoE kernels: " + plan.valid;
@@ -257,6 +264,7 @@ std::optional<std::string> native_moe_unsupported(std::int64_t experts, std::int
     (void)hidden;
     (void)width;
     (void)element_bytes;
+    (void)block_tokens;
     return std::string("a build without native kernels");
 #endif
 }

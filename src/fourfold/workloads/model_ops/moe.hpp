@@ -75,9 +75,11 @@ at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, 
 
 // Why the native path cannot take this shape (tokens above 8 are taken 8 at a time, so they
 // are not a reason), from the kernels' own plan on 16-byte aligned, contiguous tensors; nullopt
-// when it can. `element_bytes`: of x and the weights.
+// when it can. `element_bytes`: of x and the weights. `block_tokens` > 0: moe_block_native's one
+// launch (the fused prologue, h of that many tokens in shared memory) instead of moe_ffn's.
 std::optional<std::string> native_moe_unsupported(std::int64_t experts, std::int64_t top_k,
                                                   std::int64_t hidden, std::int64_t width,
-                                                  std::int64_t element_bytes);
+                                                  std::int64_t element_bytes,
+                                                  std::int64_t block_tokens = 0);
 
 } // namespace fourfold::workloads::model_ops

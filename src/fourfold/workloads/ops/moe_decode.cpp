@@ -400,10 +400,16 @@ class moe_block_case final : public moe_decode_case {
                                            const backend::device& dev) const override {
         if (auto why = moe_decode_case::unsupported(variant, dev))
             return why;
-        if (variant == "native" && m_tokens > 8)
+        if (variant != "native")
+            return std::nullopt;
+        if (m_tokens > 8)
             return fmt::format("part=block: the fused block (norm, router and experts in one "
                                "launch) takes a decode step of 1..8 tokens, not {}",
                                m_tokens);
+        if (auto why = model_ops::native_moe_unsupported(
+                m_experts, m_top_k, m_hidden, m_width,
+                static_cast<std::int64_t>(size_bytes(args().type)), m_tokens))
+            return "part=block: " + *why;
         return std::nullopt;
     }
 
