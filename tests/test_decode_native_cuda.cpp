@@ -154,8 +154,9 @@ TEST(decode_native_cuda, native_logits_follow_stock_teacher_forced_eager_and_rep
 // A Llama-shaped model big enough for the GEMV's balanced path on an H200 (hidden 2560, q/k/v
 // 3584 rows, gate/up 3072, down 2560 rows of 1536, vocab 4096: 2112 rows or more each): the input,
 // post-attention and final norms go into the q/k/v, gate/up and LM-head GEMVs and the SwiGLU into
-// the down projection's (one launch each, the step's facts say so), and the logits are as close to
-// float32 as stock's (the criterion above).
+// the down projection's (one launch each, the step's facts say so), RoPE and the KV append into
+// decode attention (no rope_kv launch), and the logits are as close to float32 as stock's (the
+// criterion above).
 static decoder_paths fused_paths() {
     auto p = native_decoder_paths();
     p.fuse_prologues = true;
@@ -192,6 +193,10 @@ TEST(decode_native_cuda, norms_and_swiglu_fused_into_the_gemv_follow_float32_lik
     EXPECT_FALSE(k.contains("rmsnorm")) << k.dump();
     EXPECT_FALSE(k.contains("swiglu")) << k.dump();
     EXPECT_EQ(k["gemv qkv (RMSNorm fused)"]["launches"], c.layers - 1) << k.dump();
+    // RoPE and the KV append inside decode attention: no rope_kv launch left
+    EXPECT_EQ(k["decode_attention (RoPE and the KV append fused)"]["launches"], c.layers)
+        << k.dump();
+    EXPECT_FALSE(k.contains("rope_kv")) << k.dump();
 }
 
 TEST(decode_native_cuda, greedy_tokens_agree_with_stock) {

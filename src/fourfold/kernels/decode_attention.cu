@@ -187,7 +187,7 @@ template <int HD, int W> struct attention_parts {
 // heads: each part's running softmax into sm, then a block barrier. Every thread of the block
 // calls it (start < end).
 template <typename T, int HD, int W, bool VEC>
-__device__ __forceinline__ void attend(const decode_attention_args& a, std::int64_t kvh, int groups,
+__device__ __forceinline__ void attend(const decode_attention_args& a, const T* qg, int groups,
                                        const T* kc, const T* vc, std::int64_t start,
                                        std::int64_t end, attention_parts<HD, W>& sm) {
     using parts = attention_parts<HD, W>;
@@ -198,7 +198,7 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, std::int6
     const float scale =
         static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) * k_log2e;
 
-    const T* q = static_cast<const T*>(a.q) + kvh * groups * HD + sl * E;
+    const T* q = qg + sl * E; // the group's query rows (global memory, or the fused rope's)
     float qr[k_max_g][E];
 #pragma unroll
     for (int g = 0; g < k_max_g; ++g) {
@@ -316,6 +316,89 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
     }
 }
 
+// rope_kv inside the launch (decode_attention_rope): warp w takes row w of [the group's query
+// heads, then (the block whose split holds the position) the kv head's k and v]; lane l holds
+// elements l + 32 j of the head. rope_kv's arithmetic: the norm's sum of squares as its
+// block_sum adds it (a warp sum over each 32 elements, then a warp sum of those sums in order),
+// x * inv * w unrounded, the rotation's partner from the unrounded values (rope_rotate), one
+// rounding to T. The query rows go to `qs` (shared memory); k and v to the caches' row at *pos.
+// A block barrier follows. Outside the cache (*pos past it) nothing is written and qs is zero.
+template <typename T, int HD, int W>
+__device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::int64_t kvh,
+                                           int groups, std::int64_t start, std::int64_t chunk,
+                                           T* qs) {
+    constexpr int E = HD / 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const auto& r = a.rope;
+    const std::int64_t p = *a.pos;
+    const bool in_cache = p >= 0 && p < a.capacity;
+    const bool owner = in_cache && p >= start && p < start + chunk;
+    const int rows = groups + (owner ? 2 : 0);
+    const T* src_row = static_cast<const T*>(r.qkv);
+    for (int w = warp; w < rows; w += W) {
+        const bool is_q = w < groups, is_k = w == groups;
+        const std::int64_t h = is_q   ? kvh * groups + w
+                               : is_k ? a.heads + kvh
+                                      : a.heads + a.kv_heads + kvh;
+        const T* src = src_row + h * HD;
+        if (!is_q && !is_k) { // v: copied into the cache as it is
+            T* vrow =
+                const_cast<T*>(static_cast<const T*>(a.v_cache)) + (kvh * a.capacity + p) * HD;
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+                vrow[lane + 32 * j] = src[lane + 32 * j];
+            continue;
+        }
+        float v[E];
+#pragma unroll
+        for (int j = 0; j < E; ++j)
+            v[j] = element<T>::to_float(src[lane + 32 * j]);
+        const T* nw = static_cast<const T*>(is_q ? r.q_norm : r.k_norm);
+        if (nw) {
+            float t = 0.f;
+#pragma unroll
+            for (int j = 0; j < E; ++j) {
+                const float part = warp_sum(v[j] * v[j]);
+                t = lane == j ? part : t;
+            }
+            const float ss = warp_sum(t);
+            const float inv = rsqrtf(ss / static_cast<float>(HD) + static_cast<float>(r.eps));
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+                v[j] = v[j] * inv * element<T>::to_float(nw[lane + 32 * j]);
+        }
+        float out[E];
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+            const int i = lane + 32 * j;
+            float rotated;
+            if constexpr (E == 1) {
+                const float other = __shfl_xor_sync(0xffffffffu, v[0], 16);
+                rotated = lane < 16 ? -other : other;
+            } else {
+                rotated = j < E / 2 ? -v[j + E / 2] : v[j - E / 2];
+            }
+            const float c =
+                in_cache ? element<T>::to_float(static_cast<const T*>(r.cos)[p * HD + i]) : 0.f;
+            const float s =
+                in_cache ? element<T>::to_float(static_cast<const T*>(r.sin)[p * HD + i]) : 0.f;
+            out[j] = rope_rotate(v[j], rotated, c, s);
+        }
+        if (is_q) {
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+                qs[w * HD + lane + 32 * j] = element<T>::from_float(out[j]);
+        } else {
+            T* krow =
+                const_cast<T*>(static_cast<const T*>(a.k_cache)) + (kvh * a.capacity + p) * HD;
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+                krow[lane + 32 * j] = element<T>::from_float(out[j]);
+        }
+    }
+    __syncthreads(); // qs, and the block's own cache row at *pos, for every warp's reads below
+}
+
 template <typename T, int HD>
 __global__ void __launch_bounds__(k_attention_threads(HD),
                                   HD >= 256 ? 1 : k_attention_blocks_per_sm)
@@ -324,6 +407,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     constexpr int W = k_attention_threads(HD) / 32;
     __shared__ attention_parts<HD, W> sm;
     __shared__ bool last;
+    __shared__ T qs[HD >= 32 && HD <= 128 ? k_max_g * HD : 1]; // the fused rope's query rows
 
     const std::int64_t kvh = blockIdx.x / splits, split = blockIdx.x % splits;
     const int groups = static_cast<int>(a.heads / a.kv_heads);
@@ -334,11 +418,19 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
     dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
     const std::int64_t len = attended_length(a);
+    const T* qg = static_cast<const T*>(a.q) + kvh * groups * HD;
+    if constexpr (HD >= 32 && HD <= 128) {
+        if (a.rope.qkv) { // (block-uniform) this block's q rows, and the row at *pos if it is ours
+            if (start < len)
+                fused_rope<T, HD, W>(a, kvh, groups, start, chunk, qs);
+            qg = qs;
+        }
+    }
     if (a.probe_stop_after == 1)
         return;
     if (start < len) {
         const std::int64_t end = start + chunk < len ? start + chunk : len;
-        attend<T, HD, W, false>(a, kvh, groups, kc, vc, start, end, sm);
+        attend<T, HD, W, false>(a, qg, groups, kc, vc, start, end, sm);
         if (a.probe_stop_after == 2)
             return;
         for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
@@ -402,8 +494,8 @@ __global__ void __launch_bounds__(W * 32, 1)
         return; // (every block of the cluster returns alike: no barrier is left waiting)
     const bool live = start < len;
     if (live)
-        attend<T, HD, W, true>(a, kvh, groups, kc, vc, start,
-                               start + chunk < len ? start + chunk : len, sm);
+        attend<T, HD, W, true>(a, static_cast<const T*>(a.q) + kvh * groups * HD, groups, kc, vc,
+                               start, start + chunk < len ? start + chunk : len, sm);
     if (a.probe_stop_after == 2)
         return;
     for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {

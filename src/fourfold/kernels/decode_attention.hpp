@@ -37,6 +37,22 @@ constexpr int k_attention_cluster_threads(std::int64_t head_dim) {
 }
 inline constexpr std::int64_t k_attention_cluster_max_capacity = 4096; // 512 positions a block
 
+// rope_kv fused into the launch (decode, one token; the grid path, head_dim 32..128): q and the
+// token's k and v come from the qkv row (rope_kv_args's layout: heads + 2 kv_heads rows of
+// head_dim). Every block norms (q_norm) and rotates its query heads into shared memory; the split
+// that holds the position norms (k_norm) and rotates k and writes the k and v rows into the
+// caches. rope_kv's arithmetic and roundings throughout (kernels/rope_kv.cu), so the output and
+// the cache rows are the same bits as rope_kv then attention. `q` is then unused.
+struct decode_attention_rope {
+    const void* qkv = nullptr;
+    std::int64_t ld_qkv = 0;
+    const void* q_norm = nullptr; // head_dim, or nullptr (no q/k norm)
+    const void* k_norm = nullptr;
+    double eps = 1e-6;
+    const void* cos = nullptr; // capacity x head_dim (contiguous), by position
+    const void* sin = nullptr;
+};
+
 struct decode_attention_args {
     const void* q = nullptr;       // heads x head_dim (contiguous)
     const void* k_cache = nullptr; // kv_heads x capacity x head_dim (contiguous)
@@ -59,6 +75,8 @@ struct decode_attention_args {
     // positions (its parts in shared memory), 3 after the block's merged part is stored (grid:
     // the workspace; cluster: its shared memory, before the cluster barrier). 0: the launch.
     int probe_stop_after = 0;
+    // with rope.qkv set: rope_kv inside the launch (above); the caches' row at *pos is written
+    decode_attention_rope rope;
 };
 
 struct decode_attention_plan {
@@ -75,6 +93,7 @@ struct decode_attention_plan {
     bool combine = false;          // a second launch merges the splits (never now)
     bool fused_combine = false;    // the last block of a kv head merges the splits (splits > 1)
     bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
+    bool fused_rope = false;       // rope_kv inside the launch (args.rope)
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
     // at counter_offset (16-byte aligned) a 32-bit counter per kv head
     std::int64_t workspace_bytes = 0;

@@ -17,6 +17,8 @@ std::string decode_attention_plan::describe() const {
         s += combine         ? ", log-sum-exp combine (second launch)"
              : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
                              : ", no combine";
+    if (fused_rope)
+        s += ", RoPE (q/k norms) and the KV append fused";
     if (dependent_launch)
         s += ", dependent launch";
     return s;
@@ -47,11 +49,32 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
         p.valid = "scale must be >= 0 (0: 1/sqrt(head_dim))";
         return p;
     }
+    if (a.rope.qkv) {
+        if (hd < 32 || hd > 128) {
+            p.valid = "rope fused into decode attention takes head_dim 32, 64 or 128, not " +
+                      std::to_string(hd);
+            return p;
+        }
+        if ((a.rope.q_norm == nullptr) != (a.rope.k_norm == nullptr)) {
+            p.valid = "rope: q_norm and k_norm are given together or not at all";
+            return p;
+        }
+        if (!a.rope.cos || !a.rope.sin) {
+            p.valid = "rope: the cos and sin tables are required";
+            return p;
+        }
+        if (a.rope.ld_qkv < (a.heads + 2 * a.kv_heads) * hd) {
+            p.valid = "rope: ld_qkv is shorter than a row of q, k and v";
+            return p;
+        }
+        p.fused_rope = true;
+    }
     const auto aligned = [](const void* p) {
         return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
     };
-    if (a.allow_cluster && d.clusters() && a.capacity <= k_attention_cluster_max_capacity &&
-        aligned(a.q) && aligned(a.k_cache) && aligned(a.v_cache)) {
+    if (a.allow_cluster && !p.fused_rope && d.clusters() &&
+        a.capacity <= k_attention_cluster_max_capacity && aligned(a.q) && aligned(a.k_cache) &&
+        aligned(a.v_cache)) {
         // Up to k_attention_max_cluster splits of about 32 positions or more, one cluster a kv
         // head: llama3-8b at 576 positions is 8 splits of 72 (64 blocks), at 2112 8 of 264.
         p.splits = std::clamp<std::int64_t>((a.capacity + k_attention_min_chunk - 1) /

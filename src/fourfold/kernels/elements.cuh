@@ -74,6 +74,13 @@ __device__ __forceinline__ float silu(float g) {
     return __fdividef(g, 1.f + __expf(-g));
 }
 
+// RoPE's rotation of element i of a head: v cos + rotated sin, rotated = -v[i + half] below the
+// half, v[i - half] above. One definition (one contraction into an FMA), so rope_kv and the rope
+// fused into decode attention write the same bits.
+__device__ __forceinline__ float rope_rotate(float v, float rotated, float c, float s) {
+    return fmaf(v, c, rotated * s);
+}
+
 // Programmatic dependent launch (sm_90 on; nothing on older devices, where a launch is serial
 // anyway). A kernel launched with launch_serialised_after(..., true) may start while the kernel
 // before it on the stream is still running: it must call dependency_wait() before it reads

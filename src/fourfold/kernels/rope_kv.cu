@@ -64,7 +64,7 @@ template <typename T> __global__ void rope_kv_kernel(rope_kv_args a) {
         return;
     const std::int64_t half = hd / 2;
     const float rotated = i < half ? -head[i + half] : head[i - half];
-    const T out = element<T>::from_float(v * c + rotated * s);
+    const T out = element<T>::from_float(rope_rotate(v, rotated, c, s));
     if (is_q)
         static_cast<T*>(a.q_out)[(t * a.heads + h) * hd + i] = out;
     else

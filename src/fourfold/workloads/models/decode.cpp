@@ -247,9 +247,6 @@ class decode_case final : public model_case<decoder_weights> {
         if (fp8()) {
             if (const auto why = dev.caps().missing("float8"))
                 return "weights=fp8_row: float8_e4m3fn weights: " + *why;
-            if (variant == "native_fused")
-                return "weights=fp8_row: the FP8 GEMV has no prologue (no RMSNorm or SwiGLU "
-                       "inside it), so native_fused would run what native runs";
             if (native_like(variant) && args().type != dtype::bf16)
                 return fmt::format("weights=fp8_row: the FP8 GEMV takes bf16 activations, not "
                                    "{}; choose --dtype bf16",
@@ -441,7 +438,9 @@ class decode_case final : public model_case<decoder_weights> {
                 f["prologues"] = "the RMSNorms before q/k/v, gate/up and the LM head, and the "
                                  "SwiGLU before the down projection, inside those GEMVs "
                                  "(kernels/gemv.cu's prologue, linear_decode's prologue= "
-                                 "variants time it) where the plan takes it";
+                                 "variants time it) where the plan takes it (bf16 weights; the "
+                                 "FP8 GEMV has none); RoPE, the q/k norms and the KV append "
+                                 "inside decode attention (rope_kv's arithmetic, the same bits)";
         }
         if (c.has_moe())
             f["moe"] =
@@ -742,7 +741,8 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
     .native_variant("native_fused", &decode_case::native_fused,
                     "native, with the RMSNorms before q/k/v, gate/up and the LM head and the "
                     "SwiGLU before the down projection computed inside those GEMVs (their "
-                    "prologue: one launch each) where the GEMV's plan takes it");
+                    "prologue: one launch each) where the GEMV's plan takes it, and RoPE with "
+                    "the KV append inside decode attention");
 
 } // namespace
 } // namespace fourfold::workloads

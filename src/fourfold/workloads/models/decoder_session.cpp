@@ -541,10 +541,6 @@ void decoder_session::step_native() {
         ra.head_dim = c.head_dim;
         ra.capacity = m_capacity;
         ra.type = type;
-        const auto rp = kernels::plan_rope_kv(ra, lim);
-        log.add("rope_kv", log.on() ? rp.describe() : "");
-        native::check(kernels::launch_rope_kv(rp, ra, stream), "rope_kv");
-
         auto attn = at::empty({1, c.q_dim()}, opts);
         kernels::decode_attention_args aa;
         aa.q = q.data_ptr();
@@ -559,8 +555,24 @@ void decoder_session::step_native() {
         aa.capacity = m_capacity;
         aa.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
         aa.type = type;
-        const auto ap = kernels::plan_decode_attention(aa, lim);
-        log.add("decode_attention", log.on() ? ap.describe() : "", ap.combine ? 2 : 1);
+        // native_fused: rope_kv inside decode attention where its plan takes it (one launch
+        // fewer a layer, the same bits), else rope_kv's own launch first
+        auto ap = kernels::decode_attention_plan{};
+        if (m_paths.fuse_prologues) {
+            aa.rope = {ra.qkv, ra.ld_qkv, ra.q_norm, ra.k_norm, ra.eps, ra.cos, ra.sin};
+            ap = kernels::plan_decode_attention(aa, lim);
+            if (!ap.valid.empty())
+                aa.rope = {};
+        }
+        if (!aa.rope.qkv) {
+            const auto rp = kernels::plan_rope_kv(ra, lim);
+            log.add("rope_kv", log.on() ? rp.describe() : "");
+            native::check(kernels::launch_rope_kv(rp, ra, stream), "rope_kv");
+            ap = kernels::plan_decode_attention(aa, lim);
+        }
+        log.add(aa.rope.qkv ? "decode_attention (RoPE and the KV append fused)"
+                            : "decode_attention",
+                log.on() ? ap.describe() : "", ap.combine ? 2 : 1);
         native::check(kernels::launch_decode_attention(ap, aa, stream), "decode_attention");
 
         // the residual add as the o projection's bias: x + o(attn), rounded once

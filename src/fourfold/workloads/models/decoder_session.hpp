@@ -36,7 +36,8 @@ struct decoder_paths {
     // a prefill is the whole prompt).
     std::optional<model_ops::op_path> prefill_linear = std::nullopt;
     // native step: the RMSNorms before q/k/v, gate/up and the LM head and the SwiGLU before the
-    // down projection inside those GEMVs (kernels/gemv.cu's prologues) where the plan takes it
+    // down projection inside those GEMVs (kernels/gemv.cu's prologues) where the plan takes it,
+    // and rope_kv inside decode attention (decode_attention_rope) where its plan takes it
     bool fuse_prologues = false;
 };
 
