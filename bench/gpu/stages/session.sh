@@ -1121,3 +1121,54 @@ stage_s30_block() {
     echo "moe_decode part=block: exit $? after $((SECONDS - t0)) s"
     grep -E "^moe_decode|speed-up|FAIL|skipped" "$OUT/s30_block.txt" | head -24
 }
+
+# Session 30: one call, two builds, for a same-machine A/B. .s30alt/<snap>/ holds other versions
+# of some files (untracked, not committed: written by the session before its device call);
+# s30_swap_<snap> saves the tree's own versions to .s30alt/head/ once, then copies the snapshot
+# over the tree (the next `build` stage recompiles what changed).
+s30_swap() {
+    local snap=$1 f
+    [ -d .s30alt/$snap ] || { echo "no snapshot .s30alt/$snap"; return 1; }
+    if [ ! -d .s30alt/head ]; then
+        for f in $(cd .s30alt/$snap && find . -type f); do
+            mkdir -p ".s30alt/head/$(dirname "$f")"
+            cp "$f" ".s30alt/head/$f"
+        done
+    fi
+    for f in $(cd .s30alt/$snap && find . -type f); do cp ".s30alt/$snap/$f" "$f"; done
+    echo "tree now at snapshot $snap"
+}
+stage_s30_swap_base() { s30_swap base; }
+stage_s30_swap_head() { s30_swap head; }
+
+# What the A/B measures at each build: the down projection with and without its SwiGLU prologue
+# (silu's cost at the op level), the fused MoE block's timed test (silu inside the experts' gate),
+# both models' native (no RoPE in attention either way: a same-build control) and native_fused at
+# ctx 512.
+s30_measure() {
+    local tag=$1 t0=$SECONDS m
+    : >"$OUT/s30_$tag.txt"
+    timeout 30 $BIN run --workload linear_decode --shape 1x4096x14336 --param prologue=none,swiglu \
+        --param bias=1 --dtype bf16 --variants native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s30-$tag-swiglu --quiet >>"$OUT/s30_$tag.txt" 2>&1
+    echo "linear_decode swiglu ($tag): exit $? after $((SECONDS - t0)) s"
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/s30_${tag}_fused.txt" 2>&1
+    echo "fused MoE timed test ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED" "$OUT/s30_${tag}_fused.txt" | head -8
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 70 $BIN decode --model $m --variants native,native_fused --mode graph \
+            --ctx 512 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+            --db "$DB" --label s30-$tag-$m --quiet >>"$OUT/s30_$tag.txt" 2>&1
+        echo "decode $m ($tag): exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^(linear_decode .*graph|decode)|FAIL" "$OUT/s30_$tag.txt" | head -12
+}
+stage_s30_base() { s30_measure base; }
+# the head build: its measures, then the new and touched gpu tests (the bitwise RoPE-in-attention
+# test, the silu users against float64)
+stage_s30_head() {
+    s30_measure head
+    s25_gtests 'decode_attention_cuda.rope_fused*:decode_attention_cuda.waits*:rope_kv_cuda.*:decode_native_cuda.*:swiglu_cuda.*:native.gemv_with*:moe_cuda.the_fused_norm*' \
+        150 "$OUT/s30_head_tests.txt"
+}
