@@ -1172,3 +1172,34 @@ stage_s30_head() {
     s25_gtests 'decode_attention_cuda.rope_fused*:decode_attention_cuda.waits*:rope_kv_cuda.*:decode_native_cuda.*:swiglu_cuda.*:native.gemv_with*:moe_cuda.the_fused_norm*' \
         150 "$OUT/s30_head_tests.txt"
 }
+
+# Session 30's GEMV prefetch experiment (branch s30-gemv-prefetch): each warp prefetches its share
+# of a 24 MB budget of the launch's weights into L2 before its dependency wait (it had two 2 KB
+# steps on the balanced path, one step on the streamed one and none on the split-K one, which
+# qwen3's o projection takes), switched by FOURFOLD_GEMV_PREFETCH_MB in one build: "first" (as
+# before), 8, 24, 40. The op level (each call after the same GEMV: the prefetch competes with a
+# streaming kernel) at the decoders' shapes, then both models native_fused at ctx 512.
+# Predicted: qwen3 native_fused +5-8 % (its o projection from L2 after attention), llama3-8b
+# +2-4 %; the op level unchanged to -3 %.
+stage_s30_prefetch() {
+    local t0=$SECONDS mb m
+    : >"$OUT/s30_prefetch.txt"
+    for mb in first 24; do
+        FOURFOLD_GEMV_PREFETCH_MB=$mb timeout 60 $BIN run --workload linear_decode \
+            --shape 1x2048x4096,1x5120x2048,1x4096x4096,1x6144x4096,1x28672x4096,1x4096x14336 \
+            --dtype bf16 --variants native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+            --db "$DB" --label s30-prefetch-op-$mb --quiet >>"$OUT/s30_prefetch.txt" 2>&1
+        echo "linear_decode (prefetch $mb): exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^linear_decode .*graph|FAIL" "$OUT/s30_prefetch.txt" | head -14
+    for mb in first 24 8 40; do
+        for m in qwen3-30b-a3b llama3-8b; do
+            FOURFOLD_GEMV_PREFETCH_MB=$mb timeout 50 $BIN decode --model $m --variants native_fused \
+                --mode graph --ctx 512 --tokens 32 --device cuda --dtype bf16 \
+                --ledgers throughput,correctness --db "$DB" --label s30-prefetch-$mb-$m --quiet \
+                >>"$OUT/s30_prefetch.txt" 2>&1
+            echo "decode $m (prefetch $mb): exit $? after $((SECONDS - t0)) s"
+        done
+    done
+    grep -E "^decode|FAIL" "$OUT/s30_prefetch.txt" | head -12
+}
