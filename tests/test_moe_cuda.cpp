@@ -632,9 +632,10 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
                   << steps << " replays)\n";
         EXPECT_LT(error_ratio(y, three_y.cpu().to(at::kDouble)), bound_of(bf16)) << "T=" << tokens;
         const char* const phases[] = {"the routing", "the norm and the router's dots",
-                                      "the prologue's grid barrier"};
-        const int stops[] = {1, 5, 6};
-        for (int i = 0; i < 3; ++i) {
+                                      "the prologue's grid barrier", "the routing's softmax",
+                                      "the routing's top-k"};
+        const int stops[] = {1, 5, 6, 7, 8};
+        for (int i = 0; i < 5; ++i) {
             a.probe_stop_after = stops[i];
             std::cout << "moe block T=" << tokens << " fused launch stopped after " << phases[i]
                       << ": " << fused_us() << " us\n";

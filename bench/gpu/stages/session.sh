@@ -1203,3 +1203,28 @@ stage_s30_prefetch() {
     done
     grep -E "^decode|FAIL" "$OUT/s30_prefetch.txt" | head -12
 }
+
+# Session 30's second call: the prefetch A/B above, the routing's two new probe stops (the timed
+# fused-block test), moe_decode part=block (s30_block), the gpu tests of the kernels this session
+# touched, then memcheck over the fused MoE tests (the redux routing has not had one), within
+# S30_BUDGET seconds after the build.
+stage_s30_b() {
+    local t0=$SECONDS
+    stage_s30_prefetch
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/s30_b_fused.txt" 2>&1
+    echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED" "$OUT/s30_b_fused.txt" | head -16
+    stage_s30_block
+    s25_gtests 'moe_cuda.*:native.gemv*:decode_native_cuda.*:decode_attention_cuda.*:rope_kv_cuda.*:rmsnorm_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*:decode_attention_cuda.the_paths*' \
+        150 "$OUT/s30_b_tests.txt"
+    local left=$((${S30_BUDGET:-440} - (SECONDS - t0)))
+    if [ $left -gt 30 ]; then
+        timeout $left compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+            $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_norm*:moe_cuda.native_step_is*' \
+            >"$OUT/s30_b_memcheck.txt" 2>&1
+        echo "memcheck (fused MoE): exit $? after $((SECONDS - t0)) s (limit $left s)"
+        grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s30_b_memcheck.txt" | sort | uniq -c | head
+    fi
+    echo "done after $((SECONDS - t0)) s"
+}

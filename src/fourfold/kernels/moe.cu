@@ -61,9 +61,12 @@ __device__ __forceinline__ unsigned warp_min_u32(unsigned v) {
 // top_k rounds of a warp argmax (ties: the lower expert index), the k weights renormalised by
 // their sum when `normalise`. Then thread i places pair i: its sorted position is the number of
 // pairs with a lower expert plus those of its expert before it (a stable counting sort).
+// `stop_after` (the one launch's probe): 7 returns true after the softmax, 8 after the top-k
+// rounds (before the block's grouping); false when the routing ran whole.
 template <typename L>
-__device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
-                            int top_k, bool normalise, routing_smem& s, bool coherent = false) {
+__device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
+                            int top_k, bool normalise, routing_smem& s, bool coherent = false,
+                            int stop_after = 0) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < tokens) {
         const L* row = logits + warp * ld;
@@ -85,6 +88,10 @@ __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int t
             sum += v[i];
         }
         sum = warp_sum(sum);
+        if (stop_after == 7) { // (the sum kept: its softmax is not dead code)
+            s.pair_weight[warp] = sum;
+            return true;
+        }
         // The top_k rounds select on each probability's key: its bits + 1 (non-negative floats
         // order as their bits), 0 for a taken expert, a lane past the experts and a NaN (never
         // chosen). A round: the lane's best key (ascending i: its lower expert wins a tie), the
@@ -130,6 +137,8 @@ __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int t
         if (lane < top_k && normalise)
             s.pair_weight[warp * top_k + lane] = mine / total;
     }
+    if (stop_after == 7 || stop_after == 8)
+        return true;
     __syncthreads();
     const int pairs = tokens * top_k, i = threadIdx.x;
     int expert = 0, less = 0, before = 0, same = 0;
@@ -160,6 +169,7 @@ __device__ void route_block(const L* __restrict__ logits, std::int64_t ld, int t
     if (threadIdx.x == 0)
         s.active = active;
     __syncthreads();
+    return false;
 }
 
 template <typename P> __device__ __forceinline__ P* at_offset(void* base, std::int64_t off) {
@@ -715,10 +725,10 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
 // resident at once (the launch bounds the grid by the occupancy it asked the runtime for).
 // `stop_after` (a probe of the phases' times, its y invalid): 1 returns after the routing, 2
 // after the gate/up units, 3 after the barrier, 4 before the block's sums are added, and in the
-// fused prologue 5 after the norm and the router's dots, 6 after its grid barrier; 0 runs the
-// step. With `router` (the fused prologue, above) x is the residual stream and `logits` unused:
-// the norm and the router's logits come first, then a first grid barrier; `residual` (x, or
-// nullptr) is added to y before its one rounding.
+// fused prologue 5 after the norm and the router's dots, 6 after its grid barrier (7, 8: inside the
+// routing, route_block); 0 runs the step. With `router` (the fused prologue, above) x is the
+// residual stream and `logits` unused: the norm and the router's logits come first, then a first
+// grid barrier; `residual` (x, or nullptr) is added to y before its one rounding.
 template <typename T, typename L, int TOK>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
@@ -761,7 +771,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         lgin = reinterpret_cast<const L*>(lg);
         ldl = experts;
     }
-    route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused);
+    if (route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused, stop_after))
+        return;
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
     if (stop_after == 1)
         return;

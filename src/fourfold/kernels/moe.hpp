@@ -103,7 +103,8 @@ struct moe_args {
     // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
     // it stops after the routing (1), the gate/up units (2), the grid barrier (3) or the first
     // group's dots (4, before its sums are added), and with the fused prologue after the norm and
-    // the router's dots (5) or the prologue's grid barrier (6); y is then NOT the step's.
+    // the router's dots (5) or the prologue's grid barrier (6), and inside the routing after its
+    // softmax (7) or its top-k rounds (8); y is then NOT the step's.
     int probe_stop_after = 0;
 };
 
