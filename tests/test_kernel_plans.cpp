@@ -192,26 +192,6 @@ TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
     EXPECT_FALSE(plan_gemv(gemv_of(8, 4096, 4096), h200()).streamed);
 }
 
-TEST(kernel_plans, gemv_prefetches_its_share_of_a_budget_of_weights_before_its_wait) {
-    // qwen3-30b-a3b's o projection (2048 x 4096 bf16, split K): the grid's warps together
-    // prefetch at least the whole 16 MB matrix (each warp its K chunk) while attention runs
-    const auto o = plan_gemv(gemv_of(1, 2048, 4096), h200());
-    ASSERT_TRUE(o.dependent_launch) << o.describe();
-    EXPECT_GE(o.prefetch_vectors * 16 * o.blocks * 8, std::int64_t{2048} * 4096 * 2)
-        << o.describe();
-    EXPECT_NE(o.describe().find("into L2 first"), std::string::npos) << o.describe();
-    // a matrix past the budget: at least the two 2 KB steps a warp the balanced path had
-    const auto up = plan_gemv(gemv_of(1, 28672, 4096), h200());
-    ASSERT_TRUE(up.balanced) << up.describe();
-    EXPECT_GE(up.prefetch_vectors, 2 * 128);
-    EXPECT_LT(up.prefetch_vectors * 16 * up.blocks * 8, std::int64_t{28672} * 4096 * 2);
-    // no dependent launch (before sm_90, or the tensor-core path): nothing before a wait
-    device_limits older = h200();
-    older.cc_major = 8;
-    EXPECT_EQ(plan_gemv(gemv_of(1, 2048, 4096), older).prefetch_vectors, 0);
-    EXPECT_EQ(plan_gemv(gemv_of(8, 4096, 4096), h200()).prefetch_vectors, 0);
-}
-
 TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
     // 768 rows: 96 blocks; split until half a wave (264) is reached: 4 warps a row
     EXPECT_EQ(plan_gemv(gemv_of(1, 768, 2048), h200()).k_split, 4);

@@ -26,16 +26,6 @@ __device__ __forceinline__ float lane_bias(const T* __restrict__ bias, std::int6
     return bias && r < rows && row < n ? element<T>::to_float(bias[row]) : 0.f;
 }
 
-// The 128-byte lines of vectors [v0, v1) of `rows` rows (ld_v vectors apart) into L2, the warp's
-// lanes a line each in turn: the pre-wait prefetch of a warp's first weights (a hint, through
-// the one coherent L2: never stale, whatever the kernel before writes).
-__device__ __forceinline__ void prefetch_rows_l2(const uint4* w, int rows, std::int64_t ld_v,
-                                                 std::int64_t v0, std::int64_t v1, int lane) {
-    for (int r = 0; r < rows; ++r)
-        for (std::int64_t v = v0 + 8 * lane; v < v1; v += 8 * 32)
-            prefetch_l2(w + r * ld_v + v);
-}
-
 // Reduces acc over the lanes and the KS warps of a row group, then writes y (+ bias).
 template <typename T, int TOK, int R>
 __device__ __forceinline__ void
@@ -92,8 +82,9 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
              T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
-             std::int64_t row_blocks, std::int64_t pre_vectors) {
+             std::int64_t row_blocks) {
     allow_dependents();
+    dependency_wait(); // x is read from the start
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4 / R; // x 2 buffers: 8 vectors of a row in flight per lane
     using P = packet<T, VEC>;
@@ -103,15 +94,6 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     const std::int64_t rows_per_block = static_cast<std::int64_t>(groups) * R;
     const std::int64_t kbeg = ks_index * kchunk;
     const std::int64_t kend = kbeg + kchunk < nkv ? kbeg + kchunk : nkv;
-    // the first row block's first pre_vectors of the warp's K chunk into L2 while the kernel
-    // before may still run, then wait
-    if (pre_vectors > 0 && blockIdx.x < row_blocks) {
-        const std::int64_t r0 = blockIdx.x * rows_per_block + static_cast<std::int64_t>(group) * R;
-        const int rows = static_cast<int>(n - r0 < R ? (n - r0 > 0 ? n - r0 : 0) : R);
-        prefetch_rows_l2(reinterpret_cast<const uint4*>(w + r0 * ld_w), rows, ld_w / VEC, kbeg,
-                         kbeg + pre_vectors < kend ? kbeg + pre_vectors : kend, lane);
-    }
-    dependency_wait(); // x is read from the start
     const uint4* xv[TOK];
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
@@ -191,7 +173,7 @@ template <typename T, int TOK, int R>
 __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_stream(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                 T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
-                std::int64_t ld_w, std::int64_t ld_y, std::int64_t pre_vectors) {
+                std::int64_t ld_w, std::int64_t ld_y) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4 / R; // vectors of each row per lane per step
     using P = packet<T, VEC>;
@@ -203,11 +185,16 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
     if (g >= groups)
         return;
-    // the group's first pre_vectors of each row into L2 while the kernel before may still run,
-    // then wait
-    prefetch_rows_l2(reinterpret_cast<const uint4*>(w + g * R * ld_w),
-                     static_cast<int>(n - g * R < R ? n - g * R : R), ld_w / VEC, 0,
-                     pre_vectors < nkv ? pre_vectors : nkv, lane);
+    // the group's first step into L2 while the kernel before may still run, then wait
+    if (lane % 8 == 0)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (g * R + r < n)
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+                    if (u * 32 + lane < nkv)
+                        prefetch_l2(reinterpret_cast<const uint4*>(w + (g * R + r) * ld_w) +
+                                    u * 32 + lane);
     dependency_wait();
     const uint4* xv[TOK];
 #pragma unroll
@@ -329,7 +316,7 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                   T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
                   std::int64_t ld_w, std::int64_t ld_y, const T* __restrict__ norm_weight,
-                  float norm_eps, int pre_steps) {
+                  float norm_eps) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4;
     using P = packet<T, VEC>;
@@ -370,17 +357,15 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
         acc[t] = 0.f;
-    // the run's first pre_steps steps into L2 while the kernel before may still run (a step is
-    // 32 U vectors of a row, 16 lines: a lane a line), then wait
-    {
-        const int pre_hi = hi - lo > pre_steps ? lo + pre_steps : hi;
-        for (int j = lane; j < (pre_hi - lo) * 4 * U; j += 32) {
-            const int i = lo + j / (4 * U);
-            const int v = (i % steps) * 32 * U + (j % (4 * U)) * 8;
-            if (v < kv)
-                prefetch_l2(w0 + (i / steps) * ldv + v);
-        }
-    }
+    // the run's first two steps into L2 while the kernel before may still run, then wait
+    for (int i = lo; i < lo + 2 && i < hi; ++i)
+        if (lane % 8 == 0)
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int v = (i % steps) * 32 * U + u * 32 + lane;
+                if (v < kv)
+                    prefetch_l2(w0 + (i / steps) * ldv + v);
+            }
     dependency_wait();
     // the run's first step into registers before the norm prologue, so its DRAM round trip
     // overlaps the prologue's reads of x through L2 (the weights are not the launch before's
@@ -704,7 +689,6 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                                                  nkv, a.ld_x, a.ld_w, a.ld_y, extra...));
     };
     if (p.balanced) {
-        const int pre = static_cast<int>(p.prefetch_vectors / (32 * 4)); // 2 KB steps
         const auto* nw = static_cast<const T*>(a.norm_weight);
         const auto eps = static_cast<float>(a.norm_eps);
         if (p.fused_norm || p.fused_swiglu)
@@ -712,20 +696,20 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                 launch_serialised_after_smem(p.fused_norm ? gemv_balanced<T, TOK, k_pro_norm>
                                                           : gemv_balanced<T, TOK, k_pro_swiglu>,
                                              grid, block, p.shared_bytes, stream, dep, x, w, b, y,
-                                             a.n, nkv, a.ld_x, a.ld_w, a.ld_y, nw, eps, pre));
-        return launch(gemv_balanced<T, TOK, k_pro_none>, nw, eps, pre);
+                                             a.n, nkv, a.ld_x, a.ld_w, a.ld_y, nw, eps));
+        return launch(gemv_balanced<T, TOK, k_pro_none>, nw, eps);
     }
     if (p.streamed) {
         switch (p.rows_per_warp) {
         case 4:
-            return launch(gemv_stream<T, TOK, 4>, p.prefetch_vectors);
+            return launch(gemv_stream<T, TOK, 4>);
         case 2:
-            return launch(gemv_stream<T, TOK, 2>, p.prefetch_vectors);
+            return launch(gemv_stream<T, TOK, 2>);
         default:
-            return launch(gemv_stream<T, TOK, 1>, p.prefetch_vectors);
+            return launch(gemv_stream<T, TOK, 1>);
         }
     }
-    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks, p.prefetch_vectors);
+    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks);
 }
 
 template <typename T>

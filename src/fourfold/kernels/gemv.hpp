@@ -68,9 +68,6 @@ struct gemv_plan {
     int k_split = 1;       // warps of a block sharing one row group's K
     int unroll = 8;        // 16-byte loads a lane has in flight per row
     std::int64_t blocks = 0;
-    // 16-byte weight vectors a warp prefetches into L2 before its dependency wait (of its first
-    // row or run; the FMA paths): the weights stream in while the kernel before still runs
-    std::int64_t prefetch_vectors = 0;
     std::string why_scalar;
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;

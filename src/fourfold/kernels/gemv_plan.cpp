@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 
 namespace fourfold::kernels {
 
@@ -21,8 +19,6 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
-    if (prefetch_vectors > 0)
-        s += ", " + std::to_string(prefetch_vectors * 16 / 1024) + " KB a warp into L2 first";
     if (fused_norm)
         s += ", RMSNorm fused";
     if (fused_swiglu)
@@ -31,38 +27,6 @@ std::string gemv_plan::describe() const {
         s += " (scalar: " + why_scalar + ")";
     return s;
 }
-
-namespace {
-
-// The grid's weight bytes prefetched into L2 before the dependency wait (FOURFOLD_GEMV_PREFETCH_MB,
-// an experiment's switch: "first" = the first step a warp only, as before session 30), and the
-// plan's share of them a warp. L2 holds 50 MB; the launch before is latency-bound (attention,
-// rope_kv, a norm) or itself streaming (then the prefetch competes, and the budget bounds that).
-std::int64_t prefetch_budget_bytes() {
-    static const std::int64_t bytes = [] {
-        const char* v = std::getenv("FOURFOLD_GEMV_PREFETCH_MB");
-        if (v == nullptr || *v == 0)
-            return std::int64_t{24} << 20;
-        if (std::string(v) == "first")
-            return std::int64_t{-1};
-        return static_cast<std::int64_t>(std::atof(v) * (1 << 20));
-    }();
-    return bytes;
-}
-
-void plan_prefetch(gemv_plan& p) {
-    if (!p.dependent_launch || !p.vectorised || p.tensor_cores)
-        return;
-    // before session 30: two 2 KB steps a warp (balanced), one step of each row (streamed),
-    // none (split K)
-    const std::int64_t first = p.balanced ? 2 * 128 : p.streamed ? 4 / p.rows_per_warp * 32 : 0;
-    const std::int64_t budget = prefetch_budget_bytes();
-    const std::int64_t warps = p.blocks * (p.threads / 32);
-    const std::int64_t share = budget < 0 || warps < 1 ? 0 : budget / 16 / warps / p.rows_per_warp;
-    p.prefetch_vectors = std::max(first, share);
-}
-
-} // namespace
 
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     gemv_plan p;
@@ -173,7 +137,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
         }
-        plan_prefetch(p);
         return p;
     }
     if (a.norm_weight || a.swiglu_x) {
@@ -200,7 +163,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
-    plan_prefetch(p);
     return p;
 }
 
