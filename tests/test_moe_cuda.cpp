@@ -57,6 +57,8 @@ const shape k_tiny{8, 2, 64, 32}; // the tiny-qwen3-moe preset
 // more output columns than the one launch has warps (4096 > 2112), and down rows of 125 vectors:
 // a warp takes two columns, and a stage chunk of 768 vectors ends inside an expert's row
 const shape k_wide{12, 8, 4096, 1000};
+// more than 128 experts: the routing's top-k by rounds (by rank up to 128)
+const shape k_many{200, 6, 128, 64};
 
 // Expert weights on the CPU (kept for the reference) and on the device.
 struct experts {
@@ -174,7 +176,7 @@ TEST(moe_cuda, native_step_matches_float64_for_1_to_8_tokens_over_seeds) {
 TEST(moe_cuda, native_step_matches_float64_on_small_shapes_and_a_prefill_of_13_tokens) {
     REQUIRE_NATIVE(dev);
     const auto d = dev->torch_device();
-    for (const auto& s : {k_small, k_tiny})
+    for (const auto& s : {k_small, k_tiny, k_many})
         for (const auto type : {at::kBFloat16, at::kFloat})
             for (std::uint64_t seed = 1; seed <= 3; ++seed) {
                 const auto w = make_experts(s, type, seed, d);
@@ -238,28 +240,32 @@ TEST(moe_cuda, native_step_is_bitwise_deterministic_and_takes_bf16_logits) {
 TEST(moe_cuda, ties_in_the_routing_go_to_the_lower_expert_index) {
     REQUIRE_NATIVE(dev);
     const auto d = dev->torch_device();
-    const auto w = make_experts(k_small, at::kFloat, 2, d);
-    const std::int64_t tokens = 3, k = k_small.top_k;
-    const auto x = workloads::seeded_normal({tokens, k_small.hidden}, 8, 0.0, 1.0, at::kFloat);
-    auto logits = at::zeros({tokens, k_small.experts}, at::kFloat); // all tied
-    logits[2].fill_(-1.0);
-    logits[2][9] = 1.0; // token 2: expert 9 first, then the ties among the rest: 0, 1, 2
-    const auto got = run_native(*dev, x.to(d), logits.to(d), w, k);
-    auto chosen = at::empty({tokens, k}, at::kLong);
-    auto weights = at::full({tokens, k}, 1.0 / static_cast<double>(k), at::kDouble);
-    for (std::int64_t t = 0; t < tokens; ++t)
-        for (std::int64_t s = 0; s < k; ++s)
-            chosen[t][s] = s;
-    chosen[2][0] = 9;
-    for (std::int64_t s = 1; s < k; ++s)
-        chosen[2][s] = s - 1;
-    const auto p = at::softmax(logits[2].to(at::kDouble), -1);
-    const double top = p[9].item<double>(), rest = p[0].item<double>();
-    const double sum = top + (k - 1) * rest;
-    weights[2][0] = top / sum;
-    for (std::int64_t s = 1; s < k; ++s)
-        weights[2][s] = rest / sum;
-    EXPECT_LT(error_ratio(got, reference_with(x, w, chosen, weights)), 1e-4);
+    // the top-k by rank (16 experts) and by rounds (200)
+    for (const auto& sh : {k_small, k_many}) {
+        const auto w = make_experts(sh, at::kFloat, 2, d);
+        const std::int64_t tokens = 3, k = sh.top_k;
+        const auto x = workloads::seeded_normal({tokens, sh.hidden}, 8, 0.0, 1.0, at::kFloat);
+        auto logits = at::zeros({tokens, sh.experts}, at::kFloat); // all tied
+        logits[2].fill_(-1.0);
+        logits[2][9] = 1.0; // token 2: expert 9 first, then the ties among the rest: 0, 1, 2
+        const auto got = run_native(*dev, x.to(d), logits.to(d), w, k);
+        auto chosen = at::empty({tokens, k}, at::kLong);
+        auto weights = at::full({tokens, k}, 1.0 / static_cast<double>(k), at::kDouble);
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::int64_t s = 0; s < k; ++s)
+                chosen[t][s] = s;
+        chosen[2][0] = 9;
+        for (std::int64_t s = 1; s < k; ++s)
+            chosen[2][s] = s - 1;
+        const auto p = at::softmax(logits[2].to(at::kDouble), -1);
+        const double top = p[9].item<double>(), rest = p[0].item<double>();
+        const double sum = top + (k - 1) * rest;
+        weights[2][0] = top / sum;
+        for (std::int64_t s = 1; s < k; ++s)
+            weights[2][s] = rest / sum;
+        EXPECT_LT(error_ratio(got, reference_with(x, w, chosen, weights)), 1e-4)
+            << "E=" << sh.experts;
+    }
 }
 
 TEST(moe_cuda, grouped_gemv_matches_float64_with_empty_and_long_groups) {

@@ -1228,3 +1228,44 @@ stage_s30_b() {
     fi
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Session 30's third call: the routing's top-k by rank (up to 128 experts; the rounds beyond):
+# the timed fused-block test with its probe stops (predicted at T = 1: the top-k stop 7.64 -> about
+# 6.1 us, the block 31.5 -> about 30.0; T = 8: 15.67 -> about 12.5, 153.4 -> about 150), the MoE and
+# native decode gpu tests (the ties and the small shapes now with 200 experts: the rounds),
+# part=block, both models' decode at ctx 512 and 2048 (qwen3 native_fused predicted about 317
+# tokens/s at 512), memcheck over the routing tests, then racecheck over the GEMV tests (small
+# sizes) with what is left of S30_BUDGET.
+stage_s30_c() {
+    local t0=$SECONDS m
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/s30_c_fused.txt" 2>&1
+    echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED" "$OUT/s30_c_fused.txt" | head -16
+    s25_gtests 'moe_cuda.*:decode_native_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        120 "$OUT/s30_c_tests.txt"
+    : >"$OUT/s30_c.txt"
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 60 $BIN decode --model $m --variants native,native_fused --mode graph \
+            --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+            --db "$DB" --label s30-c-$m --quiet >>"$OUT/s30_c.txt" 2>&1
+        echo "decode $m: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode .*graph|FAIL" "$OUT/s30_c.txt" | head -12
+    stage_s30_block
+    timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*:moe_cuda.the_fused_norm*' \
+        >"$OUT/s30_c_memcheck.txt" 2>&1
+    echo "memcheck (routing): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s30_c_memcheck.txt" | sort | uniq -c | head
+    local left=$((${S30_BUDGET:-400} - (SECONDS - t0)))
+    if [ $left -gt 30 ]; then
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout $left compute-sanitizer --tool racecheck \
+            --error-exitcode 9 --kernel-name kns=fourfold $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='native.gemv*' >"$OUT/s30_c_racecheck.txt" 2>&1
+        echo "racecheck (gemv): exit $? after $((SECONDS - t0)) s (limit $left s)"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED|RUN) " "$OUT/s30_c_racecheck.txt" | sort | uniq -c | head -20
+    fi
+    echo "done after $((SECONDS - t0)) s"
+}
