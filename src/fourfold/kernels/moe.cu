@@ -526,7 +526,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
 
 // The one launch (moe.hpp). Its barrier's counters (reduce.cuh's grid_barrier): the one
 // launch's calls are ordered on a stream, each waits for the kernel before it.
-__device__ unsigned g_moe_arrived;
+__device__ unsigned g_moe_arrived[2];
 __device__ unsigned g_moe_generation;
 
 constexpr int k_stage_vectors = k_moe_stage_bytes / 16;  // 16-byte vectors a warp stages
@@ -805,7 +805,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             return;
         __syncthreads(); // the block's stores are made before its arrival
         if (threadIdx.x == 0)
-            grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
+            grid_barrier(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
         __syncthreads();
         if (stop_after == 6)
             return;
@@ -843,7 +843,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
     __syncthreads(); // the block's intermediate values are stored
     if (threadIdx.x == 0)
-        grid_barrier(&g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
+        grid_barrier(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
     __syncthreads();
     if (stop_after == 3) {
         copy_async_wait_all();

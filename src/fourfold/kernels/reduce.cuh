@@ -43,23 +43,36 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
 }
 
 // A self-resetting barrier over `blocks` blocks that are all resident at once, called by one
-// thread of each: an arrival count and a generation in global memory, zero when the module
-// loads; the last block to arrive resets the count and moves the generation on, so the next
-// launch (or a replayed graph) finds them as the first did. What a block stored before its
-// arrival is visible to every block after the barrier. One pair of counters serves one launch
-// at a time: launches that share them must be ordered (fourfold's are, on one stream).
-__device__ __forceinline__ void grid_barrier(unsigned* arrived, unsigned* generation, int blocks) {
+// thread of each after a block barrier: two arrival counts and a generation in global memory,
+// zero when the module loads. A block reads the generation g, adds its arrival to count g & 1
+// (acquire and release: what the block stored before is visible to the last to arrive, and that
+// one sees every block's); the last moves the generation on (a release: the waiters, spinning on
+// it with acquire loads, see every block's stores) and only then resets its count, which no block
+// uses again before generation g + 2, by when the last arriver's own next arrival has released
+// the reset. One round trip fewer on the critical path than resetting the count first (session
+// 30). Every launch leaves the counts at zero, so the next launch (or a replayed graph) finds
+// them as the first did. One set of counters serves one launch at a time: launches that share
+// them must be ordered (fourfold's are, on one stream).
+__device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(p), "r"(v)
+                 : "memory");
+    return old;
+}
+
+__device__ __forceinline__ void grid_barrier(unsigned (&arrived)[2], unsigned* generation,
+                                             int blocks) {
     const unsigned g = load_acquire(generation);
-    __threadfence(); // the block's stores, made before, are visible before its arrival
-    if (atomicAdd(arrived, 1u) == static_cast<unsigned>(blocks) - 1) {
-        atomicExch(arrived, 0u);
-        __threadfence();
-        atomicAdd(generation, 1u);
+    unsigned* count = &arrived[g & 1u];
+    if (atomic_add_acq_rel(count, 1u) == static_cast<unsigned>(blocks) - 1) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(generation) : "memory");
+        asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(count) : "memory");
     } else {
         while (load_acquire(generation) == g) {
         }
     }
-    __threadfence();
 }
 
 // The sum (the maximum) of v over the warp, in every lane.

@@ -259,16 +259,16 @@ __global__ void __launch_bounds__(512)
 }
 
 // The grid path's exchange: one (max, sum) pair a block, and a self-resetting barrier per row
-// (an arrival count and a generation), in the module's global memory: zero when the module
+// (two arrival counts and a generation), in the module's global memory: zero when the module
 // loads, and every launch leaves the counts at zero again, so a replayed graph finds them as
 // the first launch did. One workspace a device: launches of this path must not run
 // concurrently (fourfold's calls are ordered on one stream).
 __device__ running g_grid_part[k_softmax_grid_max_blocks];
-__device__ unsigned g_grid_arrived[k_softmax_grid_max_rows];
+__device__ unsigned g_grid_arrived[k_softmax_grid_max_rows][2];
 __device__ unsigned g_grid_generation[k_softmax_grid_max_rows];
 
 __device__ __forceinline__ void grid_row_barrier(std::int64_t row, int blocks) {
-    grid_barrier(&g_grid_arrived[row], &g_grid_generation[row], blocks);
+    grid_barrier(g_grid_arrived[row], &g_grid_generation[row], blocks);
 }
 
 // `blocks` blocks per row over a cooperative grid (every block resident at once, so the
