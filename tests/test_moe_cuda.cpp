@@ -57,7 +57,7 @@ const shape k_tiny{8, 2, 64, 32}; // the tiny-qwen3-moe preset
 // more output columns than the one launch has warps (4096 > 2112), and down rows of 125 vectors:
 // a warp takes two columns, and a stage chunk of 768 vectors ends inside an expert's row
 const shape k_wide{12, 8, 4096, 1000};
-// more than 128 experts: the routing's top-k by rounds (by rank up to 128)
+// more than 128 experts (a lane holds 7 of the logits in the routing's top-k rounds)
 const shape k_many{200, 6, 128, 64};
 
 // Expert weights on the CPU (kept for the reference) and on the device.
@@ -240,7 +240,7 @@ TEST(moe_cuda, native_step_is_bitwise_deterministic_and_takes_bf16_logits) {
 TEST(moe_cuda, ties_in_the_routing_go_to_the_lower_expert_index) {
     REQUIRE_NATIVE(dev);
     const auto d = dev->torch_device();
-    // the top-k by rank (16 experts) and by rounds (200)
+    // one logit a lane (16 experts) and seven (200)
     for (const auto& sh : {k_small, k_many}) {
         const auto w = make_experts(sh, at::kFloat, 2, d);
         const std::int64_t tokens = 3, k = sh.top_k;

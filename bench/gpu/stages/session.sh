@@ -1271,3 +1271,28 @@ stage_s30_c() {
     fi
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Session 30's last call (the device time left, about 270 s): the build with the routing's rounds
+# back (the rank lost) and the two-count barrier kept: the timed fused block (predicted T = 1 about
+# 31.0 us, T = 8 about 154.4), the MoE gpu tests, then racecheck through `fourfold run` (one process
+# without cuBLAS: the gtest process's internal sanitizer error, sessions 1-2 of issue 13) over the
+# GEMV's prologues on the balanced path, which no racecheck has seen since ba3b4f3 / d5f3eb6.
+stage_s30_d() {
+    local t0=$SECONDS t
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/s30_d_fused.txt" 2>&1
+    echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED" "$OUT/s30_d_fused.txt" | head -16
+    s25_gtests 'moe_cuda.ties*:moe_cuda.native_step*:moe_cuda.the_fused_norm*:moe_cuda.decoder_moe*' \
+        70 "$OUT/s30_d_tests.txt"
+    : >"$OUT/s30_d_racecheck.txt"
+    for t in bf16 fp32; do
+        timeout 45 compute-sanitizer --tool racecheck --kernel-name kns=fourfold \
+            $BIN run --workload linear_decode --shape 1x2304x1024,1x2112x1032 \
+            --param prologue=rms_norm,swiglu --param bias=false,true --dtype $t --variants native \
+            --ledgers correctness --device cuda --no-isolate --db /tmp/rc-$$.db \
+            >>"$OUT/s30_d_racecheck.txt" 2>&1
+        echo "racecheck linear_decode prologues $t: exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "Internal|hazard|RACECHECK SUMMARY|records:|FAIL" "$OUT/s30_d_racecheck.txt" | sort | uniq -c | head -20
+}

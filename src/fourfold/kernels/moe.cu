@@ -57,45 +57,6 @@ __device__ __forceinline__ unsigned warp_min_u32(unsigned v) {
 #endif
 }
 
-// The top_k of a warp's keys (lane l holds experts l + 32 i, i < N) by rank, for experts <= 32 N:
-// an expert's rank is the number of experts before it in the order the rounds below select
-// (the larger key first, of equal keys the lower expert), counted against every key of the warp
-// (32 N shuffles, no reduction between them: a chain of independent compares where the rounds
-// waited on two warp reductions each). Experts of rank < top_k store their pair at that slot;
-// a key of 0 (NaN, or past the experts) stores expert 0 with a NaN weight, as a round that
-// found nothing left does. The same pairs, slots and bits as the rounds.
-template <int N>
-__device__ __forceinline__ void top_k_by_rank(const unsigned* key, const float* v, int lane,
-                                              int top_k, int* pair_expert, float* pair_weight) {
-    int rank[N];
-    int ge[N], gt[N]; // key >= mine is key > mine - 1 (keys are below 2^31: as ints)
-#pragma unroll
-    for (int m = 0; m < N; ++m) {
-        rank[m] = 0;
-        gt[m] = static_cast<int>(key[m]);
-        ge[m] = gt[m] - 1;
-    }
-#pragma unroll 4
-    for (int l = 0; l < 32; ++l) {
-#pragma unroll
-        for (int i = 0; i < N; ++i) {
-            const int kj = static_cast<int>(__shfl_sync(0xffffffffu, key[i], l));
-#pragma unroll
-            for (int m = 0; m < N; ++m) {
-                // expert l + 32 i is before lane + 32 m where i < m, or i == m and l < lane
-                const int thr = i < m ? ge[m] : i > m ? gt[m] : (l < lane ? ge[m] : gt[m]);
-                rank[m] += kj > thr;
-            }
-        }
-    }
-#pragma unroll
-    for (int m = 0; m < N; ++m)
-        if (rank[m] < top_k) {
-            pair_expert[rank[m]] = key[m] != 0u ? lane + 32 * m : 0;
-            pair_weight[rank[m]] = key[m] != 0u ? v[m] : CUDART_NAN_F;
-        }
-}
-
 // Warp t routes token t: softmax over the experts in fp32 (exp(l - max) / sum, as at::softmax),
 // top_k rounds of a warp argmax (ties: the lower expert index), the k weights renormalised by
 // their sum when `normalise`. Then thread i places pair i: its sorted position is the number of
@@ -145,12 +106,7 @@ __device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int t
             v[i] = valid ? v[i] / sum : 0.f;
             key[i] = valid && !isnan(v[i]) ? __float_as_uint(v[i]) + 1u : 0u;
         }
-        // up to 128 experts (Qwen3's, Mixtral's, OLMoE's): by rank (2.2 us for the rounds at
-        // Qwen3-30B-A3B's 128 experts, top 8, one token, H200, b1a96ac)
-        if (experts <= 4 * 32)
-            top_k_by_rank<4>(key, v, lane, top_k, s.pair_expert + warp * top_k,
-                             s.pair_weight + warp * top_k);
-        for (int slot = 0; experts > 4 * 32 && slot < top_k; ++slot) {
+        for (int slot = 0; slot < top_k; ++slot) {
             unsigned bk = 0u, bi = 0xffffffffu;
 #pragma unroll
             for (int i = 0; i < k_logits_per_lane; ++i)
