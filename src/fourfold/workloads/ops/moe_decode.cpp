@@ -312,6 +312,12 @@ class moe_decode_case : public workload_case {
                               type);
     }
 
+    at::Tensor down_weights(std::uint64_t seed, c10::ScalarType type) const {
+        const double bound = 1.0 / std::sqrt(static_cast<double>(m_width));
+        return seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2), -bound, bound,
+                              type);
+    }
+
     std::int64_t m_tokens, m_experts, m_top_k, m_hidden, m_width;
     routing m_routing;
 };
@@ -331,13 +337,11 @@ class moe_ffn_case final : public moe_decode_case {
 
     input_set make_inputs(std::uint64_t seed) const override {
         const auto type = backend::scalar_type_or_throw(args().type);
-        const double down_bound = 1.0 / std::sqrt(static_cast<double>(m_width));
         return input_set()
             .add("x", seeded_normal({m_tokens, m_hidden}, sub_seed(seed, 0), 0.0, 1.0, type))
             .add("router_logits", m_routing.logits.clone())
             .add("w_gate_up", gate_up_weights(seed, type))
-            .add("w_down", seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2),
-                                          -down_bound, down_bound, type));
+            .add("w_down", down_weights(seed, type));
     }
 
     // One expert at a time: only the experts the routing reaches are upcast to float64.
@@ -473,7 +477,6 @@ class moe_block_case final : public moe_decode_case {
                         m_levels.level[static_cast<std::size_t>(g)][static_cast<std::size_t>(e)] *
                         m_router_scale);
         }
-        const double down_bound = 1.0 / std::sqrt(static_cast<double>(m_width));
         // positive inside the group (uniform 0.5..1.5), so every h there is, and so each token's
         // sum of h: the logits' order is the levels' for any x
         const auto x =
@@ -483,8 +486,7 @@ class moe_block_case final : public moe_decode_case {
             .add("norm_weight", seeded_uniform({m_hidden}, sub_seed(seed, 3), 0.5, 1.5, type))
             .add("router", router.to(type))
             .add("w_gate_up", gate_up_weights(seed, type))
-            .add("w_down", seeded_uniform({m_experts, m_hidden, m_width}, sub_seed(seed, 2),
-                                          -down_bound, down_bound, type));
+            .add("w_down", down_weights(seed, type));
     }
 
     // float64 from the block's own rounding points: h = RMSNorm(x) and the router's logits are
