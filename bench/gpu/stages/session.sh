@@ -1296,3 +1296,36 @@ stage_s30_d() {
     done
     grep -E "Internal|hazard|RACECHECK SUMMARY|records:|FAIL" "$OUT/s30_d_racecheck.txt" | sort | uniq -c | head -20
 }
+
+# Session 31's first call: session 30's unrun build (s30_d), then issue 13's softmax and pad jobs
+# at HEAD (stock and native, the article suite's shapes; the softmax grid path has the two-count
+# barrier since 6206b6c), memcheck over the softmax gpu tests (the grid path's new barrier) and
+# over decode attention's RoPE-fused test, racecheck over that test, and decode attention's
+# phases (the baseline for this session's attention change).
+stage_s31_a() {
+    local t0=$SECONDS
+    stage_s30_d
+    timeout -s INT 150 $BIN run --suite article --workload softmax,pad --variants stock,native \
+        --device cuda --label s31-a-article --db "$DB" --quiet --min-time 0.1 \
+        >"$OUT/s31_a_article.txt" 2>&1
+    echo "article softmax,pad: exit $? after $((SECONDS - t0)) s"
+    $BIN export --format json --run s31-a-article --db "$DB" >/tmp/s31-a.json &&
+        python3 bench/gpu/native_table.py /tmp/s31-a.json | tee "$OUT/s31_a_native_table.md" | tail -40
+    timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='native.softmax*:decode_attention_cuda.rope_fused*' \
+        >"$OUT/s31_a_memcheck.txt" 2>&1
+    echo "memcheck (softmax, rope-fused attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_a_memcheck.txt" | sort | uniq -c | head
+    timeout 60 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests --gtest_filter='decode_attention_cuda.rope_fused*' \
+        >"$OUT/s31_a_racecheck.txt" 2>&1
+    echo "racecheck (rope-fused attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_a_racecheck.txt" | sort | uniq -c | head
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/s31_a_phases.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention .*grid|Failure" "$OUT/s31_a_phases.txt" | sed 's/; .*//' | head -20
+    echo "done after $((SECONDS - t0)) s"
+}
