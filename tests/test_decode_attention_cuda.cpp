@@ -87,12 +87,18 @@ void launch(backend::device& dev, const attention_case& c) {
         "decode_attention");
 }
 
-// The kv heads' counters in the workspace, read back to the host.
+// The kv heads' barriers' arrival counts in the workspace (two of the four 32-bit words a kv
+// head; the third is the generation), read back to the host.
 std::vector<unsigned> counters(const attention_case& c) {
     const auto host = c.ws.cpu();
     const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
-    std::vector<unsigned> v(static_cast<std::size_t>(c.args.kv_heads));
-    std::memcpy(v.data(), bytes + c.plan.counter_offset, v.size() * sizeof(unsigned));
+    std::vector<unsigned> words(static_cast<std::size_t>(c.args.kv_heads) * 4);
+    std::memcpy(words.data(), bytes + c.plan.counter_offset, words.size() * sizeof(unsigned));
+    std::vector<unsigned> v;
+    for (std::size_t h = 0; h < words.size(); h += 4) {
+        v.push_back(words[h]);
+        v.push_back(words[h + 1]);
+    }
     return v;
 }
 #endif
@@ -156,7 +162,7 @@ TEST(decode_attention_cuda, the_plan_splits_the_context_for_long_caches) {
     EXPECT_GT(long_c.plan.splits, 8) << long_c.plan.describe();
     EXPECT_FALSE(long_c.plan.combine) << long_c.plan.describe(); // no second launch
     EXPECT_TRUE(long_c.plan.fused_combine) << long_c.plan.describe();
-    EXPECT_GE(long_c.plan.workspace_bytes, 32 * long_c.plan.splits * 130 * 4 + 8 * 4);
+    EXPECT_GE(long_c.plan.workspace_bytes, 32 * long_c.plan.splits * 130 * 4 + 8 * 16);
     workloads::call_context ctx(*dev);
     EXPECT_EQ(long_c.plan.dependent_launch, workloads::native::limits(ctx).cc_major >= 9)
         << long_c.plan.describe();

@@ -122,10 +122,11 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_EQ(p.splits, 18);
     EXPECT_EQ(p.blocks, 144);
     EXPECT_EQ(p.threads, 256); // 8 warps, 4 positions each
-    EXPECT_FALSE(p.combine);   // no second launch: the last block of a kv head merges
+    EXPECT_FALSE(p.combine);   // no second launch: a kv head's splits merge after a barrier
     EXPECT_TRUE(p.fused_combine);
-    EXPECT_EQ(p.counter_offset, 32 * 18 * 130 * 4); // the partials, then a counter a kv head
-    EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4 + 8 * 4);
+    EXPECT_EQ(p.counter_offset, 32 * 18 * 130 * 4); // the partials, then a barrier a kv head
+    EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4 + 8 * 16);
+    EXPECT_LE(p.blocks, 2 * h200.sm_count); // one wave: the splits wait for each other
     a.capacity = 2112; // ctx 2048 + 64
     p = plan_decode_attention(a, h200);
     EXPECT_EQ(p.splits, 33); // capped at one wave of 2 blocks an SM: chunks of 64
@@ -219,8 +220,7 @@ TEST(decoder_kernel_plans, decode_attention_fuses_its_combine_and_counts_its_wor
     EXPECT_FALSE(p.dependent_launch); // no programmatic dependent launch before sm_90
     EXPECT_TRUE(p.fused_combine);
     EXPECT_FALSE(says(p.describe(), "dependent launch")) << p.describe();
-    // the counters start 16-byte aligned after partials of any size, one 32-bit counter a kv
-    // head, the total rounded to 16 bytes
+    // the barriers start 16-byte aligned after partials of any size, 16 bytes a kv head
     for (const std::int64_t heads : {1, 2, 3, 8})
         for (const std::int64_t hd : {16, 64, 256})
             for (const std::int64_t cap : {64, 96, 100, 1000, 4096}) {

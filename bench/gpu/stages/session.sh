@@ -1329,3 +1329,62 @@ stage_s31_a() {
     grep -E "^attention .*grid|Failure" "$OUT/s31_a_phases.txt" | sed 's/; .*//' | head -20
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Session 31's A/B helpers: as s30_swap, over the untracked snapshot directory .s31alt/ (base =
+# main's files before the change; head = the tree's own, saved on the first swap).
+s31_swap() {
+    local snap=$1 f
+    [ -d .s31alt/$snap ] || { echo "no snapshot .s31alt/$snap"; return 1; }
+    if [ ! -d .s31alt/head ]; then
+        for f in $(cd .s31alt/$snap && find . -type f); do
+            mkdir -p ".s31alt/head/$(dirname "$f")"
+            cp "$f" ".s31alt/head/$f"
+        done
+    fi
+    for f in $(cd .s31alt/$snap && find . -type f); do cp ".s31alt/$snap/$f" "$f"; done
+    echo "tree now at snapshot $snap"
+}
+stage_s31_swap_base() { s31_swap base; }
+
+# Both models' native and native_fused decode at ctx 512 and 2048 (graph, 32 tokens), tagged.
+s31_decode() {
+    local tag=$1 t0=$SECONDS m
+    : >"$OUT/s31_decode_$tag.txt"
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 70 $BIN decode --model $m --variants native,native_fused --mode graph \
+            --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+            --db "$DB" --label s31-$tag-$m --quiet >>"$OUT/s31_decode_$tag.txt" 2>&1
+        echo "decode $m ($tag): exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode .*graph|FAIL" "$OUT/s31_decode_$tag.txt" | head -12
+}
+
+# Session 31's second call: decode attention's split merge after a per-kv-head barrier, every
+# block merging a share (the tree). Its gpu tests and the decoder's, the phases, both models'
+# decode; then (stages s31_swap_base, build, s31_base) main's attention files rebuilt and the
+# decode again: the same machine's A/B.
+# Predicted (warm, whole launch): qwen3 ctx 512 12.97 -> about 11.5 us, ctx 2048 18.4 -> about 13;
+# llama3-8b ctx 512 10.0 -> about 9, ctx 2048 15.3 -> about 12.5. Tokens/s: qwen3 native_fused
+# ctx 2048 +7 %, ctx 512 +1.5 %; llama3-8b ctx 2048 +2 %.
+stage_s31_b() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s31_b_tests.txt"
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/s31_b_phases.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention .*grid|Failure" "$OUT/s31_b_phases.txt" | sed 's/; .*//' | head -20
+    s31_decode head
+    echo "done after $((SECONDS - t0)) s"
+}
+stage_s31_article() {
+    local t0=$SECONDS
+    timeout -s INT ${S31_ARTICLE_S:-150} $BIN run --suite article --workload softmax,pad \
+        --device cuda --label s31-article --db "$DB" --quiet --min-time 0.1 \
+        >"$OUT/s31_article.txt" 2>&1
+    echo "article softmax,pad: exit $? after $((SECONDS - t0)) s"
+    $BIN export --format json --run s31-article --db "$DB" >/tmp/s31-article.json &&
+        python3 bench/gpu/native_table.py /tmp/s31-article.json | tee "$OUT/s31_article_table.md" | tail -40
+}
+stage_s31_base() { s31_decode base; }

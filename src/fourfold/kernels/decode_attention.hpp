@@ -5,10 +5,12 @@
 // past the position compute nothing); each block keeps a running (max, sum, weighted values) in
 // fp32 per query head, merged over its warps in shared memory. With one chunk the block writes
 // the output itself. With more than one, every block writes its partial (max, sum, values) to
-// the workspace and counts in on its kv head's counter there (threadfence, atomicAdd; blocks past
-// the position count in too); the last block of a kv head merges the live splits' partials by
-// log-sum-exp in split order (the same bits whichever block is last), writes the output and
-// resets the counter to 0: one launch, and a replayed graph finds the counters zeroed. On
+// the workspace and meets the other splits of its kv head at a barrier there (reduce.cuh's
+// grid_barrier; blocks past the position arrive too; the grid is one wave of resident blocks);
+// then each block merges its share of the kv head's outputs over the live splits' partials by
+// log-sum-exp in a fixed order (the same bits whichever block arrives last) and writes it: one
+// launch, and the barrier's arrival counts are back at 0 after it for the next launch or a
+// replayed graph. Before session 31 the last block to count in merged every output alone. On
 // compute capability 9 and up the launch is a programmatic dependent launch: the kernel reads
 // *pos early only to prefetch its chunk's cache rows into L2, and reads q, *pos and the cache
 // (the row at *pos is the launch before's) after the wait. bf16/fp16/fp32 in and out.
@@ -60,8 +62,8 @@ struct decode_attention_args {
     const std::int64_t* pos = nullptr; // device: the last position attended (0..capacity-1)
     void* out = nullptr;               // heads x head_dim (contiguous)
     // plan.workspace_bytes, 16-byte aligned, with more than one split: ZEROED ONCE when
-    // allocated (the counters at plan.counter_offset must start at 0; each launch leaves them at
-    // 0 again, so launches on one workspace must not run concurrently)
+    // allocated (the barriers' arrival counts at plan.counter_offset must start at 0; each launch
+    // leaves them at 0 again, so launches on one workspace must not run concurrently)
     float* workspace = nullptr;
     std::int64_t heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
     double scale = 0; // 0: 1 / sqrt(head_dim)
@@ -95,7 +97,8 @@ struct decode_attention_plan {
     bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
     bool fused_rope = false;       // rope_kv inside the launch (args.rope)
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
-    // at counter_offset (16-byte aligned) a 32-bit counter per kv head
+    // at counter_offset (16-byte aligned) a barrier per kv head: two 32-bit arrival counts, a
+    // generation and 4 unused bytes
     std::int64_t workspace_bytes = 0;
     std::int64_t counter_offset = 0;
     std::string valid;
