@@ -178,27 +178,33 @@ TEST(decode_attention_cuda, replays_leave_the_split_counters_at_zero) {
 #if FOURFOLD_WITH_KERNELS
     if (!dev->caps().graphs)
         GTEST_SKIP() << "no graph capture on this device";
-    for (const auto t : types()) {
-        const auto c = make(*dev, t, 32, 8, 128, 576, false); // llama3-8b: 18 splits of 32
-        ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
-        ASSERT_GT(c.plan.splits, 1);
-        workloads::models::captured_step step;
-        c.pos.fill_(300);
-        step.capture(*dev, [&] { launch(*dev, c); });
-        ASSERT_TRUE(step.captured());
-        for (const auto v : counters(c))
-            ASSERT_EQ(v, 0u) << "after the capture's warm-up launch";
-        // one live split (the others count in past the position), a split's edges, all of them,
-        // and back down: a counter left off zero would merge too early or never
-        for (const std::int64_t p : {0, 31, 32, 575, 100, 0, 543, 544, 7}) {
-            c.pos.fill_(p);
-            step.run([] { FAIL() << "not captured"; });
-            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
-                << c10::toString(t) << " pos " << p;
+    // llama3-8b at ctx 512 (18 splits of 32: the last block merges) and 2048 (33 splits of 64
+    // on 132 SMs: a barrier, merged in shares)
+    for (const std::int64_t cap : {576, 2112})
+        for (const auto t : types()) {
+            const auto c = make(*dev, t, 32, 8, 128, cap, false);
+            ASSERT_TRUE(c.plan.fused_combine) << c.plan.describe();
+            ASSERT_GT(c.plan.splits, 1);
+            workloads::models::captured_step step;
+            c.pos.fill_(300);
+            step.capture(*dev, [&] { launch(*dev, c); });
+            ASSERT_TRUE(step.captured());
             for (const auto v : counters(c))
-                EXPECT_EQ(v, 0u) << c10::toString(t) << " pos " << p;
+                ASSERT_EQ(v, 0u) << "after the capture's warm-up launch";
+            // one live split (the others count in past the position), a split's edges, all of
+            // them, and back down: a count left off zero would merge too early or never
+            for (const std::int64_t p :
+                 {std::int64_t{0}, c.plan.chunk - 1, c.plan.chunk, cap - 1, std::int64_t{100},
+                  std::int64_t{0}, cap - c.plan.chunk - 1, cap - c.plan.chunk, std::int64_t{7}}) {
+                c.pos.fill_(p);
+                step.run([] { FAIL() << "not captured"; });
+                EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+                    << c10::toString(t) << " pos " << p << " " << c.plan.describe();
+                for (const auto v : counters(c))
+                    EXPECT_EQ(v, 0u) << c10::toString(t) << " pos " << p << " "
+                                     << c.plan.describe();
+            }
         }
-    }
 #endif
 }
 

@@ -126,13 +126,15 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_TRUE(p.fused_combine);
     EXPECT_EQ(p.counter_offset, 32 * 18 * 130 * 4); // the partials, then a barrier a kv head
     EXPECT_EQ(p.workspace_bytes, 32 * 18 * 130 * 4 + 8 * 16);
-    EXPECT_LE(p.blocks, 2 * h200.sm_count); // one wave: the splits wait for each other
-    a.capacity = 2112; // ctx 2048 + 64
+    EXPECT_FALSE(p.shared_merge); // 18 splits: the last block to count in merges alone
+    a.capacity = 2112;            // ctx 2048 + 64
     p = plan_decode_attention(a, h200);
     EXPECT_EQ(p.splits, 33); // capped at one wave of 2 blocks an SM: chunks of 64
     EXPECT_EQ(p.chunk, 64);
     EXPECT_EQ(p.blocks, 264);
     EXPECT_EQ(p.threads, 256);
+    EXPECT_TRUE(p.shared_merge);            // 33 splits meet at a barrier and merge in shares
+    EXPECT_LE(p.blocks, 2 * h200.sm_count); // one wave: every block resident at once
     a.capacity = 40960; // capped: longer chunks
     p = plan_decode_attention(a, h200);
     EXPECT_LE(p.splits, 2 * 132 / 8);

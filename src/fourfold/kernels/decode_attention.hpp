@@ -5,12 +5,14 @@
 // past the position compute nothing); each block keeps a running (max, sum, weighted values) in
 // fp32 per query head, merged over its warps in shared memory. With one chunk the block writes
 // the output itself. With more than one, every block writes its partial (max, sum, values) to
-// the workspace and meets the other splits of its kv head at a barrier there (reduce.cuh's
-// grid_barrier; blocks past the position arrive too; the grid is one wave of resident blocks);
-// then each block merges its share of the kv head's outputs over the live splits' partials by
-// log-sum-exp in a fixed order (the same bits whichever block arrives last) and writes it: one
-// launch, and the barrier's arrival counts are back at 0 after it for the next launch or a
-// replayed graph. Before session 31 the last block to count in merged every output alone. On
+// the workspace. Up to k_attention_last_block_max_splits splits, each block then counts in on
+// its kv head's count there (threadfence, atomicAdd; blocks past the position count in too) and
+// the last merges the live splits' partials by log-sum-exp in split order, writes the output
+// and resets the count. With more splits, the splits of a kv head meet at a barrier there
+// (reduce.cuh's grid_barrier; the grid is one wave of resident blocks) and each block merges its
+// share of the kv head's outputs (one block reading every partial was most of the launch at 65
+// splits). Either way the bits do not depend on the order of arrival, it is one launch, and the
+// counts are back at 0 for the next launch or a replayed graph. On
 // compute capability 9 and up the launch is a programmatic dependent launch: the kernel reads
 // *pos early only to prefetch its chunk's cache rows into L2, and reads q, *pos and the cache
 // (the row at *pos is the launch before's) after the wait. bf16/fp16/fp32 in and out.
@@ -32,6 +34,10 @@ constexpr int k_attention_threads(std::int64_t head_dim) {
 inline constexpr int k_attention_blocks_per_sm = 2;
 inline constexpr std::int64_t k_attention_min_chunk = 32;
 inline constexpr std::int64_t k_attention_max_splits = 1024;
+// Above this many splits a kv head's splits merge in shares after a barrier; up to it the last
+// to count in merges alone (on the H200 the barrier cost more than it saved at 17-18 splits and
+// won at 33 and 65: docs/performance.md, session 31).
+inline constexpr std::int64_t k_attention_last_block_max_splits = 32;
 inline constexpr int k_attention_max_cluster = 8; // portable cluster size
 // the cluster path's threads a block: 8 warps (4 at head_dim 256, for its shared memory)
 constexpr int k_attention_cluster_threads(std::int64_t head_dim) {
@@ -93,7 +99,10 @@ struct decode_attention_plan {
     // workspace, no atomics, no memory fence. 0: the grid path below.
     int cluster = 0;
     bool combine = false;          // a second launch merges the splits (never now)
-    bool fused_combine = false;    // the last block of a kv head merges the splits (splits > 1)
+    bool fused_combine = false;    // the launch merges the splits itself (splits > 1)
+    // with fused_combine: the splits merge in shares after a barrier (splits above
+    // k_attention_last_block_max_splits); else the last block of a kv head merges alone
+    bool shared_merge = false;
     bool dependent_launch = false; // programmatic dependent launch (compute capability >= 9)
     bool fused_rope = false;       // rope_kv inside the launch (args.rope)
     // per query head and split head_dim values, then the maxima, then the sums (floats); then

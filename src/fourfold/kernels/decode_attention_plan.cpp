@@ -15,8 +15,9 @@ std::string decode_attention_plan::describe() const {
              " block(s) a kv head, merged in distributed shared memory";
     else
         s += combine         ? ", log-sum-exp combine (second launch)"
-             : fused_combine ? ", log-sum-exp combine fused (a kv head's splits meet at a barrier, "
-                               "each merges a share)"
+             : shared_merge ? ", log-sum-exp combine fused (a kv head's splits meet at a barrier, "
+                              "each merges a share)"
+             : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
                              : ", no combine";
     if (fused_rope)
         s += ", RoPE (q/k norms) and the KV append fused";
@@ -106,11 +107,13 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     p.threads = k_attention_threads(hd);
     p.combine = false;
     p.fused_combine = p.splits > 1;
+    p.shared_merge = p.splits > k_attention_last_block_max_splits;
     p.dependent_launch = d.cc_major >= 9;
     if (p.fused_combine) {
         // per query head and split: head_dim values, max and sum; then a barrier per kv head
-        // (16 bytes). Its splits wait for each other: kv_heads x splits is at most one wave of
-        // k_attention_blocks_per_sm blocks an SM (the cap above), all resident at once.
+        // (16 bytes: two counts and a generation; the last-block merge counts in the first).
+        // With shared_merge the splits wait for each other: kv_heads x splits is at most one
+        // wave of k_attention_blocks_per_sm blocks an SM (the cap above), all resident at once.
         const std::int64_t partials =
             a.heads * p.splits * (2 + hd) * static_cast<std::int64_t>(sizeof(float));
         p.counter_offset = (partials + 15) / 16 * 16;
