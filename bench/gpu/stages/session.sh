@@ -1388,3 +1388,33 @@ stage_s31_article() {
         python3 bench/gpu/native_table.py /tmp/s31-article.json | tee "$OUT/s31_article_table.md" | tail -40
 }
 stage_s31_base() { s31_decode base; }
+
+# Session 31's third call: decode attention's rounds by a transposed butterfly (the tree) against
+# 64dc060's attend (.s31alt/base): tests, phases, decode, memcheck and racecheck of the new
+# attend on the tree's build; then the base build's decode; then the article's softmax and pad.
+# Predicted (warm, whole launch, positions phase 6.9 us at qwen3 ctx 512): the phase about 5 us,
+# qwen3 ctx 512 whole 12.97 -> about 11; qwen3 native_fused +3 %, llama3-8b +1 %.
+stage_s31_c() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s31_c_tests.txt"
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/s31_c_phases.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention .*grid|Failure" "$OUT/s31_c_phases.txt" | sed 's/; .*//' | head -20
+    s31_decode head
+    timeout 50 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.replays*:decode_attention_cuda.rope_fused*' \
+        >"$OUT/s31_c_memcheck.txt" 2>&1
+    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_c_memcheck.txt" | sort | uniq -c | head
+    timeout 50 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.rope_fused*' \
+        >"$OUT/s31_c_racecheck.txt" 2>&1
+    echo "racecheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_c_racecheck.txt" | sort | uniq -c | head
+    echo "done after $((SECONDS - t0)) s"
+}

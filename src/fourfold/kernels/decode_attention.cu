@@ -3,7 +3,8 @@
 // A block is (kv head, split): 8 warps (4 at head_dim 256); a warp is P = 32 / S sub-groups of S =
 // min(32, head_dim) lanes, a sub-group one cache position at a time, lane l of it holding elements
 // [l E, (l + 1) E) of the position's k and v rows (E = head_dim / S). U = 4 positions a
-// sub-group are loaded before the first score, so the loads of a chunk are in flight together.
+// sub-group are loaded before the first score, so the loads of a chunk are in flight together,
+// and their 32 (position, head) scores are reduced together (attend).
 // Scores are in the log2 domain (q scaled by scale * log2(e) once), the running softmax per
 // query head in fp32; the block's parts are merged in shared memory; with several splits either
 // the last block of a kv head to count in merges the splits (merge_splits) or, with many
@@ -265,57 +266,88 @@ template <int HD, int W> struct attention_parts {
     static constexpr int E = HD / S;            // elements of a row a lane
     static constexpr int P = 32 / S;            // positions a warp takes at once
     static constexpr int PARTS = W * P;
-    float m[PARTS][k_max_g];
-    float l[PARTS][k_max_g];
-    float acc[PARTS][k_max_g][HD];
+    static constexpr int PAIRS = k_unroll * k_max_g; // a round's scores a part: (position, head)
+    alignas(16) float m[PARTS][k_max_g];
+    alignas(16) float l[PARTS][k_max_g];
+    alignas(16) float acc[PARTS][k_max_g][HD];
+    alignas(16) float q[k_max_g][HD];      // the group's query rows, scaled, as floats
+    alignas(16) float p[PARTS][PAIRS];     // a round's weights, by position u and head g: u 8 + g
+    alignas(16) float c[PARTS][k_max_g];   // a round's rescale of the running values, by head
 };
+
+// The transposed butterfly over a part's lanes (offsets OFF, OFF / 2, ..., 1): at the level of
+// offset OFF a lane keeps the HALF values whose index bit HALF matches its lane bit OFF, adding
+// its partner's copy of them; in the end lane sl holds the sums of values sl R .. sl R + R - 1.
+template <int OFF, int HALF, int N>
+__device__ __forceinline__ void butterfly(float (&v)[N], int sl) {
+    const bool upper = (sl & OFF) != 0;
+#pragma unroll
+    for (int j = 0; j < HALF; ++j) {
+        const float send = upper ? v[j] : v[j + HALF];
+        const float keep = upper ? v[j + HALF] : v[j];
+        v[j] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+    }
+    if constexpr (OFF > 1)
+        butterfly<OFF / 2, HALF / 2>(v, sl);
+}
 
 // Cache positions [start, end) of kv head kvh (kc, vc: its rows) against its `groups` query
 // heads: each part's running softmax into sm, then a block barrier. Every thread of the block
 // calls it (start < end).
+//
+// A round is a part's k_unroll positions (their k and v rows loaded together) against the 8
+// heads: each lane's partial dot products of the 32 (position, head) pairs are reduced over the
+// part's S lanes by a transposed butterfly (at each level a lane keeps half of its values and
+// adds its partner's copy of that half: S - 1 + ... shuffles in all where 32 separate reductions
+// took 32 log2(S)), leaving lane sl the whole scores of pairs sl R .. sl R + R - 1 (R = 32 / S).
+// The lanes holding one head's scores (lane bits 8 / R and up) take the round's maximum and sum
+// of weights by two xor shuffles; the weights and each head's rescale go through the part's
+// shared memory to every lane of the part, which updates its values once per round (was: one
+// dependent softmax update a position and head, session 30 and before).
 template <typename T, int HD, int W, bool VEC>
 __device__ __forceinline__ void attend(const decode_attention_args& a, const T* qg, int groups,
                                        const T* kc, const T* vc, std::int64_t start,
                                        std::int64_t end, attention_parts<HD, W>& sm) {
     using parts = attention_parts<HD, W>;
     constexpr int S = parts::S, E = parts::E, P = parts::P, PARTS = parts::PARTS;
+    constexpr int PAIRS = parts::PAIRS;
+    static_assert(PAIRS == 32 && S >= 16, "a round's pairs are a warp's lanes, 1 or 2 a lane");
+    constexpr int R = PAIRS / S;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int sub = lane / S, sl = lane % S;
     const int part = warp * P + sub;
     const float scale =
         static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) * k_log2e;
 
-    const T* q = qg + sl * E; // the group's query rows (global memory, or the fused rope's)
-    float qr[k_max_g][E];
-#pragma unroll
-    for (int g = 0; g < k_max_g; ++g) {
-        if (g < groups)
-            load_elements<T, E, VEC>(q + g * HD, qr[g]);
-#pragma unroll
-        for (int e = 0; e < E; ++e)
-            qr[g][e] = g < groups ? qr[g][e] * scale : 0.f;
+    // the group's query rows (global memory, or the fused rope's), scaled, into shared memory
+    for (int i = threadIdx.x; i < k_max_g * HD; i += blockDim.x) {
+        const int g = i / HD;
+        sm.q[g][i % HD] = g < groups ? element<T>::to_float(qg[i]) * scale : 0.f;
     }
-    float m[k_max_g], l[k_max_g], acc[k_max_g][E];
+    __syncthreads();
+    float m[R], l[R], acc[k_max_g][E];
 #pragma unroll
-    for (int g = 0; g < k_max_g; ++g) {
-        m[g] = -CUDART_INF_F;
-        l[g] = 0.f;
+    for (int r = 0; r < R; ++r) {
+        m[r] = -CUDART_INF_F;
+        l[r] = 0.f;
+    }
+#pragma unroll
+    for (int g = 0; g < k_max_g; ++g)
 #pragma unroll
         for (int e = 0; e < E; ++e)
             acc[g][e] = 0.f;
-    }
     const T* kl = kc + sl * E;
     const T* vl = vc + sl * E;
     // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
     // the same trips and the shuffles below see all 32 lanes.
     for (std::int64_t jb = start + warp * P; jb < end; jb += PARTS * k_unroll) {
         float kr[k_unroll][E], vr[k_unroll][E];
-        bool ok[k_unroll];
+        unsigned ok = 0;
 #pragma unroll
         for (int u = 0; u < k_unroll; ++u) {
             const std::int64_t j = jb + sub + u * PARTS;
-            ok[u] = j < end;
-            if (ok[u]) {
+            if (j < end) {
+                ok |= 1u << u;
                 load_elements<T, E, VEC>(kl + j * HD, kr[u]);
                 load_elements<T, E, VEC>(vl + j * HD, vr[u]);
             } else {
@@ -324,29 +356,62 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
                     kr[u][e] = vr[u][e] = 0.f;
             }
         }
+        float v[PAIRS];
 #pragma unroll
-        for (int u = 0; u < k_unroll; ++u)
+        for (int g = 0; g < k_max_g; ++g) {
+            float qf[E];
 #pragma unroll
-            for (int g = 0; g < k_max_g; ++g) {
-                if (g >= groups)
-                    continue; // uniform over the block
-                float s = 0.f;
+            for (int e = 0; e < E; ++e)
+                qf[e] = g < groups ? sm.q[g][sl * E + e] : 0.f; // (uniform over the block)
+#pragma unroll
+            for (int u = 0; u < k_unroll; ++u) {
+                float d = 0.f;
 #pragma unroll
                 for (int e = 0; e < E; ++e)
-                    s = fmaf(qr[g][e], kr[u][e], s);
-#pragma unroll
-                for (int off = S / 2; off > 0; off /= 2)
-                    s += __shfl_xor_sync(0xffffffffu, s, off);
-                if (ok[u]) {
-                    const float mn = fmaxf(m[g], s);
-                    const float c = exp2f(m[g] - mn), pr = exp2f(s - mn);
-                    l[g] = l[g] * c + pr;
-#pragma unroll
-                    for (int e = 0; e < E; ++e)
-                        acc[g][e] = fmaf(acc[g][e], c, pr * vr[u][e]);
-                    m[g] = mn;
-                }
+                    d = fmaf(qf[e], kr[u][e], d);
+                v[u * k_max_g + g] = d;
             }
+        }
+        butterfly<S / 2, PAIRS / 2>(v, sl);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = sl * R + r, u = i / k_max_g;
+            const float s = (ok >> u) & 1u ? v[r] : -CUDART_INF_F;
+            float big = s;
+#pragma unroll
+            for (int off = k_max_g / R; off < S; off *= 2)
+                big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+            const float mn = fmaxf(m[r], big);
+            const float c = mn == -CUDART_INF_F ? 1.f : exp2f(m[r] - mn);
+            const float pr = s == -CUDART_INF_F ? 0.f : exp2f(s - mn);
+            float sum = pr;
+#pragma unroll
+            for (int off = k_max_g / R; off < S; off *= 2)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            l[r] = fmaf(l[r], c, sum);
+            m[r] = mn;
+            sm.p[part][i] = pr;
+            if (u == 0)
+                sm.c[part][i] = c;
+        }
+        __syncwarp();
+#pragma unroll
+        for (int g = 0; g < k_max_g; ++g) {
+            if (g >= groups)
+                continue; // uniform over the block
+            const float cg = sm.c[part][g];
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                acc[g][e] *= cg;
+#pragma unroll
+            for (int u = 0; u < k_unroll; ++u) {
+                const float pu = sm.p[part][u * k_max_g + g];
+#pragma unroll
+                for (int e = 0; e < E; ++e)
+                    acc[g][e] = fmaf(pu, vr[u][e], acc[g][e]);
+            }
+        }
+        __syncwarp(); // the round's weights are read before the next round's are stored
     }
 #pragma unroll
     for (int g = 0; g < k_max_g; ++g) {
@@ -355,9 +420,13 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
 #pragma unroll
         for (int e = 0; e < E; ++e)
             sm.acc[part][g][sl * E + e] = acc[g][e];
-        if (sl == 0) {
-            sm.m[part][g] = m[g];
-            sm.l[part][g] = l[g];
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int i = sl * R + r; // u = 0: head i
+        if (i < groups) {
+            sm.m[part][i] = m[r];
+            sm.l[part][i] = l[r];
         }
     }
     __syncthreads();
