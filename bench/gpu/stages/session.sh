@@ -1418,3 +1418,18 @@ stage_s31_c() {
     grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_c_racecheck.txt" | sort | uniq -c | head
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Session 31's last call: the gpu tests of s31_c again (their log did not come back) and
+# racecheck over the RoPE-fused attention test alone (s31_c's racecheck over two tests ran past
+# its limit), on aee5cd3's attend.
+stage_s31_d() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s31_d_tests.txt"
+    grep -E "^\[  (PASSED|FAILED) |FAILED|Failure" "$OUT/s31_d_tests.txt" | head
+    timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests --gtest_filter='decode_attention_cuda.rope_fused*' \
+        >"$OUT/s31_d_racecheck.txt" 2>&1
+    echo "racecheck (rope-fused attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_d_racecheck.txt" | sort | uniq -c | head
+}
