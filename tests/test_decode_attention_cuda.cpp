@@ -201,8 +201,8 @@ TEST(decode_attention_cuda, replays_leave_the_split_counters_at_zero) {
                 EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
                     << c10::toString(t) << " pos " << p << " " << c.plan.describe();
                 for (const auto v : counters(c))
-                    EXPECT_EQ(v, 0u) << c10::toString(t) << " pos " << p << " "
-                                     << c.plan.describe();
+                    EXPECT_EQ(v, 0u)
+                        << c10::toString(t) << " pos " << p << " " << c.plan.describe();
             }
         }
 #endif

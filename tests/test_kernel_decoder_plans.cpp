@@ -135,7 +135,7 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_EQ(p.threads, 256);
     EXPECT_TRUE(p.shared_merge);            // 33 splits meet at a barrier and merge in shares
     EXPECT_LE(p.blocks, 2 * h200.sm_count); // one wave: every block resident at once
-    a.capacity = 40960; // capped: longer chunks
+    a.capacity = 40960;                     // capped: longer chunks
     p = plan_decode_attention(a, h200);
     EXPECT_LE(p.splits, 2 * 132 / 8);
     EXPECT_GE(p.chunk * p.splits, a.capacity);

@@ -270,9 +270,9 @@ template <int HD, int W> struct attention_parts {
     alignas(16) float m[PARTS][k_max_g];
     alignas(16) float l[PARTS][k_max_g];
     alignas(16) float acc[PARTS][k_max_g][HD];
-    alignas(16) float q[k_max_g][HD];      // the group's query rows, scaled, as floats
-    alignas(16) float p[PARTS][PAIRS];     // a round's weights, by position u and head g: u 8 + g
-    alignas(16) float c[PARTS][k_max_g];   // a round's rescale of the running values, by head
+    alignas(16) float q[k_max_g][HD];    // the group's query rows, scaled, as floats
+    alignas(16) float p[PARTS][PAIRS];   // a round's weights, by position u and head g: u 8 + g
+    alignas(16) float c[PARTS][k_max_g]; // a round's rescale of the running values, by head
 };
 
 // The transposed butterfly over a part's lanes (offsets OFF, OFF / 2, ..., 1): at the level of
@@ -724,14 +724,14 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
                         stream_t stream) {
     if (p.cluster > 0)
         return launch_cluster<T, HD>(p, a, stream);
-    split_barrier* barriers =
-        p.fused_combine ? reinterpret_cast<split_barrier*>(reinterpret_cast<char*>(a.workspace) +
-                                                           p.counter_offset)
-                        : nullptr;
-    return status_of(launch_serialised_after(
-        attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
-        dim3(k_attention_threads(HD)), stream, p.dependent_launch, a, p.chunk, p.splits, barriers,
-        p.shared_merge));
+    split_barrier* barriers = p.fused_combine
+                                  ? reinterpret_cast<split_barrier*>(
+                                        reinterpret_cast<char*>(a.workspace) + p.counter_offset)
+                                  : nullptr;
+    return status_of(
+        launch_serialised_after(attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
+                                dim3(k_attention_threads(HD)), stream, p.dependent_launch, a,
+                                p.chunk, p.splits, barriers, p.shared_merge));
 }
 
 template <typename T>

@@ -98,8 +98,8 @@ struct decode_attention_plan {
     // distributed shared memory, each block writing 1/cluster of the kv head's output: no
     // workspace, no atomics, no memory fence. 0: the grid path below.
     int cluster = 0;
-    bool combine = false;          // a second launch merges the splits (never now)
-    bool fused_combine = false;    // the launch merges the splits itself (splits > 1)
+    bool combine = false;       // a second launch merges the splits (never now)
+    bool fused_combine = false; // the launch merges the splits itself (splits > 1)
     // with fused_combine: the splits merge in shares after a barrier (splits above
     // k_attention_last_block_max_splits); else the last block of a kv head merges alone
     bool shared_merge = false;

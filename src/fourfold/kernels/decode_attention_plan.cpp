@@ -15,8 +15,8 @@ std::string decode_attention_plan::describe() const {
              " block(s) a kv head, merged in distributed shared memory";
     else
         s += combine         ? ", log-sum-exp combine (second launch)"
-             : shared_merge ? ", log-sum-exp combine fused (a kv head's splits meet at a barrier, "
-                              "each merges a share)"
+             : shared_merge  ? ", log-sum-exp combine fused (a kv head's splits meet at a barrier, "
+                               "each merges a share)"
              : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
                              : ", no combine";
     if (fused_rope)
@@ -117,9 +117,7 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
         const std::int64_t partials =
             a.heads * p.splits * (2 + hd) * static_cast<std::int64_t>(sizeof(float));
         p.counter_offset = (partials + 15) / 16 * 16;
-        p.workspace_bytes =
-            p.counter_offset +
-            a.kv_heads * std::int64_t{16};
+        p.workspace_bytes = p.counter_offset + a.kv_heads * std::int64_t{16};
     }
     return p;
 }
