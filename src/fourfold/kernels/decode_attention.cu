@@ -359,10 +359,16 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
         float v[PAIRS];
 #pragma unroll
         for (int g = 0; g < k_max_g; ++g) {
+            if (g >= groups) { // (uniform over the block) no head: a zero score, never used
+#pragma unroll
+                for (int u = 0; u < k_unroll; ++u)
+                    v[u * k_max_g + g] = 0.f;
+                continue;
+            }
             float qf[E];
 #pragma unroll
             for (int e = 0; e < E; ++e)
-                qf[e] = g < groups ? sm.q[g][sl * E + e] : 0.f; // (uniform over the block)
+                qf[e] = sm.q[g][sl * E + e];
 #pragma unroll
             for (int u = 0; u < k_unroll; ++u) {
                 float d = 0.f;
