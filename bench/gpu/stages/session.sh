@@ -1297,6 +1297,16 @@ stage_s30_d() {
     grep -E "Internal|hazard|RACECHECK SUMMARY|records:|FAIL" "$OUT/s30_d_racecheck.txt" | sort | uniq -c | head -20
 }
 
+# Decode attention's phases (the timed gpu test), grid path, into $OUT/<tag>_phases.txt.
+s31_phases() {
+    local tag=$1 t0=$SECONDS
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/${tag}_phases.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention .*grid|Failure" "$OUT/${tag}_phases.txt" | sed 's/; .*//' | head -20
+}
+
 # Session 31's first call: session 30's unrun build (s30_d), then issue 13's softmax and pad jobs
 # at HEAD (stock and native, the article suite's shapes; the softmax grid path has the two-count
 # barrier since 6206b6c), memcheck over the softmax gpu tests (the grid path's new barrier) and
@@ -1322,11 +1332,7 @@ stage_s31_a() {
         >"$OUT/s31_a_racecheck.txt" 2>&1
     echo "racecheck (rope-fused attention): exit $? after $((SECONDS - t0)) s"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_a_racecheck.txt" | sort | uniq -c | head
-    timeout 60 $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
-        >"$OUT/s31_a_phases.txt" 2>&1
-    echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "^attention .*grid|Failure" "$OUT/s31_a_phases.txt" | sed 's/; .*//' | head -20
+    s31_phases s31_a
     echo "done after $((SECONDS - t0)) s"
 }
 
@@ -1370,11 +1376,7 @@ stage_s31_b() {
     local t0=$SECONDS
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s31_b_tests.txt"
-    timeout 60 $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
-        >"$OUT/s31_b_phases.txt" 2>&1
-    echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "^attention .*grid|Failure" "$OUT/s31_b_phases.txt" | sed 's/; .*//' | head -20
+    s31_phases s31_b
     s31_decode head
     echo "done after $((SECONDS - t0)) s"
 }
@@ -1398,11 +1400,7 @@ stage_s31_c() {
     local t0=$SECONDS
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s31_c_tests.txt"
-    timeout 60 $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
-        >"$OUT/s31_c_phases.txt" 2>&1
-    echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "^attention .*grid|Failure" "$OUT/s31_c_phases.txt" | sed 's/; .*//' | head -20
+    s31_phases s31_c
     s31_decode head
     timeout 50 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
         $BUILD/tests/fourfold_gpu_tests \
