@@ -1431,3 +1431,24 @@ stage_s31_d() {
     echo "racecheck (rope-fused attention): exit $? after $((SECONDS - t0)) s"
     grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_d_racecheck.txt" | sort | uniq -c | head
 }
+
+# Branch s31-last-merge (written in session 31 after its device time ran out, not run): the last
+# block's merge of up to 32 splits through merge_share (one share: per-lane running log-sum-exp
+# over tiles of 8 splits' partials loaded together) where merge_splits read the maxima and sums
+# first, and the count-in by one acquire-release add after the block barrier where every thread
+# fenced before and the last block fenced again. Predicted (warm launch): the split merge at
+# qwen3 ctx 512 (17 splits) 3.5 -> about 2.8 us, whole 9.4 -> 8.7; qwen3 native_fused ctx 512
+# +1 %, llama3-8b +0.5 %. Run: build s32_a s31_swap_base build s31_base, with .s31alt/base/
+# holding main's src/fourfold/kernels/decode_attention.cu.
+stage_s32_a() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s32_a_tests.txt"
+    grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/s32_a_tests.txt" | head
+    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/s32_a_phases.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention .*grid|Failure" "$OUT/s32_a_phases.txt" | sed 's/; .*//' | head -20
+    s31_decode head
+}
