@@ -455,5 +455,32 @@ TEST(decode_attention_cuda, the_paths_and_their_phases_are_timed_and_printed) {
                       tolerance(at::kBFloat16))
                 << s.name << " " << c.plan.describe();
         }
+    // the grid path's whole launch with fewer, longer splits (the plan's least chunk)
+    for (const auto& s : shapes)
+        for (const std::int64_t least : {64, 96, 128}) {
+            auto c = make(*dev, at::kBFloat16, s.heads, s.kv_heads, 128, s.cap, false);
+            c.args.min_chunk = least;
+            workloads::call_context ctx(*dev);
+            c.plan = kernels::plan_decode_attention(c.args, workloads::native::limits(ctx));
+            ASSERT_TRUE(c.plan.valid.empty()) << c.plan.valid;
+            c.ws = at::zeros({std::max<std::int64_t>(1, c.plan.workspace_bytes / 4)},
+                             c.q.options().dtype(at::kFloat));
+            c.args.workspace = c.ws.data_ptr<float>();
+            c.pos.fill_(s.pos);
+            const double warm = best_us([&] { launch(*dev, c); });
+            const double cold = best_us([&] {
+                                    wipe();
+                                    launch(*dev, c);
+                                }) -
+                                wipe_us;
+            std::cout << "attention " << s.name << ", grid path, least chunk " << least
+                      << " (whole launch): warm " << warm << " us, cold " << cold
+                      << " us a launch; " << c.plan.describe() << "\n";
+            c.out.fill_(0);
+            launch(*dev, c);
+            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, s.pos)),
+                      tolerance(at::kBFloat16))
+                << s.name << " " << c.plan.describe();
+        }
 #endif
 }

@@ -164,6 +164,36 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
 }
 
+TEST(decoder_kernel_plans, decode_attention_takes_a_least_chunk_for_fewer_longer_splits) {
+    auto a = llama3_attention(); // 576 positions: 18 splits of 32 by default
+    a.min_chunk = 64;
+    auto p = plan_decode_attention(a, h200);
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.chunk, 64);
+    EXPECT_EQ(p.splits, 9);
+    EXPECT_EQ(p.blocks, 72);
+    EXPECT_EQ(p.workspace_bytes, 32 * 9 * 130 * 4 + 8 * 16);
+    a.min_chunk = 128; // 4.5 chunks: 5 splits of 128
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.chunk, 128);
+    EXPECT_EQ(p.splits, 5);
+    a.min_chunk = 1024; // longer than the cache: one split, no combine
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.splits, 1);
+    EXPECT_FALSE(p.fused_combine);
+    a.capacity = 40960; // the wave's cap still rules: chunks longer than the least
+    a.min_chunk = 64;
+    p = plan_decode_attention(a, h200);
+    EXPECT_LE(p.splits, 2 * 132 / 8);
+    EXPECT_GE(p.chunk, 64);
+    EXPECT_EQ(p.chunk % 32, 0);
+    for (const std::int64_t bad : {-32, 16, 48}) {
+        a.min_chunk = bad;
+        p = plan_decode_attention(a, h200);
+        EXPECT_TRUE(says(p.valid, "min_chunk must be 0")) << bad << ": " << p.valid;
+    }
+}
+
 TEST(decoder_kernel_plans, decode_attention_takes_a_cluster_a_kv_head_from_sm_90) {
     auto a = llama3_attention(true); // 576 positions: 8 splits of 72
     auto p = plan_decode_attention(a, h200);

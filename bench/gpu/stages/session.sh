@@ -1432,23 +1432,37 @@ stage_s31_d() {
     grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s31_d_racecheck.txt" | sort | uniq -c | head
 }
 
-# Branch s31-last-merge (written in session 31 after its device time ran out, not run): the last
-# block's merge of up to 32 splits through merge_share (one share: per-lane running log-sum-exp
-# over tiles of 8 splits' partials loaded together) where merge_splits read the maxima and sums
-# first, and the count-in by one acquire-release add after the block barrier where every thread
-# fenced before and the last block fenced again. Predicted (warm launch): the split merge at
-# qwen3 ctx 512 (17 splits) 3.5 -> about 2.8 us, whole 9.4 -> 8.7; qwen3 native_fused ctx 512
-# +1 %, llama3-8b +0.5 %. Run: build s32_a s31_swap_base build s31_base, with .s31alt/base/
-# holding main's src/fourfold/kernels/decode_attention.cu.
+# Decode attention's phases, both paths, and the grid path's sweep of the least chunk (the timed
+# gpu test), into $OUT/<tag>_phases.txt.
+s32_phases() {
+    local tag=$1 t0=$SECONDS
+    timeout 90 $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
+        >"$OUT/${tag}_phases.txt" 2>&1
+    echo "attention phases: exit $? after $((SECONDS - t0)) s"
+    grep -E "^attention |Failure" "$OUT/${tag}_phases.txt" | sed 's/ us a launch; .*//' | head -60
+}
+
+# Session 32's first call: session 31's branch s31-last-merge merged into main (the last block's
+# merge of up to 32 splits through merge_share, the partials of 8 splits loaded together; the
+# count-in by one acquire-release add) with 41f618f (no dot products for a group's missing
+# heads), both unrun: the attention, decoder and rope gpu tests, the phases with the least-chunk
+# sweep, both models' decode. The second call (stages s31_swap_base, build, s32_b) rebuilds
+# 3059fff's attention file (.s31alt/base/) for the same-machine A/B.
+# Predicted (warm launch): qwen3 ctx 512 (17 splits) 9.4 -> about 8.7 us, llama3-8b ctx 512
+# 8.5 -> about 7.6 (the merge and 41f618f's skipped heads); qwen3 native_fused ctx 512 +1 %,
+# llama3-8b +1 %. The least-chunk sweep: 64 about as fast as 32 at ctx 512 (two rounds a warp
+# against half the splits to merge), 96 and 128 slower.
 stage_s32_a() {
     local t0=$SECONDS
-    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths*' \
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s32_a_tests.txt"
     grep -E "^\[  (PASSED|FAILED) |Failure" "$OUT/s32_a_tests.txt" | head
-    timeout 60 $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
-        >"$OUT/s32_a_phases.txt" 2>&1
-    echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "^attention .*grid|Failure" "$OUT/s32_a_phases.txt" | sed 's/; .*//' | head -20
+    s32_phases s32_a
     s31_decode head
+    echo "done after $((SECONDS - t0)) s"
+}
+stage_s32_b() {
+    s32_phases s32_b
+    s31_decode base
 }

@@ -83,6 +83,10 @@ struct decode_attention_args {
     // positions (its parts in shared memory), 3 after the block's merged part is stored (grid:
     // the workspace; cluster: its shared memory, before the cluster barrier). 0: the launch.
     int probe_stop_after = 0;
+    // The grid path's least chunk of cache positions a block, a multiple of 32 (0:
+    // k_attention_min_chunk): fewer, longer splits. A tuning probe (the phases test sweeps it);
+    // the decoder leaves it at 0.
+    std::int64_t min_chunk = 0;
     // with rope.qkv set: rope_kv inside the launch (above); the caches' row at *pos is written
     decode_attention_rope rope;
 };

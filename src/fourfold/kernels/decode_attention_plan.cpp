@@ -51,6 +51,11 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
         p.valid = "scale must be >= 0 (0: 1/sqrt(head_dim))";
         return p;
     }
+    if (a.min_chunk < 0 || a.min_chunk % k_attention_min_chunk != 0) {
+        p.valid = "min_chunk must be 0 (the default) or a positive multiple of " +
+                  std::to_string(k_attention_min_chunk) + ", not " + std::to_string(a.min_chunk);
+        return p;
+    }
     if (a.rope.qkv) {
         if (hd < 32 || hd > 128) {
             p.valid = "rope fused into decode attention takes head_dim 32, 64 or 128, not " +
@@ -95,13 +100,15 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     // kv heads; a chunk then is ceil(capacity / splits) rounded up to 32. llama3-8b (8 kv heads)
     // on 132 SMs: a cache of 576 positions is 18 splits of 32 (144 blocks), 2112 is 33 splits
     // of 64 (264 blocks); qwen3-30b-a3b (4 kv heads) at 2080: 65 splits of 32.
-    const std::int64_t by_chunk = (a.capacity + k_attention_min_chunk - 1) / k_attention_min_chunk;
+    const std::int64_t least = a.min_chunk > 0 ? a.min_chunk : k_attention_min_chunk;
+    const std::int64_t by_chunk = (a.capacity + least - 1) / least;
     const std::int64_t cap =
         std::clamp<std::int64_t>(k_attention_blocks_per_sm * std::int64_t{d.sm_count} / a.kv_heads,
                                  1, k_attention_max_splits);
     p.splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
     p.chunk = (a.capacity + p.splits - 1) / p.splits;
-    p.chunk = (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk * k_attention_min_chunk;
+    p.chunk = std::max(least, (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk *
+                                  k_attention_min_chunk);
     p.splits = (a.capacity + p.chunk - 1) / p.chunk;
     p.blocks = a.kv_heads * p.splits;
     p.threads = k_attention_threads(hd);
