@@ -7,9 +7,9 @@
 // and their 32 (position, head) scores are reduced together (attend).
 // Scores are in the log2 domain (q scaled by scale * log2(e) once), the running softmax per
 // query head in fp32; the block's parts are merged in shared memory; with several splits either
-// the last block of a kv head to count in merges the splits or, with many splits, the kv
-// head's splits meet at a barrier in the workspace and each merges a share of the head's
-// outputs over all of them (merge_share, both).
+// the last block of a kv head to count in merges the splits (merge_splits) or, with many
+// splits, the kv head's splits meet at a barrier in the workspace and each merges a share of
+// the head's outputs over all of them (merge_share).
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/reduce.cuh"
@@ -41,6 +41,109 @@ struct partials {
         : acc(ws), m(ws + heads * splits * hd), l(ws + heads * splits * (hd + 1)) {}
 };
 
+constexpr int k_merge_tile = 32; // splits whose weights the merge holds in shared memory at once
+
+// The merge of a kv head's live splits by the last of its blocks to finish. Per query head (a
+// warp a head, lanes over the splits) the maximum M of the splits' maxima and the sum of
+// l_s exp2(m_s - M), reduced by the same shuffle tree whatever block runs it; then each output
+// element sum_s acc_s exp2(m_s - M) over s = 0, 1, ... in order (16-byte loads, the weights of
+// 32 splits at a time in shared memory), divided by the sum. Deterministic: the partials are
+// each block's own work and every sum has a fixed order. The partials are read through L2
+// (__ldcg): other blocks wrote them.
+template <typename T, int HD>
+__device__ __forceinline__ void merge_splits(const decode_attention_args& a, std::int64_t kvh,
+                                             int groups, std::int64_t splits, int live) {
+    constexpr int N = k_attention_threads(HD);
+    constexpr int W = N / 32;
+    constexpr int Q = HD / 4; // float4 units of a head
+    constexpr int OUT = (k_max_g * Q + N - 1) / N;
+    constexpr int U = OUT >= 4 ? 4 : OUT >= 2 ? 8 : 16; // splits a thread loads before it adds
+    static_assert(k_merge_tile == 32, "tile 0's weights are a warp's lanes");
+    __shared__ float sm_sum[k_max_g];
+    __shared__ float sm_big[k_max_g];
+    __shared__ float sm_w[k_max_g][k_merge_tile];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const partials ws(a.workspace, a.heads, splits, HD);
+    const std::int64_t head0 = kvh * groups;
+    for (int g = warp; g < groups; g += W) {
+        const float* ms = ws.m + (head0 + g) * splits;
+        const float* ls = ws.l + (head0 + g) * splits;
+        const float m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
+        const float l0 = lane < live ? __ldcg(ls + lane) : 0.f;
+        float big = m0;
+        for (int s = lane + 32; s < live; s += 32)
+            big = fmaxf(big, __ldcg(ms + s));
+        big = warp_max(big);
+        const float w0 = lane < live ? exp2f(m0 - big) : 0.f;
+        float sum = l0 * w0;
+        for (int s = lane + 32; s < live; s += 32)
+            sum += __ldcg(ls + s) * exp2f(__ldcg(ms + s) - big);
+        sum = warp_sum(sum);
+        sm_w[g][lane] = w0; // the first tile's weights
+        if (lane == 0) {
+            sm_big[g] = big;
+            sm_sum[g] = sum;
+        }
+    }
+    __syncthreads();
+    const float4* acc = reinterpret_cast<const float4*>(ws.acc + head0 * splits * HD);
+    float4 val[OUT];
+#pragma unroll
+    for (int o = 0; o < OUT; ++o)
+        val[o] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < live; s0 += k_merge_tile) {
+        const int n = live - s0 < k_merge_tile ? live - s0 : k_merge_tile;
+        if (s0 > 0) {
+            __syncthreads(); // the last tile's weights are read
+            for (int i = threadIdx.x; i < groups * k_merge_tile; i += blockDim.x) {
+                const int g = i / k_merge_tile, s = i % k_merge_tile;
+                sm_w[g][s] =
+                    s < n ? exp2f(__ldcg(ws.m + (head0 + g) * splits + s0 + s) - sm_big[g]) : 0.f;
+            }
+            __syncthreads();
+        }
+        for (int s = 0; s < n; s += U) {
+            float4 x[U][OUT];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int o = 0; o < OUT; ++o) {
+                    const int idx = static_cast<int>(threadIdx.x) + o * N;
+                    const int g = idx / Q, d = idx % Q;
+                    x[u][o] = s + u < n && idx < groups * Q
+                                  ? __ldcg(acc + (g * splits + s0 + s + u) * Q + d)
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int o = 0; o < OUT; ++o) {
+                    const int idx = static_cast<int>(threadIdx.x) + o * N;
+                    if (s + u < n && idx < groups * Q) {
+                        const float w = sm_w[idx / Q][s + u];
+                        val[o].x = fmaf(x[u][o].x, w, val[o].x);
+                        val[o].y = fmaf(x[u][o].y, w, val[o].y);
+                        val[o].z = fmaf(x[u][o].z, w, val[o].z);
+                        val[o].w = fmaf(x[u][o].w, w, val[o].w);
+                    }
+                }
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < OUT; ++o) {
+        const int idx = static_cast<int>(threadIdx.x) + o * N;
+        if (idx < groups * Q) {
+            const int g = idx / Q, d = idx % Q;
+            const float sum = sm_sum[g];
+            T* out = static_cast<T*>(a.out) + (head0 + g) * HD + d * 4;
+            out[0] = element<T>::from_float(val[o].x / sum);
+            out[1] = element<T>::from_float(val[o].y / sum);
+            out[2] = element<T>::from_float(val[o].z / sum);
+            out[3] = element<T>::from_float(val[o].w / sum);
+        }
+    }
+}
+
 // A kv head's barrier in the workspace: reduce.cuh's grid_barrier over the head's splits (two
 // arrival counts, zeroed once with the workspace, and a generation), 16 bytes a kv head.
 struct split_barrier {
@@ -67,26 +170,23 @@ struct merged {
     }
 };
 
-// Share `share` of `shares` of a kv head's groups x HD/4 float4 output units, [share n / shares,
-// (share + 1) n / shares), merged over the live splits' partials: `per` lanes a unit (a power of
-// two up to 32 that fits the units in the block), each lane its splits k, k + per, ... (the
-// partials of k_merge_loads of them loaded before the first is used) by a running log-sum-exp
-// merge, then the lanes' parts by an xor tree. Every sum has a fixed order, so the bits do not
-// depend on the order in which the blocks arrived. The partials are other blocks' stores, read
-// through L2 (__ldcg). After the barrier every block merges its share (blocks past the position
-// too); the last block to count in merges them all (one share).
-constexpr int k_merge_loads = 8;
-
+// After the kv head's barrier, block `split` of the kv head merges its share of the head's
+// groups x HD/4 float4 output units, [split n / splits, (split + 1) n / splits), over the live
+// splits' partials: `per` lanes a unit (a power of two up to 32 that fits the units in the
+// block), each lane its splits k, k + per, ... by a running log-sum-exp merge, then the lanes'
+// parts by an xor tree. Every unit belongs to one block and every sum has a fixed order, so the
+// bits do not depend on which block arrives last. The partials are other blocks' stores, read
+// through L2 (__ldcg). Blocks past the position merge their share too.
 template <typename T, int HD>
 __device__ __forceinline__ void merge_share(const decode_attention_args& a, std::int64_t kvh,
-                                            int groups, std::int64_t splits, std::int64_t share,
-                                            std::int64_t shares, int live) {
+                                            int groups, std::int64_t splits, std::int64_t split,
+                                            int live) {
     constexpr int N = k_attention_threads(HD);
     constexpr int Q = HD / 4; // float4 units of a head
     const partials ws(a.workspace, a.heads, splits, HD);
     const int units = groups * Q;
-    const int lo = static_cast<int>(share * units / shares);
-    const int hi = static_cast<int>((share + 1) * units / shares);
+    const int lo = static_cast<int>(split * units / splits);
+    const int hi = static_cast<int>((split + 1) * units / splits);
     int per = 32;
     while (per > 1 && per * (hi - lo) > N)
         per /= 2;
@@ -99,23 +199,9 @@ __device__ __forceinline__ void merge_share(const decode_attention_args& a, std:
         const std::int64_t row = (head0 + g) * splits;
         const float4* acc = reinterpret_cast<const float4*>(ws.acc) + row * Q + d;
         merged part{-CUDART_INF_F, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
-        const int mine = on && k < live ? (live - k + per - 1) / per : 0; // this lane's splits
-        for (int t0 = 0; t0 < mine; t0 += k_merge_loads) {
-            float m[k_merge_loads], l[k_merge_loads];
-            float4 v[k_merge_loads];
-#pragma unroll
-            for (int t = 0; t < k_merge_loads; ++t) {
-                const int s = k + (t0 + t) * per;
-                const bool in = t0 + t < mine;
-                m[t] = in ? __ldcg(ws.m + row + s) : -CUDART_INF_F;
-                l[t] = in ? __ldcg(ws.l + row + s) : 0.f;
-                v[t] = in ? __ldcg(acc + s * Q) : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-#pragma unroll
-            for (int t = 0; t < k_merge_loads; ++t)
-                if (t0 + t < mine)
-                    part.add(m[t], l[t], v[t]);
-        }
+#pragma unroll 4
+        for (int s = k; s < (on ? live : 0); s += per)
+            part.add(__ldcg(ws.m + row + s), __ldcg(ws.l + row + s), __ldcg(acc + s * Q));
         for (int off = per / 2; off > 0; off /= 2) {
             const float m = __shfl_xor_sync(0xffffffffu, part.big, off);
             const float l = __shfl_xor_sync(0xffffffffu, part.sum, off);
@@ -529,18 +615,18 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     if (splits == 1 || a.probe_stop_after != 0)
         return;
     if (!shared_merge) {
-        // Count in (an acquire-release add after the block barrier: the block's partial is
-        // released with it, and the last to count in acquires every block's); the last block
-        // of the kv head merges every output and resets the count for the next launch.
+        // Count in (the partial, if any, made visible first); the last block of the kv head
+        // merges every output and resets the count for the next launch.
+        __threadfence();
         __syncthreads();
         unsigned* count = &barriers[kvh].arrived[0];
         if (threadIdx.x == 0)
-            last = atomic_add_acq_rel(count, 1u) == static_cast<unsigned>(splits - 1);
+            last = atomicAdd(count, 1u) == static_cast<unsigned>(splits - 1);
         __syncthreads();
         if (!last)
             return;
-        merge_share<T, HD>(a, kvh, groups, splits, 0, 1,
-                           static_cast<int>((len + chunk - 1) / chunk));
+        __threadfence();
+        merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
         if (threadIdx.x == 0)
             *count = 0; // every block of the kv head has counted in
         return;
@@ -554,8 +640,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
         grid_barrier(b.arrived, &b.generation, static_cast<int>(splits));
     }
     __syncthreads();
-    merge_share<T, HD>(a, kvh, groups, splits, split, splits,
-                       static_cast<int>((len + chunk - 1) / chunk));
+    merge_share<T, HD>(a, kvh, groups, splits, split, static_cast<int>((len + chunk - 1) / chunk));
 }
 
 // The cluster path: the blocks of a cluster are the splits of one kv head (block rank = split).
