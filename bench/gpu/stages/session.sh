@@ -1466,3 +1466,33 @@ stage_s32_b() {
     s32_phases s32_b
     s31_decode base
 }
+
+# Session 32's second change (the tree): decode attention's last-block merge with its values of
+# the first splits loaded before the maxima and sums (one round trip fewer), the count-in by one
+# acquire-release add after the block barrier (no fence by every thread, none after), the block
+# merge's part weights once a head (weigh_parts) rather than once an element, and chunks of 64
+# where 32 would be more than 32 splits (qwen3-30b-a3b at 2080: 33 splits, not 65). Against
+# 4874afa (.s31alt/base/: its decode_attention.cu, .hpp and _plan.cpp) with s32_b.
+# Predicted (warm launch): qwen3 ctx 512 9.20 -> about 8.2 us (split merge 3.6 -> 2.8, block
+# merge 1.6 -> 1.4), llama3-8b ctx 512 8.0 -> about 7.0, qwen3 ctx 2048 10.9 -> about 10.2; qwen3
+# native_fused +2.5 % at ctx 512, llama3-8b +1.5 %.
+stage_s32_c() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s32_c_tests.txt"
+    s32_phases s32_c
+    s31_decode head
+    timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.replays*:decode_attention_cuda.rope_fused*' \
+        >"$OUT/s32_c_memcheck.txt" 2>&1
+    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_c_memcheck.txt" | sort | uniq -c | head
+    timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.rope_fused*:decode_attention_cuda.replays*' \
+        >"$OUT/s32_c_racecheck.txt" 2>&1
+    echo "racecheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_c_racecheck.txt" | sort | uniq -c | head
+    echo "done after $((SECONDS - t0)) s"
+}

@@ -43,13 +43,14 @@ struct partials {
 
 constexpr int k_merge_tile = 32; // splits whose weights the merge holds in shared memory at once
 
-// The merge of a kv head's live splits by the last of its blocks to finish. Per query head (a
-// warp a head, lanes over the splits) the maximum M of the splits' maxima and the sum of
+// The merge of a kv head's live splits by the last of its blocks to finish. Each thread first
+// loads its output units' weighted values of the first U splits (16-byte loads through L2: other
+// blocks wrote them), so that their round trip overlaps the one of the maxima and sums. Per query
+// head (a warp a head, lanes over the splits) the maximum M of the splits' maxima and the sum of
 // l_s exp2(m_s - M), reduced by the same shuffle tree whatever block runs it; then each output
-// element sum_s acc_s exp2(m_s - M) over s = 0, 1, ... in order (16-byte loads, the weights of
-// 32 splits at a time in shared memory), divided by the sum. Deterministic: the partials are
-// each block's own work and every sum has a fixed order. The partials are read through L2
-// (__ldcg): other blocks wrote them.
+// element sum_s acc_s exp2(m_s - M) over s = 0, 1, ... in order (the weights of 32 splits at a
+// time in shared memory), divided by the sum. Deterministic: the partials are each block's own
+// work and every sum has a fixed order.
 template <typename T, int HD>
 __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std::int64_t kvh,
                                              int groups, std::int64_t splits, int live) {
@@ -58,13 +59,29 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
     constexpr int Q = HD / 4; // float4 units of a head
     constexpr int OUT = (k_max_g * Q + N - 1) / N;
     constexpr int U = OUT >= 4 ? 4 : OUT >= 2 ? 8 : 16; // splits a thread loads before it adds
-    static_assert(k_merge_tile == 32, "tile 0's weights are a warp's lanes");
+    static_assert(k_merge_tile == 32 && U <= k_merge_tile, "tile 0's weights are a warp's lanes");
     __shared__ float sm_sum[k_max_g];
     __shared__ float sm_big[k_max_g];
     __shared__ float sm_w[k_max_g][k_merge_tile];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const partials ws(a.workspace, a.heads, splits, HD);
     const std::int64_t head0 = kvh * groups;
+    const float4* acc = reinterpret_cast<const float4*>(ws.acc + head0 * splits * HD);
+    float4 x[U][OUT];
+    // the values of splits [s, s + U) of tile s0 (n live in it) into x
+    const auto load = [&](int s0, int s, int n) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int o = 0; o < OUT; ++o) {
+                const int idx = static_cast<int>(threadIdx.x) + o * N;
+                const int g = idx / Q, d = idx % Q;
+                x[u][o] = s + u < n && idx < groups * Q
+                              ? __ldcg(acc + (g * splits + s0 + s + u) * Q + d)
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+    };
+    load(0, 0, live < k_merge_tile ? live : k_merge_tile);
     for (int g = warp; g < groups; g += W) {
         const float* ms = ws.m + (head0 + g) * splits;
         const float* ls = ws.l + (head0 + g) * splits;
@@ -86,7 +103,6 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
         }
     }
     __syncthreads();
-    const float4* acc = reinterpret_cast<const float4*>(ws.acc + head0 * splits * HD);
     float4 val[OUT];
 #pragma unroll
     for (int o = 0; o < OUT; ++o)
@@ -103,17 +119,8 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
             __syncthreads();
         }
         for (int s = 0; s < n; s += U) {
-            float4 x[U][OUT];
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-#pragma unroll
-                for (int o = 0; o < OUT; ++o) {
-                    const int idx = static_cast<int>(threadIdx.x) + o * N;
-                    const int g = idx / Q, d = idx % Q;
-                    x[u][o] = s + u < n && idx < groups * Q
-                                  ? __ldcg(acc + (g * splits + s0 + s + u) * Q + d)
-                                  : make_float4(0.f, 0.f, 0.f, 0.f);
-                }
+            if (s0 > 0 || s > 0) // (tile 0's first U are loaded above)
+                load(s0, s, n);
 #pragma unroll
             for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -273,6 +280,10 @@ template <int HD, int W> struct attention_parts {
     alignas(16) float q[k_max_g][HD];    // the group's query rows, scaled, as floats
     alignas(16) float p[PARTS][PAIRS];   // a round's weights, by position u and head g: u 8 + g
     alignas(16) float c[PARTS][k_max_g]; // a round's rescale of the running values, by head
+    // the block merge's: each part's weight by head, the block's maximum and sum by head
+    alignas(16) float w[PARTS][k_max_g];
+    alignas(16) float big[k_max_g];
+    alignas(16) float sum[k_max_g];
 };
 
 // The transposed butterfly over a part's lanes (offsets OFF, OFF / 2, ..., 1): at the level of
@@ -438,24 +449,43 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
     __syncthreads();
 }
 
-// Element d of query head g merged over the block's parts: the block's max, sum and weighted
-// values (relative to that max).
+// The block merge's weights: per query head (one thread a head) the block's maximum over the
+// parts, each part's weight exp2(m_p - max) and the sum of l_p w_p in part order, into sm. A
+// block barrier follows; every thread of the block calls it.
+template <int HD, int W>
+__device__ __forceinline__ void weigh_parts(attention_parts<HD, W>& sm, int groups) {
+    constexpr int PARTS = attention_parts<HD, W>::PARTS;
+    const int g = static_cast<int>(threadIdx.x);
+    if (g < groups) {
+        float big = -CUDART_INF_F;
+#pragma unroll
+        for (int p = 0; p < PARTS; ++p)
+            big = fmaxf(big, sm.m[p][g]);
+        float sum = 0.f;
+#pragma unroll
+        for (int p = 0; p < PARTS; ++p) {
+            const float w = sm.m[p][g] == -CUDART_INF_F ? 0.f : exp2f(sm.m[p][g] - big);
+            sm.w[p][g] = w;
+            sum += sm.l[p][g] * w;
+        }
+        sm.big[g] = big;
+        sm.sum[g] = sum;
+    }
+    __syncthreads();
+}
+
+// Element d of query head g merged over the block's parts (after weigh_parts): the block's max,
+// sum and weighted values (relative to that max).
 template <int HD, int W>
 __device__ __forceinline__ void merge_parts(const attention_parts<HD, W>& sm, int g, int d,
                                             float& big, float& sum, float& val) {
     constexpr int PARTS = attention_parts<HD, W>::PARTS;
-    big = -CUDART_INF_F;
-#pragma unroll
-    for (int p = 0; p < PARTS; ++p)
-        big = fmaxf(big, sm.m[p][g]);
-    sum = 0.f;
+    big = sm.big[g];
+    sum = sm.sum[g];
     val = 0.f;
 #pragma unroll
-    for (int p = 0; p < PARTS; ++p) {
-        const float w = sm.m[p][g] == -CUDART_INF_F ? 0.f : exp2f(sm.m[p][g] - big);
-        sum += sm.l[p][g] * w;
-        val += sm.acc[p][g][d] * w;
-    }
+    for (int p = 0; p < PARTS; ++p)
+        val += sm.acc[p][g][d] * sm.w[p][g];
 }
 
 template <typename T, int HD>
@@ -595,6 +625,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
         attend<T, HD, W, false>(a, qg, groups, kc, vc, start, end, sm);
         if (a.probe_stop_after == 2)
             return;
+        weigh_parts<HD, W>(sm, groups);
         for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
             const int g = idx / HD, d = idx % HD;
             float big, sum, val;
@@ -615,17 +646,17 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     if (splits == 1 || a.probe_stop_after != 0)
         return;
     if (!shared_merge) {
-        // Count in (the partial, if any, made visible first); the last block of the kv head
-        // merges every output and resets the count for the next launch.
-        __threadfence();
+        // Count in: one acquire-release add by thread 0 after the block barrier (the block's
+        // partial is released with it; the last to count in acquires every block's, and its
+        // barrier passes them on to its threads). The last block of the kv head merges every
+        // output and resets the count for the next launch.
         __syncthreads();
         unsigned* count = &barriers[kvh].arrived[0];
         if (threadIdx.x == 0)
-            last = atomicAdd(count, 1u) == static_cast<unsigned>(splits - 1);
+            last = atomic_add_acq_rel(count, 1u) == static_cast<unsigned>(splits - 1);
         __syncthreads();
         if (!last)
             return;
-        __threadfence();
         merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
         if (threadIdx.x == 0)
             *count = 0; // every block of the kv head has counted in
@@ -675,6 +706,8 @@ __global__ void __launch_bounds__(W * 32, 1)
                                start, start + chunk < len ? start + chunk : len, sm);
     if (a.probe_stop_after == 2)
         return;
+    if (live)
+        weigh_parts<HD, W>(sm, groups);
     for (int idx = threadIdx.x; idx < groups * HD; idx += blockDim.x) {
         const int g = idx / HD, d = idx % HD;
         float big = -CUDART_INF_F, sum = 0.f, val = 0.f;
