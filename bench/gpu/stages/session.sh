@@ -1496,3 +1496,33 @@ stage_s32_c() {
     grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_c_racecheck.txt" | sort | uniq -c | head
     echo "done after $((SECONDS - t0)) s"
 }
+
+# The tree's build without its sanitizer runs (s32_c's first half).
+stage_s32_c1() {
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s32_c_tests.txt"
+    s32_phases s32_c
+    s31_decode head
+}
+stage_s32_swap_pre() { s31_swap pre; }
+
+# Session 32's third change (branch s32-preload, .s31alt/pre/): a warp's first round of cache rows
+# loaded before the dependency wait (raw, in registers), the row at *pos read again after it (or
+# from the fused RoPE's shared copy). Predicted (warm launch, against s32_c's tree): the positions
+# phase -0.5 us (the q staging's round trip overlapped) at both models, the whole launch
+# likewise; native_fused about +1 % qwen3 (the owner block's cache round trip overlaps the fused
+# RoPE), +0.4 % llama3-8b.
+stage_s32_d() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s32_d_tests.txt"
+    s32_phases s32_d
+    s31_decode pre
+    timeout 50 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.rope_fused*' \
+        >"$OUT/s32_d_memcheck.txt" 2>&1
+    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_d_memcheck.txt" | sort | uniq -c | head
+    echo "done after $((SECONDS - t0)) s"
+}
