@@ -1526,3 +1526,41 @@ stage_s32_d() {
     grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_d_memcheck.txt" | sort | uniq -c | head
     echo "done after $((SECONDS - t0)) s"
 }
+
+# Both models' native_fused decode at ctx 512 and 2048 (graph, 32 tokens), tagged.
+s32_decode() {
+    local tag=$1 t0=$SECONDS m
+    : >"$OUT/s32_decode_$tag.txt"
+    for m in qwen3-30b-a3b llama3-8b; do
+        timeout 60 $BIN decode --model $m --variants native_fused --mode graph \
+            --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+            --db "$DB" --label s32-$tag-$m --quiet >>"$OUT/s32_decode_$tag.txt" 2>&1
+        echo "decode $m ($tag): exit $? after $((SECONDS - t0)) s"
+    done
+    grep -E "^decode .*graph|FAIL" "$OUT/s32_decode_$tag.txt" | head -12
+}
+# One call, three builds (the device's refusals left little time): the tree (d227161's
+# attention), then .s31alt/pre/ (the first round before the wait), then .s31alt/base/ (4874afa).
+stage_s32_e_head() {
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s32_e_tests.txt"
+    s32_phases s32_e_head
+    s32_decode head
+}
+stage_s32_e_pre() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s32_e_pre_tests.txt"
+    s32_phases s32_e_pre
+    s32_decode pre
+    timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.rope_fused*' \
+        >"$OUT/s32_e_memcheck.txt" 2>&1
+    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_e_memcheck.txt" | sort | uniq -c | head
+}
+stage_s32_e_base() {
+    s32_phases s32_e_base
+    s32_decode base
+}
