@@ -1564,3 +1564,16 @@ stage_s32_e_base() {
     s32_phases s32_e_base
     s32_decode base
 }
+
+# racecheck over d227161's attention (weigh_parts' shared weights, the merges of 18 and 33
+# splits in the counters test), then the tree's decode again (after s32_e's base: order reversed).
+stage_s32_f() {
+    local t0=$SECONDS
+    timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.rope_fused*:decode_attention_cuda.replays*' \
+        >"$OUT/s32_f_racecheck.txt" 2>&1
+    echo "racecheck (attention): exit $? after $((SECONDS - t0)) s"
+    grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_f_racecheck.txt" | sort | uniq -c | head
+    s32_decode head2
+}
