@@ -135,11 +135,11 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     EXPECT_EQ(p.threads, 256);
     EXPECT_TRUE(p.shared_merge);            // 33 splits meet at a barrier and merge in shares
     EXPECT_LE(p.blocks, 2 * h200.sm_count); // one wave: every block resident at once
-    a.kv_heads = 4;                         // qwen3-30b-a3b at 2080: 33 splits of 64, not 65 of 32
+    a.kv_heads = 4; // qwen3-30b-a3b at 2080: 65 splits of 32 (one wave: 260 blocks)
     a.capacity = 2080;
     p = plan_decode_attention(a, h200);
-    EXPECT_EQ(p.chunk, 64);
-    EXPECT_EQ(p.splits, 33);
+    EXPECT_EQ(p.chunk, 32);
+    EXPECT_EQ(p.splits, 65);
     EXPECT_TRUE(p.shared_merge);
     a.capacity = 1024; // 32 splits of 32: the last block still merges them alone
     p = plan_decode_attention(a, h200);

@@ -34,8 +34,6 @@ constexpr int k_attention_threads(std::int64_t head_dim) {
 inline constexpr int k_attention_blocks_per_sm = 2;
 inline constexpr std::int64_t k_attention_min_chunk = 32;
 inline constexpr std::int64_t k_attention_max_splits = 1024;
-// the least chunk where 32-position chunks would be more than k_attention_last_block_max_splits
-inline constexpr std::int64_t k_attention_long_chunk = 64;
 // Above this many splits a kv head's splits merge in shares after a barrier; up to it the last
 // to count in merges alone (on the H200 the barrier cost more than it saved at 17-18 splits and
 // won at 33 and 65: docs/performance.md, session 31).

@@ -100,14 +100,10 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     // kv heads; a chunk then is ceil(capacity / splits) rounded up to 32. llama3-8b (8 kv heads)
     // on 132 SMs: a cache of 576 positions is 18 splits of 32 (144 blocks), 2112 is 33 splits
     // of 64 (264 blocks); qwen3-30b-a3b (4 kv heads) at 2080: 65 splits of 32.
-    // Where chunks of 32 would be more splits than the last block merges alone, chunks of 64
-    // (k_attention_long_chunk): qwen3-30b-a3b at 2080 positions measured 10.9 us a launch as
-    // 65 splits of 32 and 10.4 as 33 of 64 (docs/performance.md, session 32).
-    const std::int64_t least = a.min_chunk > 0 ? a.min_chunk
-                               : (a.capacity + k_attention_min_chunk - 1) / k_attention_min_chunk >
-                                       k_attention_last_block_max_splits
-                                   ? k_attention_long_chunk
-                                   : k_attention_min_chunk;
+    // (Chunks of 64 where 32 would be more than 32 splits measured 1.0 us a launch faster at
+    // qwen3-30b-a3b's 2080 positions in the timed test, and 0.8 % slower in its decode step:
+    // not taken; docs/performance.md, session 32.)
+    const std::int64_t least = a.min_chunk > 0 ? a.min_chunk : k_attention_min_chunk;
     const std::int64_t by_chunk = (a.capacity + least - 1) / least;
     const std::int64_t cap =
         std::clamp<std::int64_t>(k_attention_blocks_per_sm * std::int64_t{d.sm_count} / a.kv_heads,
