@@ -1577,3 +1577,15 @@ stage_s32_f() {
     grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_f_racecheck.txt" | sort | uniq -c | head
     s32_decode head2
 }
+
+# The next session's first call: e5b0bec (d227161's merges, the chunk rule reverted: qwen3 at
+# 2080 positions is 65 splits of 32 again), not run on the GPU: the attention, decoder and rope
+# gpu tests, the phases, both models' decode (both native variants).
+# Predicted: qwen3 ctx 2048 attention about 10.0 us warm (the block merge's gain on 65 splits),
+# native_fused qwen3 about 334 / 321-322 tokens/s, llama3-8b about 231 / 224.
+stage_s33_a() {
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
+        150 "$OUT/s33_a_tests.txt"
+    s32_phases s33_a
+    s31_decode s33
+}
