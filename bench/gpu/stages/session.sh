@@ -1580,7 +1580,8 @@ stage_s32_f() {
 
 # The next session's first call: e5b0bec (d227161's merges, the chunk rule reverted: qwen3 at
 # 2080 positions is 65 splits of 32 again), not run on the GPU: the attention, decoder and rope
-# gpu tests, the phases, both models' decode (both native variants).
+# gpu tests (the counters test with probe stop 4), the phases (stop 4: after the count-in, before
+# the split merge), both models' decode (both native variants).
 # Predicted: qwen3 ctx 2048 attention about 10.0 us warm (the block merge's gain on 65 splits),
 # native_fused qwen3 about 334 / 321-322 tokens/s, llama3-8b about 231 / 224.
 stage_s33_a() {

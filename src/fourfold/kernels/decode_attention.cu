@@ -643,7 +643,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
             }
         }
     }
-    if (splits == 1 || a.probe_stop_after != 0)
+    if (splits == 1 || (a.probe_stop_after != 0 && a.probe_stop_after != 4))
         return;
     if (!shared_merge) {
         // Count in: one acquire-release add by thread 0 after the block barrier (the block's
@@ -657,6 +657,11 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
         __syncthreads();
         if (!last)
             return;
+        if (a.probe_stop_after == 4) { // (the probe: the count reset, no merge)
+            if (threadIdx.x == 0)
+                *count = 0;
+            return;
+        }
         merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
         if (threadIdx.x == 0)
             *count = 0; // every block of the kv head has counted in
@@ -671,6 +676,8 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
         grid_barrier(b.arrived, &b.generation, static_cast<int>(splits));
     }
     __syncthreads();
+    if (a.probe_stop_after == 4)
+        return;
     merge_share<T, HD>(a, kvh, groups, splits, split, static_cast<int>((len + chunk - 1) / chunk));
 }
 

@@ -78,10 +78,12 @@ struct decode_attention_args {
     // Off by default: on the H200 it measured no faster than the grid path at 544 positions and
     // slower at 2080 in the decoder (docs/performance.md, session 27).
     bool allow_cluster = false;
-    // A probe of the launch's phases (its output then invalid, the split counters untouched):
+    // A probe of the launch's phases (its output then invalid, the split counters left at 0):
     // 1 returns after the dependency wait and the position read, 2 after the block's cache
     // positions (its parts in shared memory), 3 after the block's merged part is stored (grid:
-    // the workspace; cluster: its shared memory, before the cluster barrier). 0: the launch.
+    // the workspace; cluster: its shared memory, before the cluster barrier), 4 (grid path, more
+    // than one split) after the count-in or the barrier, before the split merge: the wait for
+    // the kv head's last block apart from the merge itself. 0: the launch.
     int probe_stop_after = 0;
     // The grid path's least chunk of cache positions a block, a multiple of 32 (0:
     // k_attention_min_chunk): fewer, longer splits. A tuning probe (the phases test sweeps it);
