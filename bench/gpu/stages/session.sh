@@ -1584,9 +1584,16 @@ stage_s32_f() {
 # the split merge), both models' decode (both native variants).
 # Predicted: qwen3 ctx 2048 attention about 10.0 us warm (the block merge's gain on 65 splits),
 # native_fused qwen3 about 334 / 321-322 tokens/s, llama3-8b about 231 / 224.
+# Then the fused MoE block's timed test (its probe stops: the routing's breakdown at HEAD, the
+# baseline for the next MoE change).
 stage_s33_a() {
+    local t0=$SECONDS
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s33_a_tests.txt"
     s32_phases s33_a
     s31_decode s33
+    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/s33_a_moe.txt" 2>&1
+    echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED" "$OUT/s33_a_moe.txt" | head -16
 }
