@@ -1440,7 +1440,8 @@ s32_phases() {
         --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
         >"$OUT/${tag}_phases.txt" 2>&1
     echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "^attention |Failure" "$OUT/${tag}_phases.txt" | sed 's/ us a launch; .*//' | head -60
+    grep -E "Failure" "$OUT/${tag}_phases.txt" | head
+    python3 bench/gpu/phases_table.py "$OUT/${tag}_phases.txt"
 }
 
 # Session 32's first call: session 31's branch s31-last-merge merged into main (the last block's
