@@ -49,9 +49,11 @@ struct attention_case {
     kernels::decode_attention_plan plan;
 };
 
-// cluster false: the grid path (true: the cluster path where the device takes it)
+// cluster false: the grid path (true: the cluster path where the device takes it); min_chunk:
+// the plan's least chunk (0: its default)
 attention_case make(backend::device& dev, at::ScalarType t, std::int64_t heads,
-                    std::int64_t kv_heads, std::int64_t hd, std::int64_t cap, bool cluster) {
+                    std::int64_t kv_heads, std::int64_t hd, std::int64_t cap, bool cluster,
+                    std::int64_t min_chunk = 0) {
     attention_case c;
     const auto o = at::TensorOptions().dtype(t).device(dev.torch_device());
     c.q = at::randn({heads, hd}, o);
@@ -71,6 +73,7 @@ attention_case make(backend::device& dev, at::ScalarType t, std::int64_t heads,
     a.capacity = cap;
     a.type = workloads::native::elem_of(t);
     a.allow_cluster = cluster;
+    a.min_chunk = min_chunk;
     workloads::call_context ctx(dev);
     c.plan = kernels::plan_decode_attention(a, workloads::native::limits(ctx));
     // zeroed once, as the kernel's contract asks (the counters start at 0)
@@ -437,6 +440,25 @@ TEST(decode_attention_cuda, the_paths_and_their_phases_are_timed_and_printed) {
     auto wipe = [&] { scratch.zero_(); };
     const double wipe_us = best_us(wipe);
     std::cout << "attention: a 64 MB memset " << wipe_us << " us\n";
+    // "<warm> us, cold <cold> us a launch; <plan>" for c's launch as its args stand
+    auto timed = [&](const attention_case& c) {
+        const double warm = best_us([&] { launch(*dev, c); });
+        const double cold = best_us([&] {
+                                wipe();
+                                launch(*dev, c);
+                            }) -
+                            wipe_us;
+        return "warm " + std::to_string(warm) + " us, cold " + std::to_string(cold) +
+               " us a launch; " + c.plan.describe();
+    };
+    // the whole launch held against float64
+    auto check = [&](attention_case& c, const shape& s) {
+        c.args.probe_stop_after = 0;
+        c.out.fill_(0);
+        launch(*dev, c);
+        EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, s.pos)), tolerance(at::kBFloat16))
+            << s.name << " " << c.plan.describe();
+    };
     for (const auto& s : shapes)
         for (const bool cluster : {false, true}) {
             auto c = make(*dev, at::kBFloat16, s.heads, s.kv_heads, 128, s.cap, cluster);
@@ -447,52 +469,22 @@ TEST(decode_attention_cuda, the_paths_and_their_phases_are_timed_and_printed) {
                 if (stop == 4 && (cluster || c.plan.splits == 1))
                     continue; // (the grid path's split merge only)
                 c.args.probe_stop_after = stop;
-                const double warm = best_us([&] { launch(*dev, c); });
-                const double cold = best_us([&] {
-                                        wipe();
-                                        launch(*dev, c);
-                                    }) -
-                                    wipe_us;
                 std::cout << "attention " << s.name << ", " << (cluster ? "cluster" : "grid")
                           << " path ("
                           << (stop == 0 ? std::string("whole launch")
                                         : "stopped after phase " + std::to_string(stop))
-                          << "): warm " << warm << " us, cold " << cold << " us a launch; "
-                          << c.plan.describe() << "\n";
+                          << "): " << timed(c) << "\n";
             }
-            c.args.probe_stop_after = 0;
-            c.out.fill_(0);
-            launch(*dev, c);
-            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, s.pos)),
-                      tolerance(at::kBFloat16))
-                << s.name << " " << c.plan.describe();
+            check(c, s);
         }
     // the grid path's whole launch with fewer, longer splits (the plan's least chunk)
     for (const auto& s : shapes)
         for (const std::int64_t least : {64, 96, 128}) {
-            auto c = make(*dev, at::kBFloat16, s.heads, s.kv_heads, 128, s.cap, false);
-            c.args.min_chunk = least;
-            workloads::call_context ctx(*dev);
-            c.plan = kernels::plan_decode_attention(c.args, workloads::native::limits(ctx));
-            ASSERT_TRUE(c.plan.valid.empty()) << c.plan.valid;
-            c.ws = at::zeros({std::max<std::int64_t>(1, c.plan.workspace_bytes / 4)},
-                             c.q.options().dtype(at::kFloat));
-            c.args.workspace = c.ws.data_ptr<float>();
+            auto c = make(*dev, at::kBFloat16, s.heads, s.kv_heads, 128, s.cap, false, least);
             c.pos.fill_(s.pos);
-            const double warm = best_us([&] { launch(*dev, c); });
-            const double cold = best_us([&] {
-                                    wipe();
-                                    launch(*dev, c);
-                                }) -
-                                wipe_us;
             std::cout << "attention " << s.name << ", grid path, least chunk " << least
-                      << " (whole launch): warm " << warm << " us, cold " << cold
-                      << " us a launch; " << c.plan.describe() << "\n";
-            c.out.fill_(0);
-            launch(*dev, c);
-            EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, s.pos)),
-                      tolerance(at::kBFloat16))
-                << s.name << " " << c.plan.describe();
+                      << " (whole launch): " << timed(c) << "\n";
+            check(c, s);
         }
 #endif
 }

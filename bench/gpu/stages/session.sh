@@ -1352,18 +1352,21 @@ s31_swap() {
 }
 stage_s31_swap_base() { s31_swap base; }
 
-# Both models' native and native_fused decode at ctx 512 and 2048 (graph, 32 tokens), tagged.
-s31_decode() {
-    local tag=$1 t0=$SECONDS m
-    : >"$OUT/s31_decode_$tag.txt"
+# Both models' decode at ctx 512 and 2048 (graph, 32 tokens) with the given variants, into
+# $OUT/<name>_decode_<tag>.txt, labelled <name>-<tag>-<model>.
+decode_both() {
+    local tag=$1 variants=$2 name=$3 t0=$SECONDS m
+    : >"$OUT/${name}_decode_$tag.txt"
     for m in qwen3-30b-a3b llama3-8b; do
-        timeout 70 $BIN decode --model $m --variants native,native_fused --mode graph \
+        timeout 70 $BIN decode --model $m --variants "$variants" --mode graph \
             --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
-            --db "$DB" --label s31-$tag-$m --quiet >>"$OUT/s31_decode_$tag.txt" 2>&1
+            --db "$DB" --label $name-$tag-$m --quiet >>"$OUT/${name}_decode_$tag.txt" 2>&1
         echo "decode $m ($tag): exit $? after $((SECONDS - t0)) s"
     done
-    grep -E "^decode .*graph|FAIL" "$OUT/s31_decode_$tag.txt" | head -12
+    grep -E "^decode .*graph|FAIL" "$OUT/${name}_decode_$tag.txt" | head -12
 }
+# Both models' native and native_fused decode, tagged.
+s31_decode() { decode_both "$1" native,native_fused s31; }
 
 # Session 31's second call: decode attention's split merge after a per-kv-head barrier, every
 # block merging a share (the tree). Its gpu tests and the decoder's, the phases, both models'
@@ -1478,24 +1481,21 @@ stage_s32_b() {
 # merge 1.6 -> 1.4), llama3-8b ctx 512 8.0 -> about 7.0, qwen3 ctx 2048 10.9 -> about 10.2; qwen3
 # native_fused +2.5 % at ctx 512, llama3-8b +1.5 %.
 stage_s32_c() {
-    local t0=$SECONDS
-    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
-        150 "$OUT/s32_c_tests.txt"
-    s32_phases s32_c
-    s31_decode head
-    timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
-        $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.replays*:decode_attention_cuda.rope_fused*' \
-        >"$OUT/s32_c_memcheck.txt" 2>&1
-    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
-    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_c_memcheck.txt" | sort | uniq -c | head
-    timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
-        $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.rope_fused*:decode_attention_cuda.replays*' \
-        >"$OUT/s32_c_racecheck.txt" 2>&1
-    echo "racecheck (attention): exit $? after $((SECONDS - t0)) s"
-    grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_c_racecheck.txt" | sort | uniq -c | head
-    echo "done after $((SECONDS - t0)) s"
+    stage_s32_c1
+    s32_sanitizer memcheck s32_c \
+        'decode_attention_cuda.matches*:decode_attention_cuda.replays*:decode_attention_cuda.rope_fused*' 60
+    s32_sanitizer racecheck s32_c 'decode_attention_cuda.rope_fused*:decode_attention_cuda.replays*' 90
+}
+
+# compute-sanitizer's <tool> over the gpu tests of <filter> (at most <limit> s), into
+# $OUT/<tag>_<tool>.txt; prints the summary lines.
+s32_sanitizer() {
+    local tool=$1 tag=$2 filter=$3 limit=$4 t0=$SECONDS
+    timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 9 --kernel-name kns=fourfold \
+        $BUILD/tests/fourfold_gpu_tests --gtest_filter="$filter" >"$OUT/${tag}_$tool.txt" 2>&1
+    echo "$tool ($filter): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/${tag}_$tool.txt" |
+        sort | uniq -c | head
 }
 
 # The tree's build without its sanitizer runs (s32_c's first half).
@@ -1514,32 +1514,16 @@ stage_s32_swap_pre() { s31_swap pre; }
 # likewise; native_fused about +1 % qwen3 (the owner block's cache round trip overlaps the fused
 # RoPE), +0.4 % llama3-8b.
 stage_s32_d() {
-    local t0=$SECONDS
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s32_d_tests.txt"
     s32_phases s32_d
     s31_decode pre
-    timeout 50 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
-        $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.rope_fused*' \
-        >"$OUT/s32_d_memcheck.txt" 2>&1
-    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
-    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_d_memcheck.txt" | sort | uniq -c | head
-    echo "done after $((SECONDS - t0)) s"
+    s32_sanitizer memcheck s32_d \
+        'decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.rope_fused*' 50
 }
 
-# Both models' native_fused decode at ctx 512 and 2048 (graph, 32 tokens), tagged.
-s32_decode() {
-    local tag=$1 t0=$SECONDS m
-    : >"$OUT/s32_decode_$tag.txt"
-    for m in qwen3-30b-a3b llama3-8b; do
-        timeout 60 $BIN decode --model $m --variants native_fused --mode graph \
-            --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
-            --db "$DB" --label s32-$tag-$m --quiet >>"$OUT/s32_decode_$tag.txt" 2>&1
-        echo "decode $m ($tag): exit $? after $((SECONDS - t0)) s"
-    done
-    grep -E "^decode .*graph|FAIL" "$OUT/s32_decode_$tag.txt" | head -12
-}
+# Both models' native_fused decode, tagged.
+s32_decode() { decode_both "$1" native_fused s32; }
 # One call, three builds (the device's refusals left little time): the tree (d227161's
 # attention), then .s31alt/pre/ (the first round before the wait), then .s31alt/base/ (4874afa).
 stage_s32_e_head() {
@@ -1549,17 +1533,12 @@ stage_s32_e_head() {
     s32_decode head
 }
 stage_s32_e_pre() {
-    local t0=$SECONDS
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s32_e_pre_tests.txt"
     s32_phases s32_e_pre
     s32_decode pre
-    timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=fourfold \
-        $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.rope_fused*' \
-        >"$OUT/s32_e_memcheck.txt" 2>&1
-    echo "memcheck (attention): exit $? after $((SECONDS - t0)) s"
-    grep -E "ERROR SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_e_memcheck.txt" | sort | uniq -c | head
+    s32_sanitizer memcheck s32_e \
+        'decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.rope_fused*' 45
 }
 stage_s32_e_base() {
     s32_phases s32_e_base
@@ -1569,13 +1548,7 @@ stage_s32_e_base() {
 # racecheck over d227161's attention (weigh_parts' shared weights, the merges of 18 and 33
 # splits in the counters test), then the tree's decode again (after s32_e's base: order reversed).
 stage_s32_f() {
-    local t0=$SECONDS
-    timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=fourfold \
-        $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.rope_fused*:decode_attention_cuda.replays*' \
-        >"$OUT/s32_f_racecheck.txt" 2>&1
-    echo "racecheck (attention): exit $? after $((SECONDS - t0)) s"
-    grep -E "RACECHECK SUMMARY|^\[  (PASSED|FAILED) " "$OUT/s32_f_racecheck.txt" | sort | uniq -c | head
+    s32_sanitizer racecheck s32_f 'decode_attention_cuda.rope_fused*:decode_attention_cuda.replays*' 100
     s32_decode head2
 }
 
