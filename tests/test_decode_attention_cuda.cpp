@@ -207,15 +207,17 @@ TEST(decode_attention_cuda, replays_leave_the_split_counters_at_zero) {
                     EXPECT_EQ(v, 0u)
                         << c10::toString(t) << " pos " << p << " " << c.plan.describe();
             }
-            // the probe that stops before the split merge leaves the counts at zero too
+            // the probes that stop before or inside the split merge leave the counts at zero too
             auto probe = c;
-            probe.args.probe_stop_after = 4;
-            for (const std::int64_t p : {std::int64_t{5}, cap - 1}) {
-                probe.pos.fill_(p);
-                launch(*dev, probe);
-                for (const auto v : counters(probe))
-                    EXPECT_EQ(v, 0u)
-                        << c10::toString(t) << " probe 4, pos " << p << " " << c.plan.describe();
+            for (const int stop : {4, 5, 6}) {
+                probe.args.probe_stop_after = stop;
+                for (const std::int64_t p : {std::int64_t{5}, cap - 1}) {
+                    probe.pos.fill_(p);
+                    launch(*dev, probe);
+                    for (const auto v : counters(probe))
+                        EXPECT_EQ(v, 0u) << c10::toString(t) << " probe " << stop << ", pos " << p
+                                         << " " << c.plan.describe();
+                }
             }
         }
 #endif
@@ -465,8 +467,8 @@ TEST(decode_attention_cuda, the_paths_and_their_phases_are_timed_and_printed) {
             if (cluster && c.plan.cluster == 0)
                 continue;
             c.pos.fill_(s.pos);
-            for (const int stop : {1, 2, 3, 4, 0}) {
-                if (stop == 4 && (cluster || c.plan.splits == 1))
+            for (const int stop : {1, 2, 3, 4, 5, 6, 0}) {
+                if (stop >= 4 && stop <= 6 && (cluster || c.plan.splits == 1))
                     continue; // (the grid path's split merge only)
                 c.args.probe_stop_after = stop;
                 std::cout << "attention " << s.name << ", " << (cluster ? "cluster" : "grid")

@@ -236,35 +236,39 @@ TEST(moe_cuda, native_step_is_bitwise_deterministic_and_takes_bf16_logits) {
 }
 
 // Equal probabilities: the kernel takes the lower expert index first (at::topk promises no order
-// on ties), so k equal logits at the top pick experts 0..k-1 with weights 1/k.
+// on ties), so k equal logits at the top pick experts 0..k-1 with weights 1/k. Both selections:
+// ranked (16 and 128 experts, and 200 at 3 tokens) and rounds (200 experts at 8 tokens: 8 x 224
+// padded keys are past the ranked way's 1,024).
 TEST(moe_cuda, ties_in_the_routing_go_to_the_lower_expert_index) {
     REQUIRE_NATIVE(dev);
     const auto d = dev->torch_device();
-    // one logit a lane (16 experts) and seven (200)
-    for (const auto& sh : {k_small, k_many}) {
+    // one logit a lane (16 experts), four (128) and seven (200)
+    for (const auto& sh : {k_small, k_qwen3, k_many}) {
         const auto w = make_experts(sh, at::kFloat, 2, d);
-        const std::int64_t tokens = 3, k = sh.top_k;
-        const auto x = workloads::seeded_normal({tokens, sh.hidden}, 8, 0.0, 1.0, at::kFloat);
-        auto logits = at::zeros({tokens, sh.experts}, at::kFloat); // all tied
-        logits[2].fill_(-1.0);
-        logits[2][9] = 1.0; // token 2: expert 9 first, then the ties among the rest: 0, 1, 2
-        const auto got = run_native(*dev, x.to(d), logits.to(d), w, k);
-        auto chosen = at::empty({tokens, k}, at::kLong);
-        auto weights = at::full({tokens, k}, 1.0 / static_cast<double>(k), at::kDouble);
-        for (std::int64_t t = 0; t < tokens; ++t)
-            for (std::int64_t s = 0; s < k; ++s)
-                chosen[t][s] = s;
-        chosen[2][0] = 9;
-        for (std::int64_t s = 1; s < k; ++s)
-            chosen[2][s] = s - 1;
-        const auto p = at::softmax(logits[2].to(at::kDouble), -1);
-        const double top = p[9].item<double>(), rest = p[0].item<double>();
-        const double sum = top + (k - 1) * rest;
-        weights[2][0] = top / sum;
-        for (std::int64_t s = 1; s < k; ++s)
-            weights[2][s] = rest / sum;
-        EXPECT_LT(error_ratio(got, reference_with(x, w, chosen, weights)), 1e-4)
-            << "E=" << sh.experts;
+        for (const std::int64_t tokens : {3, 8}) {
+            const std::int64_t k = sh.top_k;
+            const auto x = workloads::seeded_normal({tokens, sh.hidden}, 8, 0.0, 1.0, at::kFloat);
+            auto logits = at::zeros({tokens, sh.experts}, at::kFloat); // all tied
+            logits[2].fill_(-1.0);
+            logits[2][9] = 1.0; // token 2: expert 9 first, then the ties among the rest: 0, 1, 2
+            const auto got = run_native(*dev, x.to(d), logits.to(d), w, k);
+            auto chosen = at::empty({tokens, k}, at::kLong);
+            auto weights = at::full({tokens, k}, 1.0 / static_cast<double>(k), at::kDouble);
+            for (std::int64_t t = 0; t < tokens; ++t)
+                for (std::int64_t s = 0; s < k; ++s)
+                    chosen[t][s] = s;
+            chosen[2][0] = 9;
+            for (std::int64_t s = 1; s < k; ++s)
+                chosen[2][s] = s - 1;
+            const auto p = at::softmax(logits[2].to(at::kDouble), -1);
+            const double top = p[9].item<double>(), rest = p[0].item<double>();
+            const double sum = top + (k - 1) * rest;
+            weights[2][0] = top / sum;
+            for (std::int64_t s = 1; s < k; ++s)
+                weights[2][s] = rest / sum;
+            EXPECT_LT(error_ratio(got, reference_with(x, w, chosen, weights)), 1e-4)
+                << "E=" << sh.experts << " T=" << tokens;
+        }
     }
 }
 

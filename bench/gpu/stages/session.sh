@@ -1571,3 +1571,28 @@ stage_s33_a() {
     echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
     grep -E "^moe block|Failure|FAILED" "$OUT/s33_a_moe.txt" | head -16
 }
+
+# The fused MoE block's timed test (its probe stops), into $OUT/<tag>_moe.txt; prints its lines.
+s33_moe_timed() {
+    local tag=$1 t0=$SECONDS
+    timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
+        >"$OUT/${tag}_moe.txt" 2>&1
+    echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe block|Failure|FAILED" "$OUT/${tag}_moe.txt" | head -16
+}
+
+# Session 33's second call: the MoE routing's ranked top-k (a thread a (token, expert) counts
+# the keys ahead of its own; the rounds stay past 1,024 padded keys) and the normalisation in the
+# grouping; the attention's last-block merge loads its first maxima and sums before the values,
+# with probe stops 5 and 6 inside it. The moe, attention, decoder and rope gpu tests; the phases;
+# the fused MoE block's timed test; both models' decode (both native variants).
+# Predicted: MoE T=1 top-k phase 2.16 -> about 0.4 us, the fused launch 31.1 -> about 29.5 us
+# (T=8 153 -> about 151.5); attention qwen3 ctx 512 split merge 2.81 -> about 2.4 us; qwen3
+# native_fused about 343 / 334 tokens/s (from 333.7 / 325.4), llama3-8b about 232 / 224.
+stage_s33_b() {
+    s25_gtests 'moe_cuda.*:decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*:moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        240 "$OUT/s33_b_tests.txt"
+    s32_phases s33_b
+    s33_moe_timed s33_b
+    s31_decode s33b
+}

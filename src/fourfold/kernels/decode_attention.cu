@@ -81,12 +81,21 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
                               : make_float4(0.f, 0.f, 0.f, 0.f);
             }
     };
+    // the warp's first head's first maxima and sums, issued before the values: the reduction
+    // below waits on them, not on the values queued behind them
+    float m0 = -CUDART_INF_F, l0 = 0.f;
+    if (warp < groups && lane < live) {
+        m0 = __ldcg(ws.m + (head0 + warp) * splits + lane);
+        l0 = __ldcg(ws.l + (head0 + warp) * splits + lane);
+    }
     load(0, 0, live < k_merge_tile ? live : k_merge_tile);
     for (int g = warp; g < groups; g += W) {
         const float* ms = ws.m + (head0 + g) * splits;
         const float* ls = ws.l + (head0 + g) * splits;
-        const float m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
-        const float l0 = lane < live ? __ldcg(ls + lane) : 0.f;
+        if (g != warp) {
+            m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
+            l0 = lane < live ? __ldcg(ls + lane) : 0.f;
+        }
         float big = m0;
         for (int s = lane + 32; s < live; s += 32)
             big = fmaxf(big, __ldcg(ms + s));
@@ -103,6 +112,18 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
         }
     }
     __syncthreads();
+    // (probe 5: the first values in registers and the weights in shared memory; the values'
+    // sum, written, keeps their loads)
+    if (a.probe_stop_after == 5) {
+        float keep = sm_sum[0];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int o = 0; o < OUT; ++o)
+                keep += x[u][o].x;
+        static_cast<T*>(a.out)[head0 * HD + threadIdx.x % HD] = element<T>::from_float(keep);
+        return;
+    }
     float4 val[OUT];
 #pragma unroll
     for (int o = 0; o < OUT; ++o)
@@ -135,6 +156,10 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
                     }
                 }
         }
+    }
+    if (a.probe_stop_after == 6) { // (probe 6: every split added; one value written)
+        static_cast<T*>(a.out)[head0 * HD + threadIdx.x % HD] = element<T>::from_float(val[0].x);
+        return;
     }
 #pragma unroll
     for (int o = 0; o < OUT; ++o) {
@@ -643,7 +668,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
             }
         }
     }
-    if (splits == 1 || (a.probe_stop_after != 0 && a.probe_stop_after != 4))
+    if (splits == 1 || (a.probe_stop_after >= 1 && a.probe_stop_after <= 3))
         return;
     if (!shared_merge) {
         // Count in: one acquire-release add by thread 0 after the block barrier (the block's
@@ -662,9 +687,9 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
                 *count = 0;
             return;
         }
-        merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
         if (threadIdx.x == 0)
-            *count = 0; // every block of the kv head has counted in
+            *count = 0; // every block of the kv head has counted in (read no more)
+        merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
         return;
     }
     // The kv head's splits meet (every block is resident: the plan keeps the grid to one wave,
