@@ -57,8 +57,9 @@ const shape k_tiny{8, 2, 64, 32}; // the tiny-qwen3-moe preset
 // more output columns than the one launch has warps (4096 > 2112), and down rows of 125 vectors:
 // a warp takes two columns, and a stage chunk of 768 vectors ends inside an expert's row
 const shape k_wide{12, 8, 4096, 1000};
-// more than 128 experts (a lane holds 7 of the logits in the routing's top-k rounds)
+// more than 128 experts: the routing warp's 8 logits a lane (7 live), and past 256 its 16 (10 live)
 const shape k_many{200, 6, 128, 64};
+const shape k_most{320, 8, 128, 64};
 
 // Expert weights on the CPU (kept for the reference) and on the device.
 struct experts {
@@ -176,7 +177,7 @@ TEST(moe_cuda, native_step_matches_float64_for_1_to_8_tokens_over_seeds) {
 TEST(moe_cuda, native_step_matches_float64_on_small_shapes_and_a_prefill_of_13_tokens) {
     REQUIRE_NATIVE(dev);
     const auto d = dev->torch_device();
-    for (const auto& s : {k_small, k_tiny, k_many})
+    for (const auto& s : {k_small, k_tiny, k_many, k_most})
         for (const auto type : {at::kBFloat16, at::kFloat})
             for (std::uint64_t seed = 1; seed <= 3; ++seed) {
                 const auto w = make_experts(s, type, seed, d);
@@ -236,14 +237,12 @@ TEST(moe_cuda, native_step_is_bitwise_deterministic_and_takes_bf16_logits) {
 }
 
 // Equal probabilities: the kernel takes the lower expert index first (at::topk promises no order
-// on ties), so k equal logits at the top pick experts 0..k-1 with weights 1/k. Both selections:
-// ranked (16 and 128 experts, and 200 at 3 tokens) and rounds (200 experts at 8 tokens: 8 x 224
-// padded keys are past the ranked way's 1,024).
+// on ties), so k equal logits at the top pick experts 0..k-1 with weights 1/k. The routing warp
+// at each of its logits-a-lane widths: 4 (16 and 128 experts), 8 (200) and 16 (320).
 TEST(moe_cuda, ties_in_the_routing_go_to_the_lower_expert_index) {
     REQUIRE_NATIVE(dev);
     const auto d = dev->torch_device();
-    // one logit a lane (16 experts), four (128) and seven (200)
-    for (const auto& sh : {k_small, k_qwen3, k_many}) {
+    for (const auto& sh : {k_small, k_qwen3, k_many, k_most}) {
         const auto w = make_experts(sh, at::kFloat, 2, d);
         for (const std::int64_t tokens : {3, 8}) {
             const std::int64_t k = sh.top_k;

@@ -1596,3 +1596,22 @@ stage_s33_b() {
     s33_moe_timed s33_b
     s31_decode s33b
 }
+
+# Session 33's third call. s33_b's ranked top-k lost (T = 1 routing 8.14 -> 8.17 us, T = 8 17.5 ->
+# 24.4) and is gone; its attention change (the maxima before the values) gained nothing and is
+# gone; the probes 5 and 6 stay. The tree: the routing warp over 4, 8 or 16 logits a lane, the
+# least that holds the experts (at 128 experts a round scanned 16 slots a lane, 12 of them
+# empty); the last-block merge loads 20 splits before it adds (17 at ctx 512 took two round
+# trips). Then main's two kernel files (.s31alt/base/, eb35728) rebuilt and the decode again.
+# Predicted: MoE T = 1 top-k 2.16 -> about 0.8 us, softmax 1.19 -> about 0.9, the fused launch
+# 31.1 -> about 29.3 us (T = 8 153 -> about 150); attention qwen3 ctx 512 whole 8.27 -> about
+# 7.7 us (the adds phase 1.04 -> about 0.4), ctx 2048 unchanged; qwen3 native_fused +2.5 % at ctx
+# 512 against the base, llama3-8b +0.5 %.
+stage_s33_c() {
+    s25_gtests 'moe_cuda.*:decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*:moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        240 "$OUT/s33_c_tests.txt"
+    s32_phases s33_c
+    s33_moe_timed s33_c
+    s32_decode s33c
+}
+stage_s33_c_base() { s32_decode s33c_base; }

@@ -58,7 +58,9 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
     constexpr int W = N / 32;
     constexpr int Q = HD / 4; // float4 units of a head
     constexpr int OUT = (k_max_g * Q + N - 1) / N;
-    constexpr int U = OUT >= 4 ? 4 : OUT >= 2 ? 8 : 16; // splits a thread loads before it adds
+    // splits a thread loads before it adds: at one unit a thread 20, so that the 17 splits of
+    // 513-544 positions (a decode at ctx 512) come in one round trip (16 took two)
+    constexpr int U = OUT >= 4 ? 4 : OUT >= 2 ? 8 : 20;
     static_assert(k_merge_tile == 32 && U <= k_merge_tile, "tile 0's weights are a warp's lanes");
     __shared__ float sm_sum[k_max_g];
     __shared__ float sm_big[k_max_g];
@@ -81,21 +83,12 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
                               : make_float4(0.f, 0.f, 0.f, 0.f);
             }
     };
-    // the warp's first head's first maxima and sums, issued before the values: the reduction
-    // below waits on them, not on the values queued behind them
-    float m0 = -CUDART_INF_F, l0 = 0.f;
-    if (warp < groups && lane < live) {
-        m0 = __ldcg(ws.m + (head0 + warp) * splits + lane);
-        l0 = __ldcg(ws.l + (head0 + warp) * splits + lane);
-    }
     load(0, 0, live < k_merge_tile ? live : k_merge_tile);
     for (int g = warp; g < groups; g += W) {
         const float* ms = ws.m + (head0 + g) * splits;
         const float* ls = ws.l + (head0 + g) * splits;
-        if (g != warp) {
-            m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
-            l0 = lane < live ? __ldcg(ls + lane) : 0.f;
-        }
+        const float m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
+        const float l0 = lane < live ? __ldcg(ls + lane) : 0.f;
         float big = m0;
         for (int s = lane + 32; s < live; s += 32)
             big = fmaxf(big, __ldcg(ms + s));
@@ -687,9 +680,9 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
                 *count = 0;
             return;
         }
-        if (threadIdx.x == 0)
-            *count = 0; // every block of the kv head has counted in (read no more)
         merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
+        if (threadIdx.x == 0)
+            *count = 0; // every block of the kv head has counted in
         return;
     }
     // The kv head's splits meet (every block is resident: the plan keeps the grid to one wave,

@@ -19,14 +19,9 @@ using namespace device;
 
 constexpr int k_warps = k_moe_threads / 32;
 constexpr int k_max_pairs = k_moe_max_tokens * k_moe_max_top_k; // 256: one a thread
-constexpr int k_logits_per_lane = k_moe_max_experts / 32;
+constexpr int k_logits_per_lane = k_moe_max_experts / 32;       // the routing warp's most
 static_assert(k_max_pairs == k_moe_threads, "the grouping takes one pair a thread");
 static_assert(k_moe_max_tokens <= k_warps, "the routing takes one token a warp");
-// The ranked selection (route_block): at most this many (token, padded expert) keys, and this many
-// padded experts (a thread compares its key with each of its token's: the cost grows as the
-// square of the experts); past either, the top_k rounds select.
-constexpr int k_rank_keys = 4 * k_moe_threads;
-constexpr int k_rank_max_experts = 256;
 
 // What a block knows of the routing once route_block returns: the (token, slot) pairs grouped
 // by expert (ascending expert id, then pair order), and the active experts' groups.
@@ -39,7 +34,6 @@ struct routing_smem {
     int active_count[k_max_pairs];
     int sorted_token[k_max_pairs];
     float sorted_weight[k_max_pairs];
-    unsigned key[k_rank_keys]; // the ranked selection's keys, token t's at t x the padded experts
     int active;
 };
 
@@ -63,143 +57,104 @@ __device__ __forceinline__ unsigned warp_min_u32(unsigned v) {
 #endif
 }
 
-// The ranked selection's count (route_block): thread i takes the (token t, expert e) items i, i +
-// blockDim.x, ... of tokens x padded; its rank is the number of t's keys k_j with k_j > k_e, or
-// k_j == k_e and j < e (keys as ints: they are below 2^30 + 2). A warp's items are one token's
-// 32 aligned experts (padded and blockDim.x are multiples of 32), so per 32 keys of the row the
-// warp knows whether they all lie before its experts (count k_j >= k_e), all after (k_j > k_e)
-// or on them (the lane's own split). Zero keys past the experts count for no one. Rank r <
-// top_k: the pair at slot r is (e, its probability), or (0, NaN) for a zero key.
-__device__ __forceinline__ void rank_keys(routing_smem& s, int tokens, int experts, int padded,
-                                          int top_k) {
-    const int items = tokens * padded;
-    for (int it = static_cast<int>(threadIdx.x); it < items; it += static_cast<int>(blockDim.x)) {
-        const int t = it / padded, e = it - t * padded;
-        const auto* row = reinterpret_cast<const int4*>(s.key + t * padded);
-        const int own = static_cast<int>(s.key[it]);
-        const int c_own = e & ~31; // the warp's chunk of the row
-        int rank = 0;
-        for (int c = 0; c < padded; c += 32) {
-            // before the warp's chunk: an equal key is ahead (k_j > own - 1); after it: only a
-            // larger one; in it, per key, by its index against e
-            const int below = c < c_own ? own - 1 : own;
+// Warp t routes token t (route_warp, N logits a lane: route_block takes the least of 4, 8 and
+// 16 that holds the experts, so that the selection's rounds run over the experts there are, not
+// over k_moe_max_experts: 16 a lane cost about 270 ns a round at 128 experts, session 33):
+// softmax over the experts in fp32 (exp(l - max) / sum, as at::softmax), top_k rounds of a warp
+// argmax (ties: the lower expert index), the k weights renormalised by their sum when
+// `normalise`. Then thread i places pair i: its sorted position is the number of pairs with a
+// lower expert plus those of its expert before it (a stable counting sort).
+// `stop_after` (the one launch's probe): 7 returns true after the softmax, 8 after the top-k
+// rounds (before the block's grouping); false when the routing ran whole.
+template <int N, typename L>
+__device__ __forceinline__ bool route_warp(const L* __restrict__ row, int experts, int top_k,
+                                           bool normalise, routing_smem& s, bool coherent,
+                                           int stop_after, int warp, int lane) {
+    float v[N];
+    float m = -CUDART_INF_F;
 #pragma unroll
-            for (int q = 0; q < 8; ++q) {
-                const int4 k = row[c / 4 + q];
-                if (c == c_own) {
-                    const int j = c + 4 * q;
-                    rank += k.x > (j < e ? own - 1 : own);
-                    rank += k.y > (j + 1 < e ? own - 1 : own);
-                    rank += k.z > (j + 2 < e ? own - 1 : own);
-                    rank += k.w > (j + 3 < e ? own - 1 : own);
-                } else {
-                    rank += k.x > below;
-                    rank += k.y > below;
-                    rank += k.z > below;
-                    rank += k.w > below;
-                }
-            }
-        }
-        if (e < experts && rank < top_k) {
-            const int slot = t * top_k + rank;
-            s.pair_expert[slot] = own == 0 ? 0 : e;
-            s.pair_weight[slot] = own == 0 ? CUDART_NAN_F : __uint_as_float(own - 1u);
-        }
+    for (int i = 0; i < N; ++i) {
+        const int e = lane + 32 * i;
+        // (coherent: the logits were written in this launch, by other blocks: through L2)
+        v[i] =
+            e < experts ? element<L>::to_float(coherent ? __ldcg(row + e) : row[e]) : -CUDART_INF_F;
+        m = fmaxf(m, v[i]);
     }
+    m = warp_max(m);
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        v[i] = lane + 32 * i < experts ? expf(v[i] - m) : 0.f;
+        sum += v[i];
+    }
+    sum = warp_sum(sum);
+    if (stop_after == 7) { // (the sum kept: its softmax is not dead code)
+        s.pair_weight[warp] = sum;
+        return true;
+    }
+    // The top_k rounds select on each probability's key: its bits + 1 (non-negative floats
+    // order as their bits), 0 for a taken expert, a lane past the experts and a NaN (never
+    // chosen). A round: the lane's best key (ascending i: its lower expert wins a tie), the
+    // warp's largest key (one redux), the lowest expert holding it (one redux): the order
+    // and the ties of the shuffle argmax this replaced (about 3x its latency). The owner
+    // lane stores the pair; lane `slot` then reads its weight back in slot order, so the
+    // weights' sum (and the normalised weights) keep their bits.
+    unsigned key[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        const bool valid = lane + 32 * i < experts;
+        v[i] = valid ? v[i] / sum : 0.f;
+        key[i] = valid && !isnan(v[i]) ? __float_as_uint(v[i]) + 1u : 0u;
+    }
+    for (int slot = 0; slot < top_k; ++slot) {
+        unsigned bk = 0u, bi = 0xffffffffu;
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            if (key[i] > bk) {
+                bk = key[i];
+                bi = static_cast<unsigned>(lane + 32 * i);
+            }
+        const unsigned top = warp_max_u32(bk);
+        const unsigned be = warp_min_u32(bk == top ? bi : 0xffffffffu);
+        if (top == 0u) { // nothing left (NaN probabilities): expert 0, a NaN weight
+            if (lane == 0) {
+                s.pair_expert[warp * top_k + slot] = 0;
+                s.pair_weight[warp * top_k + slot] = CUDART_NAN_F;
+            }
+            continue;
+        }
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            if (static_cast<unsigned>(lane + 32 * i) == be) {
+                key[i] = 0u;
+                s.pair_expert[warp * top_k + slot] = static_cast<int>(be);
+                s.pair_weight[warp * top_k + slot] = v[i];
+            }
+    }
+    __syncwarp();
+    const float mine = lane < top_k ? s.pair_weight[warp * top_k + lane] : 0.f;
+    const float total = warp_sum(mine);
+    if (lane < top_k && normalise)
+        s.pair_weight[warp * top_k + lane] = mine / total;
+    return false;
 }
 
-// Warp t routes token t: softmax over the experts in fp32 (exp(l - max) / sum, as at::softmax),
-// then the top_k experts by probability (ties: the lower expert index), selected on each
-// probability's key: its bits + 1 (non-negative floats order as their bits), 0 for a lane past
-// the experts and a NaN (never chosen before a real probability; past them a slot takes expert
-// 0 with a NaN weight). Two ways, the same slots:
-// - ranked (tokens x padded experts <= k_rank_keys, padded experts <= k_rank_max_experts): the
-//   warps store their keys in shared memory; after a block barrier the thread of (token t,
-//   expert e) counts t's keys ahead of e's (larger, or equal at a lower expert): below top_k
-//   the count is e's slot. The comparisons (two instructions each) are spread over the block.
-// - rounds (more experts): top_k rounds of a warp argmax; a round is the lane's best key
-//   (ascending i: its lower expert wins a tie), the warp's largest key (one redux), the lowest
-//   expert holding it (one redux), about 270 ns a round on the H200 (session 33's probe: the
-//   ranked way's reason). The owner lane stores the pair.
-// Then thread i places pair i, its weight divided by its token's k weights' sum (in slot order)
-// when `normalise`: its sorted position is the number of pairs with a lower expert plus those of
-// its expert before it (a stable counting sort).
-// `stop_after` (the one launch's probe): 7 returns true after the softmax, 8 after the top-k
-// selection (before the block's grouping); false when the routing ran whole.
 template <typename L>
 __device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
                             int top_k, bool normalise, routing_smem& s, bool coherent = false,
                             int stop_after = 0) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int padded = (experts + 31) / 32 * 32;
-    const bool ranked = padded <= k_rank_max_experts && tokens * padded <= k_rank_keys;
     if (warp < tokens) {
         const L* row = logits + warp * ld;
-        float v[k_logits_per_lane];
-        float m = -CUDART_INF_F;
-#pragma unroll
-        for (int i = 0; i < k_logits_per_lane; ++i) {
-            const int e = lane + 32 * i;
-            // (coherent: the logits were written in this launch, by other blocks: through L2)
-            v[i] = e < experts ? element<L>::to_float(coherent ? __ldcg(row + e) : row[e])
-                               : -CUDART_INF_F;
-            m = fmaxf(m, v[i]);
-        }
-        m = warp_max(m);
-        float sum = 0.f;
-#pragma unroll
-        for (int i = 0; i < k_logits_per_lane; ++i) {
-            v[i] = lane + 32 * i < experts ? expf(v[i] - m) : 0.f;
-            sum += v[i];
-        }
-        sum = warp_sum(sum);
-        if (stop_after == 7) { // (the sum kept: its softmax is not dead code)
-            s.pair_weight[warp] = sum;
+        const bool stopped =
+            experts <= 128
+                ? route_warp<4>(row, experts, top_k, normalise, s, coherent, stop_after, warp, lane)
+            : experts <= 256
+                ? route_warp<8>(row, experts, top_k, normalise, s, coherent, stop_after, warp, lane)
+                : route_warp<k_logits_per_lane>(row, experts, top_k, normalise, s, coherent,
+                                                stop_after, warp, lane);
+        if (stopped)
             return true;
-        }
-        unsigned key[k_logits_per_lane];
-#pragma unroll
-        for (int i = 0; i < k_logits_per_lane; ++i) {
-            const bool valid = lane + 32 * i < experts;
-            v[i] = valid ? v[i] / sum : 0.f;
-            key[i] = valid && !isnan(v[i]) ? __float_as_uint(v[i]) + 1u : 0u;
-        }
-        if (ranked) {
-#pragma unroll
-            for (int i = 0; i < k_logits_per_lane; ++i)
-                if (32 * i < padded)
-                    s.key[warp * padded + lane + 32 * i] = key[i];
-        } else {
-            for (int slot = 0; slot < top_k; ++slot) {
-                unsigned bk = 0u, bi = 0xffffffffu;
-#pragma unroll
-                for (int i = 0; i < k_logits_per_lane; ++i)
-                    if (key[i] > bk) {
-                        bk = key[i];
-                        bi = static_cast<unsigned>(lane + 32 * i);
-                    }
-                const unsigned top = warp_max_u32(bk);
-                const unsigned be = warp_min_u32(bk == top ? bi : 0xffffffffu);
-                if (top == 0u) { // nothing left (NaN probabilities): expert 0, a NaN weight
-                    if (lane == 0) {
-                        s.pair_expert[warp * top_k + slot] = 0;
-                        s.pair_weight[warp * top_k + slot] = CUDART_NAN_F;
-                    }
-                    continue;
-                }
-#pragma unroll
-                for (int i = 0; i < k_logits_per_lane; ++i)
-                    if (static_cast<unsigned>(lane + 32 * i) == be) {
-                        key[i] = 0u;
-                        s.pair_expert[warp * top_k + slot] = static_cast<int>(be);
-                        s.pair_weight[warp * top_k + slot] = v[i];
-                    }
-            }
-        }
-    }
-    if (ranked) {
-        __syncthreads(); // the keys are stored
-        rank_keys(s, tokens, experts, padded, top_k);
     }
     if (stop_after == 7 || stop_after == 8)
         return true;
@@ -217,16 +172,8 @@ __device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int t
         }
         s.first[i] = before == 0;
         const int pos = less + before;
-        float weight = s.pair_weight[i];
-        if (normalise) {
-            const int t0 = i / top_k * top_k;
-            float total = 0.f;
-            for (int j = t0; j < t0 + top_k; ++j)
-                total += s.pair_weight[j];
-            weight /= total;
-        }
         s.sorted_token[pos] = i / top_k;
-        s.sorted_weight[pos] = weight;
+        s.sorted_weight[pos] = s.pair_weight[i];
     }
     const int active = __syncthreads_count(i < pairs && before == 0);
     if (i < pairs && before == 0) {
