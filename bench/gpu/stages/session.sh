@@ -1618,20 +1618,11 @@ stage_s33_c_base() { s32_decode s33c_base; }
 
 # Session 33's last call: compute-sanitizer over b008fce's two kernels (memcheck: the routing at
 # 4, 8 and 16 logits a lane in the small shapes and the ties test, the attention's matches, waits
-# and counters with probes 5 and 6; racecheck: the ties test and the attention's replays), then
-# (stages s33_swap_mlfirst, build, s33_d_mlfirst) the last-block merge with its first maxima and
-# sums loaded before its 20 splits' values: the phases and the decode. Predicted: the merge's
-# first phase 1.90 -> about 1.65 us (s33_b's figure with 16 splits), the whole launch at qwen3 ctx
-# 512 8.05 -> about 7.8 us; qwen3 native_fused +0.3 % (inside the A/B's spread).
+# and counters with probes 5 and 6; racecheck: the ties test and the attention's replays).
 stage_s33_d() {
     s32_sanitizer memcheck s33_d \
         'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*' 150
     s32_sanitizer memcheck s33_d_att \
         'decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.replays*' 90
     s32_sanitizer racecheck s33_d 'moe_cuda.ties*:decode_attention_cuda.a_captured*' 120
-}
-stage_s33_swap_mlfirst() { s31_swap mlfirst; }
-stage_s33_d_mlfirst() {
-    s32_phases s33_d_mlfirst
-    s32_decode s33d_mlfirst
 }
