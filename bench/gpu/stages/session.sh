@@ -1626,3 +1626,20 @@ stage_s33_d() {
         'decode_attention_cuda.matches*:decode_attention_cuda.waits*:decode_attention_cuda.replays*' 90
     s32_sanitizer racecheck s33_d 'moe_cuda.ties*:decode_attention_cuda.a_captured*' 120
 }
+
+# Session 33's fifth call (the last of its device time): the routing warp at 4 or 8 logits a lane
+# sorts its keys once and takes the heads (one redux a round, the second only on a tie across
+# lanes); the last-block merge loads its first maxima and sums before its 20 splits' values.
+# The moe and attention gpu tests, memcheck over the routing's tests, the phases, the fused MoE
+# block's timed test, both models' native_fused decode.
+# Predicted: MoE T = 1 top-k 1.24 -> about 0.85 us, the fused launch 29.93 -> about 29.5 (T = 8
+# 152.3 -> about 151.9); attention qwen3 ctx 512 merge's first phase 1.90 -> about 1.65 us, whole
+# 8.05 -> about 7.8; qwen3 native_fused about +0.8 % over s33_c (336.3 / 323.2 on its machine).
+stage_s33_e() {
+    s25_gtests 'moe_cuda.*:decode_attention_cuda.*-decode_attention_cuda.the_paths*:moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        150 "$OUT/s33_e_tests.txt"
+    s32_sanitizer memcheck s33_e 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*' 60
+    s32_phases s33_e
+    s33_moe_timed s33_e
+    s32_decode s33e
+}
