@@ -1643,3 +1643,14 @@ stage_s33_e() {
     s33_moe_timed s33_e
     s32_decode s33e
 }
+
+# s33_e cut to the device time left (the gpu tests target alone built: FOURFOLD_NINJA_ARGS): the
+# routing's and the merge's correctness tests, the fused MoE block's timed test, the phases,
+# memcheck over the routing's tests. No decode.
+stage_s33_f() {
+    s25_gtests 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*:moe_cuda.native_step_is_bitwise*:decode_attention_cuda.matches*:decode_attention_cuda.replays*' \
+        90 "$OUT/s33_f_tests.txt"
+    s33_moe_timed s33_f
+    s32_phases s33_f
+    s32_sanitizer memcheck s33_f 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*' 40
+}
