@@ -83,21 +83,12 @@ __device__ __forceinline__ void merge_splits(const decode_attention_args& a, std
                               : make_float4(0.f, 0.f, 0.f, 0.f);
             }
     };
-    // the warp's first head's first maxima and sums, issued before the values: the reduction
-    // below waits on them, not on the values queued behind them
-    float m0 = -CUDART_INF_F, l0 = 0.f;
-    if (warp < groups && lane < live) {
-        m0 = __ldcg(ws.m + (head0 + warp) * splits + lane);
-        l0 = __ldcg(ws.l + (head0 + warp) * splits + lane);
-    }
     load(0, 0, live < k_merge_tile ? live : k_merge_tile);
     for (int g = warp; g < groups; g += W) {
         const float* ms = ws.m + (head0 + g) * splits;
         const float* ls = ws.l + (head0 + g) * splits;
-        if (g != warp) {
-            m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
-            l0 = lane < live ? __ldcg(ls + lane) : 0.f;
-        }
+        const float m0 = lane < live ? __ldcg(ms + lane) : -CUDART_INF_F;
+        const float l0 = lane < live ? __ldcg(ls + lane) : 0.f;
         float big = m0;
         for (int s = lane + 32; s < live; s += 32)
             big = fmaxf(big, __ldcg(ms + s));

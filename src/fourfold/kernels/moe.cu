@@ -94,9 +94,11 @@ __device__ __forceinline__ bool route_warp(const L* __restrict__ row, int expert
     }
     // The top_k rounds select on each probability's key: its bits + 1 (non-negative floats
     // order as their bits), 0 for a taken expert, a lane past the experts and a NaN (never
-    // chosen). The owner lane of a round's pick stores the pair (the weight: the key's bits -
-    // 1, the probability itself); lane `slot` then reads its weight back in slot order, so the
-    // weights' sum (and the normalised weights) keep their bits. Ties go to the lower expert.
+    // chosen). A round: the lane's best key (ascending i: its lower expert wins a tie), the
+    // warp's largest key (one redux), the lowest expert holding it (one redux): the order
+    // and the ties of the shuffle argmax this replaced (about 3x its latency). The owner
+    // lane stores the pair; lane `slot` then reads its weight back in slot order, so the
+    // weights' sum (and the normalised weights) keep their bits.
     unsigned key[N];
 #pragma unroll
     for (int i = 0; i < N; ++i) {
@@ -104,80 +106,30 @@ __device__ __forceinline__ bool route_warp(const L* __restrict__ row, int expert
         v[i] = valid ? v[i] / sum : 0.f;
         key[i] = valid && !isnan(v[i]) ? __float_as_uint(v[i]) + 1u : 0u;
     }
-    const auto nothing_left = [&](int slot) { // (NaN probabilities): expert 0, a NaN weight
-        if (lane == 0) {
-            s.pair_expert[warp * top_k + slot] = 0;
-            s.pair_weight[warp * top_k + slot] = CUDART_NAN_F;
-        }
-    };
-    if constexpr (N <= 8) {
-        // The lane's keys sorted once, descending (equal keys: the lower expert first), with
-        // their experts. A round: the warp's largest head (one redux); a ballot of the lanes
-        // holding it; where more than one does (a tie across lanes), the lowest expert of
-        // theirs (a second redux). The owner pops its head. The same picks as the scan below,
-        // without its per-round argmax over the lane's keys and, unless tied, its second redux.
-        unsigned idx[N];
+    for (int slot = 0; slot < top_k; ++slot) {
+        unsigned bk = 0u, bi = 0xffffffffu;
 #pragma unroll
         for (int i = 0; i < N; ++i)
-            idx[i] = static_cast<unsigned>(lane + 32 * i);
-#pragma unroll
-        for (int a = 0; a < N - 1; ++a)
-#pragma unroll
-            for (int b = a + 1; b < N; ++b)
-                if (key[b] > key[a] || (key[b] == key[a] && idx[b] < idx[a])) {
-                    const unsigned kt = key[a], it = idx[a];
-                    key[a] = key[b];
-                    idx[a] = idx[b];
-                    key[b] = kt;
-                    idx[b] = it;
-                }
-        for (int slot = 0; slot < top_k; ++slot) {
-            const unsigned top = warp_max_u32(key[0]);
-            if (top == 0u) {
-                nothing_left(slot);
-                continue;
+            if (key[i] > bk) {
+                bk = key[i];
+                bi = static_cast<unsigned>(lane + 32 * i);
             }
-            const bool held = key[0] == top;
-            bool take = held;
-            if (__popc(__ballot_sync(0xffffffffu, held)) > 1) // (warp-uniform)
-                take = held && idx[0] == warp_min_u32(held ? idx[0] : 0xffffffffu);
-            if (take) {
-                s.pair_expert[warp * top_k + slot] = static_cast<int>(idx[0]);
-                s.pair_weight[warp * top_k + slot] = __uint_as_float(key[0] - 1u);
-#pragma unroll
-                for (int j = 0; j < N - 1; ++j) {
-                    key[j] = key[j + 1];
-                    idx[j] = idx[j + 1];
-                }
-                key[N - 1] = 0u;
+        const unsigned top = warp_max_u32(bk);
+        const unsigned be = warp_min_u32(bk == top ? bi : 0xffffffffu);
+        if (top == 0u) { // nothing left (NaN probabilities): expert 0, a NaN weight
+            if (lane == 0) {
+                s.pair_expert[warp * top_k + slot] = 0;
+                s.pair_weight[warp * top_k + slot] = CUDART_NAN_F;
             }
+            continue;
         }
-    } else {
-        // A round: the lane's best key (ascending i: its lower expert wins a tie), the warp's
-        // largest key (one redux), the lowest expert holding it (one redux): the order and the
-        // ties of the shuffle argmax this replaced (about 3x its latency).
-        for (int slot = 0; slot < top_k; ++slot) {
-            unsigned bk = 0u, bi = 0xffffffffu;
 #pragma unroll
-            for (int i = 0; i < N; ++i)
-                if (key[i] > bk) {
-                    bk = key[i];
-                    bi = static_cast<unsigned>(lane + 32 * i);
-                }
-            const unsigned top = warp_max_u32(bk);
-            const unsigned be = warp_min_u32(bk == top ? bi : 0xffffffffu);
-            if (top == 0u) {
-                nothing_left(slot);
-                continue;
+        for (int i = 0; i < N; ++i)
+            if (static_cast<unsigned>(lane + 32 * i) == be) {
+                key[i] = 0u;
+                s.pair_expert[warp * top_k + slot] = static_cast<int>(be);
+                s.pair_weight[warp * top_k + slot] = v[i];
             }
-#pragma unroll
-            for (int i = 0; i < N; ++i)
-                if (static_cast<unsigned>(lane + 32 * i) == be) {
-                    key[i] = 0u;
-                    s.pair_expert[warp * top_k + slot] = static_cast<int>(be);
-                    s.pair_weight[warp * top_k + slot] = v[i];
-                }
-        }
     }
     __syncwarp();
     const float mine = lane < top_k ? s.pair_weight[warp * top_k + lane] : 0.f;
