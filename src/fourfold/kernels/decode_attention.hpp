@@ -83,9 +83,10 @@ struct decode_attention_args {
     // positions (its parts in shared memory), 3 after the block's merged part is stored (grid:
     // the workspace; cluster: its shared memory, before the cluster barrier), 4 (grid path, more
     // than one split) after the count-in or the barrier, before the split merge: the wait for
-    // the kv head's last block apart from the merge itself; inside that merge (the last block,
-    // one value of its head's outputs written) 5 after the maxima, the sums and the first splits'
-    // values, 6 after every split is added, before the outputs' stores. 0: the launch.
+    // the kv head's last block apart from the merge itself; inside the last block's merge (not
+    // the shared merge's; one value of its head's outputs written) 5 after the maxima, the sums
+    // and the first splits' values, 6 after every split is added, before the outputs' stores (on
+    // other paths 5 and 6 run the launch whole). 0: the launch.
     int probe_stop_after = 0;
     // The grid path's least chunk of cache positions a block, a multiple of 32 (0:
     // k_attention_min_chunk): fewer, longer splits. A tuning probe (the phases test sweeps it);
