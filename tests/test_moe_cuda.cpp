@@ -568,7 +568,8 @@ TEST(moe_cuda, the_fused_norm_and_router_match_float64_from_the_residual_stream)
 // The fused block (one launch: the norm, the router's GEMV and the experts) against the three
 // launches it replaces in the decoder (kernels/rmsnorm.cu, the router's native GEMV, the MoE
 // step on h and the logits), on Qwen3-30B-A3B's shape at 1 and 8 tokens, and the fused
-// prologue's phases (probe stops): printed for docs/performance.md; the two results agree.
+// launch's phases (probe stops: the prologue, the routing, then the experts' gate/up units, the
+// down phase's barrier and its dots): printed for docs/performance.md; the two results agree.
 TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -640,11 +641,16 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
                   << three << " us, the fused launch " << fused << " us a step (best of 10 x "
                   << steps << " replays)\n";
         EXPECT_LT(error_ratio(y, three_y.cpu().to(at::kDouble)), bound_of(bf16)) << "T=" << tokens;
-        const char* const phases[] = {"the routing", "the norm and the router's dots",
-                                      "the prologue's grid barrier", "the routing's softmax",
-                                      "the routing's top-k"};
-        const int stops[] = {1, 5, 6, 7, 8};
-        for (int i = 0; i < 5; ++i) {
+        const char* const phases[] = {"the routing",
+                                      "the norm and the router's dots",
+                                      "the prologue's grid barrier",
+                                      "the routing's softmax",
+                                      "the routing's top-k",
+                                      "the gate/up units",
+                                      "the down phase's grid barrier",
+                                      "the down dots (before the block's sums)"};
+        const int stops[] = {1, 5, 6, 7, 8, 2, 3, 4};
+        for (int i = 0; i < 8; ++i) {
             a.probe_stop_after = stops[i];
             std::cout << "moe block T=" << tokens << " fused launch stopped after " << phases[i]
                       << ": " << fused_us() << " us\n";
