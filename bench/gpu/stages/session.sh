@@ -1297,14 +1297,19 @@ stage_s30_d() {
     grep -E "Internal|hazard|RACECHECK SUMMARY|records:|FAIL" "$OUT/s30_d_racecheck.txt" | sort | uniq -c | head -20
 }
 
-# Decode attention's phases (the timed gpu test), grid path, into $OUT/<tag>_phases.txt.
-s31_phases() {
-    local tag=$1 t0=$SECONDS
-    timeout 60 $BUILD/tests/fourfold_gpu_tests \
+# Decode attention's timed phases test into $OUT/<tag>_phases.txt (at most <limit> s).
+phases_run() {
+    local tag=$1 limit=$2 t0=$SECONDS
+    timeout "$limit" $BUILD/tests/fourfold_gpu_tests \
         --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
         >"$OUT/${tag}_phases.txt" 2>&1
     echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "^attention .*grid|Failure" "$OUT/${tag}_phases.txt" | sed 's/; .*//' | head -20
+}
+
+# Decode attention's phases (the timed gpu test), grid path, into $OUT/<tag>_phases.txt.
+s31_phases() {
+    phases_run "$1" 60
+    grep -E "^attention .*grid|Failure" "$OUT/${1}_phases.txt" | sed 's/; .*//' | head -20
 }
 
 # Session 31's first call: session 30's unrun build (s30_d), then issue 13's softmax and pad jobs
@@ -1438,13 +1443,9 @@ stage_s31_d() {
 # Decode attention's phases, both paths, and the grid path's sweep of the least chunk (the timed
 # gpu test), into $OUT/<tag>_phases.txt.
 s32_phases() {
-    local tag=$1 t0=$SECONDS
-    timeout 90 $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.the_paths_and_their_phases*' \
-        >"$OUT/${tag}_phases.txt" 2>&1
-    echo "attention phases: exit $? after $((SECONDS - t0)) s"
-    grep -E "Failure" "$OUT/${tag}_phases.txt" | head
-    python3 bench/gpu/phases_table.py "$OUT/${tag}_phases.txt"
+    phases_run "$1" 90
+    grep -E "Failure" "$OUT/${1}_phases.txt" | head
+    python3 bench/gpu/phases_table.py "$OUT/${1}_phases.txt"
 }
 
 # Session 32's first call: session 31's branch s31-last-merge merged into main (the last block's
@@ -1561,15 +1562,11 @@ stage_s32_f() {
 # Then the fused MoE block's timed test (its probe stops: the routing's breakdown at HEAD, the
 # baseline for the next MoE change).
 stage_s33_a() {
-    local t0=$SECONDS
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths*' \
         150 "$OUT/s33_a_tests.txt"
     s32_phases s33_a
     s31_decode s33
-    timeout 40 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
-        >"$OUT/s33_a_moe.txt" 2>&1
-    echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
-    grep -E "^moe block|Failure|FAILED" "$OUT/s33_a_moe.txt" | head -16
+    s33_moe_timed s33_a
 }
 
 # The fused MoE block's timed test (its probe stops), into $OUT/<tag>_moe.txt; prints its lines.
@@ -1578,7 +1575,7 @@ s33_moe_timed() {
     timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
         >"$OUT/${tag}_moe.txt" 2>&1
     echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
-    grep -E "^moe block|Failure|FAILED" "$OUT/${tag}_moe.txt" | head -16
+    grep -E "^moe block|Failure|FAILED" "$OUT/${tag}_moe.txt" | head -24
 }
 
 # Session 33's second call: the MoE routing's ranked top-k (a thread a (token, expert) counts
