@@ -1575,7 +1575,7 @@ s33_moe_timed() {
     timeout 60 $BUILD/tests/fourfold_gpu_tests --gtest_filter='moe_cuda.the_fused_block*' \
         >"$OUT/${tag}_moe.txt" 2>&1
     echo "fused MoE timed test: exit $? after $((SECONDS - t0)) s"
-    grep -E "^moe block|Failure|FAILED" "$OUT/${tag}_moe.txt" | head -24
+    grep -E "^moe block|Failure|FAILED" "$OUT/${tag}_moe.txt" | head -30
 }
 
 # Session 33's second call: the MoE routing's ranked top-k (a thread a (token, expert) counts
@@ -1651,3 +1651,19 @@ stage_s33_f() {
     s32_phases s33_f
     s32_sanitizer memcheck s33_f 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*' 40
 }
+
+# Session 34's second call: the fused MoE block asks L2 for the next layer's qkv weights during
+# its routing (moe_args::l2_next), the experts' rows read first-to-go in L2. The moe and native
+# decode gpu tests, the timed block (with the block + a qkv-shaped GEMV pair, without and with the
+# prefetch), both models' decode; then (stages s31_swap_nonext, build, s34_b_nonext) main's
+# decoder_session.cpp, which passes no next weights (.s31alt/nonext/), on the same machine.
+# Predicted: the block alone within 0.2 us of 29.8; the pair about 39 -> 35.5 us at T = 1;
+# qwen3 native_fused ctx 512 336 -> about 350 tokens/s, ctx 2048 322 -> about 335.
+stage_s34_b() {
+    s25_gtests 'moe_cuda.*:decode_native_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        200 "$OUT/s34_b_tests.txt"
+    s33_moe_timed s34_b
+    s32_decode s34b
+}
+stage_s31_swap_nonext() { s31_swap nonext; }
+stage_s34_b_nonext() { s32_decode s34b_nonext; }

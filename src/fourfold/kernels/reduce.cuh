@@ -14,11 +14,35 @@ __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
     return v;
 }
 
+// An L2 policy that marks the lines a load brings in first to go (createpolicy, sm_80 on): the
+// MoE experts' weights, read once, so that lines another kernel asked L2 for survive the stream.
+__device__ __forceinline__ unsigned long long l2_evict_first_policy() {
+    unsigned long long pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+// load_streaming with an L2 cache policy (above).
+__device__ __forceinline__ uint4 load_streaming(const uint4* p, unsigned long long pol) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(pol));
+    return v;
+}
+
 // 16 bytes from global to shared memory without a register (cp.async, L2 only: sm_80 on); the
 // copies a thread issued since its last wait land by copy_async_wait_all().
 __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
     const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+// The same with an L2 cache policy (l2_evict_first_policy).
+__device__ __forceinline__ void copy_async_16(void* smem, const void* gmem,
+                                              unsigned long long pol) {
+    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem),
+                 "l"(pol)
+                 : "memory");
 }
 __device__ __forceinline__ void copy_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
