@@ -1652,13 +1652,9 @@ stage_s33_f() {
     s32_sanitizer memcheck s33_f 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*' 40
 }
 
-# Session 34's second call: the fused MoE block asks L2 for the next layer's qkv weights during
-# its routing (moe_args::l2_next), the experts' rows read first-to-go in L2. The moe and native
-# decode gpu tests, the timed block (with the block + a qkv-shaped GEMV pair, without and with the
-# prefetch), both models' decode; then (stages s31_swap_nonext, build, s34_b_nonext) main's
-# decoder_session.cpp, which passes no next weights (.s31alt/nonext/), on the same machine.
-# Predicted: the block alone within 0.2 us of 29.8; the pair about 39 -> 35.5 us at T = 1;
-# qwen3 native_fused ctx 512 336 -> about 350 tokens/s, ctx 2048 322 -> about 335.
+# Session 34's second call (5f213ec): the fused MoE block asked L2 for the next layer's qkv
+# weights during its routing (moe_args::l2_next, lost and removed), the experts' rows read
+# first-to-go in L2; then its decoder_session.cpp from main (no next weights: .s31alt/nonext/).
 stage_s34_b() {
     s25_gtests 'moe_cuda.*:decode_native_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
         200 "$OUT/s34_b_tests.txt"
@@ -1667,3 +1663,15 @@ stage_s34_b() {
 }
 stage_s31_swap_nonext() { s31_swap nonext; }
 stage_s34_b_nonext() { s32_decode s34b_nonext; }
+
+# Session 34's third call: every weight stream (load_streaming: the GEMVs, the FP8 GEMV, the MoE
+# experts and router; the MoE's staged down rows) read first-to-go in L2, so the KV cache and what
+# else a step reads again stay; then main's reduce.cuh, moe.cu and gemv.cu (.s31alt/main34/) on
+# the same machine. Predicted: qwen3 native_fused 336 -> about 345 tokens/s at ctx 512, llama3-8b
+# 229 -> about 232.
+stage_s34_c() {
+    s25_gtests 'moe_cuda.ties*:native.gemv*' 120 "$OUT/s34_c_tests.txt"
+    s32_decode s34c
+}
+stage_s31_swap_main34() { s31_swap main34; }
+stage_s34_c_base() { s32_decode s34c_base; }

@@ -618,8 +618,8 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
         for (int u = 0; u < U; ++u) {
             const bool in = kb + u < kb_end;
             const std::int64_t off = (kb + u) * 4; // 16-byte vectors per 32 columns
-            lo[u] = in && ok_lo ? load_streaming(wlo + off) : zero;
-            hi[u] = in && ok_hi ? load_streaming(whi + off) : zero;
+            lo[u] = in && ok_lo ? load_streaming_l1_only(wlo + off) : zero;
+            hi[u] = in && ok_hi ? load_streaming_l1_only(whi + off) : zero;
             xv[u] = in && ok_x ? __ldg(xg + off) : zero;
         }
 #pragma unroll

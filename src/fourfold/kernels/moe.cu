@@ -10,7 +10,6 @@
 #include "fourfold/kernels/reduce.cuh"
 
 #include <algorithm>
-#include <cstdint>
 #include <type_traits>
 
 namespace fourfold::kernels {
@@ -277,15 +276,12 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
                     reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden), j,
                     s.active_begin[a], s.active_count[a]};
     };
-    // the experts' rows are read once: first out of L2 (the lines the one launch asked L2 for,
-    // the next kernel's weights, stay)
-    const unsigned long long pol = l2_evict_first_policy();
     auto fetch = [&](uint4(&dst)[U][2], const unit& un, int st) {
 #pragma unroll
         for (int i = 0; i < U; ++i) {
             const int v = st * 32 * U + i * 32 + lane;
-            dst[i][0] = v < nv ? load_streaming(un.gate + v, pol) : make_uint4(0, 0, 0, 0);
-            dst[i][1] = v < nv ? load_streaming(un.up + v, pol) : make_uint4(0, 0, 0, 0);
+            dst[i][0] = v < nv ? load_streaming(un.gate + v) : make_uint4(0, 0, 0, 0);
+            dst[i][1] = v < nv ? load_streaming(un.up + v) : make_uint4(0, 0, 0, 0);
         }
     };
     float ag[TOK], au[TOK];
@@ -527,7 +523,7 @@ __device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const r
                                            const down_item& it, std::int64_t hidden,
                                            std::int64_t width, uint4* stage, int lane) {
     const std::int64_t e = s.active_expert[it.a];
-    const unsigned long long pol = l2_evict_first_policy(); // read once (gate_up_units)
+    const unsigned long long pol = l2_evict_first_policy(); // read once, as load_streaming's
 #pragma unroll
     for (int c = 0; c < k_columns; ++c) {
         if (it.n0 + c >= hidden)
@@ -743,27 +739,6 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
     }
 }
 
-// The next kernel's weights into L2 (moe_args::l2_next) while the routing leaves the DRAM idle:
-// the blocks without a router row (all blocks where every block has one) ask for a 128-byte
-// line a thread at a time, after the dependency wait (before it the previous kernel streams).
-// The experts' own rows then pass through L2 first-to-go, so these lines are still there when
-// the next kernel (the next layer's qkv GEMV) reads them.
-__device__ __forceinline__ void prefetch_next(const char* __restrict__ p, std::int64_t bytes,
-                                              int experts, bool fused) {
-    const int first = fused && static_cast<int>(gridDim.x) > experts ? experts : 0;
-    const int b = static_cast<int>(blockIdx.x) - first;
-    if (b < 0)
-        return;
-    const auto base = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t start = base & ~std::uintptr_t{127};
-    const std::int64_t lines =
-        static_cast<std::int64_t>((base + static_cast<std::uintptr_t>(bytes) - start + 127) / 128);
-    const std::int64_t step = static_cast<std::int64_t>(gridDim.x - first) * blockDim.x;
-    for (std::int64_t i = static_cast<std::int64_t>(b) * blockDim.x + threadIdx.x; i < lines;
-         i += step)
-        prefetch_l2(reinterpret_cast<const void*>(start + static_cast<std::uintptr_t>(i) * 128));
-}
-
 // The whole step in one launch: route, gate/up units, the first item's down rows staged, grid
 // barrier, then per group of k_columns output columns: the warps' items, their per-warp sums
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
@@ -781,8 +756,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
-                   float norm_eps, const T* __restrict__ residual, const char* __restrict__ l2_next,
-                   std::int64_t l2_next_bytes) {
+                   float norm_eps, const T* __restrict__ residual) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -793,8 +767,6 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     if (fused)
         prologue_load<T>(pf, norm_weight, router, experts, hidden);
     dependency_wait(); // the logits and x are the previous kernel's
-    if (l2_next_bytes > 0)
-        prefetch_next(l2_next, l2_next_bytes, experts, fused);
     const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
     const T* xin = x; // h after the fused prologue
     std::int64_t ldx = ld_x;
@@ -1005,8 +977,7 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
             a.probe_stop_after, static_cast<const T*>(a.norm_weight),
             static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
-            p.add_residual ? static_cast<const T*>(a.x) : nullptr,
-            static_cast<const char*>(a.l2_next), p.l2_next_bytes));
+            p.add_residual ? static_cast<const T*>(a.x) : nullptr));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

@@ -100,13 +100,6 @@ struct moe_args {
     // With the fused prologue: y = x + the block's output (the decoder's residual add, rounded
     // once), so the next layer's norm has no add left to do (its GEMV can take the norm).
     bool add_residual = false;
-    // The one launch: the next kernel's weights (l2_next, l2_next_bytes; the decoder passes the
-    // next layer's qkv projection) asked of L2 right after the dependency wait, by the blocks
-    // the router's dots leave idle, while the routing keeps the DRAM quiet; the experts' rows
-    // are read first-to-go in L2 so those lines stay for the next kernel. The caller keeps it
-    // within half the L2; 0 bytes: none. The two-kernel path ignores it.
-    const void* l2_next = nullptr;
-    std::int64_t l2_next_bytes = 0;
     // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
     // it stops after the routing (1), the gate/up units (2), the grid barrier (3) or the first
     // group's dots (4, before its sums are added), and with the fused prologue after the norm and
@@ -135,7 +128,6 @@ struct moe_plan {
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)
-    std::int64_t l2_next_bytes = 0;      // the one launch: the args' l2_next_bytes (0: none)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments
     std::string describe() const;
 };

@@ -58,9 +58,6 @@ std::string moe_plan::describe() const {
                                  "grid barrier)"
                                : "") +
                (add_residual ? "; the residual added to the output" : "") +
-               (l2_next_bytes > 0 ? "; the next kernel's first " + std::to_string(l2_next_bytes) +
-                                        " B of weights asked of L2 during the routing"
-                                  : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -178,12 +175,6 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     }
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
-    if (a.l2_next_bytes < 0 || (a.l2_next_bytes > 0 && !a.l2_next)) {
-        p.valid = "l2_next_bytes must be >= 0, with l2_next set where it is > 0";
-        return p;
-    }
-    if (p.kernels == 1 && a.l2_next)
-        p.l2_next_bytes = a.l2_next_bytes;
     return p;
 }
 

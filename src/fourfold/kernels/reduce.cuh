@@ -5,28 +5,31 @@
 
 namespace fourfold::kernels::device {
 
-// A weight vector is read once and never again in this call: keep it out of L1.
+// An L2 policy that marks the lines a load brings in as the first to go (createpolicy, sm_80
+// on). Not volatile: the compiler hoists it out of a kernel's loops.
+__device__ __forceinline__ unsigned long long l2_evict_first_policy() {
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+
+// A weight vector is read once and never again in this call (a decode step reads each weight
+// once): keep it out of L1, and first out of L2, so that what a step reads again (the KV cache,
+// the activations, the small per-layer vectors) is not pushed out by the weights' stream.
 __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(l2_evict_first_policy()));
+    return v;
+}
+
+// load_streaming without the L2 policy (its 64-bit register spilled gemv_mma's 4 bytes).
+__device__ __forceinline__ uint4 load_streaming_l1_only(const uint4* p) {
     uint4 v;
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
-    return v;
-}
-
-// An L2 policy that marks the lines a load brings in first to go (createpolicy, sm_80 on): the
-// MoE experts' weights, read once, so that lines another kernel asked L2 for survive the stream.
-__device__ __forceinline__ unsigned long long l2_evict_first_policy() {
-    unsigned long long pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    return pol;
-}
-// load_streaming with an L2 cache policy (above).
-__device__ __forceinline__ uint4 load_streaming(const uint4* p, unsigned long long pol) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p), "l"(pol));
     return v;
 }
 

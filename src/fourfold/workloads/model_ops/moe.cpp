@@ -73,7 +73,6 @@ void record_and_launch(const kernels::moe_plan& plan, const kernels::moe_args& a
                                 {"threads_per_block", plan.threads},
                                 {"workspace_bytes", plan.workspace_bytes},
                                 {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
-                                {"l2_next_bytes", plan.l2_next_bytes},
                                 {"routing", "on the device: softmax fp32, top-k (ties: lower "
                                             "expert index), renormalised; grouped by expert"},
                                 {"host_sync", false}});
@@ -149,8 +148,7 @@ at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                         const at::Tensor& router, const at::Tensor& w_gate_up,
                         const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                        bool add_residual, const call_context& ctx,
-                        const at::Tensor& next_weights) {
+                        bool add_residual, const call_context& ctx) {
     if (x.dim() != 2 || x.stride(1) != 1 || !norm_weight.is_contiguous() ||
         !router.is_contiguous() || !w_gate_up.is_contiguous() || !w_down.is_contiguous() ||
         router.scalar_type() != x.scalar_type() || norm_weight.scalar_type() != x.scalar_type())
@@ -163,12 +161,6 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     a.ld_y = a.hidden;
     a.add_residual = add_residual;
     a.logits_type = a.type;
-    if (next_weights.defined() && next_weights.device() == x.device()) {
-        a.l2_next = next_weights.data_ptr();
-        a.l2_next_bytes = next_weights.numel() * next_weights.element_size();
-        if (const auto l2 = ctx.device().caps().cache_bytes; l2 > 0)
-            a.l2_next_bytes = std::min(a.l2_next_bytes, l2 / 2);
-    }
     // planned once without the workspace (its size), once with it (its alignment)
     auto plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
@@ -354,14 +346,13 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            bool add_residual, const call_context& ctx,
-                            const at::Tensor& next_weights) {
+                            bool add_residual, const call_context& ctx) {
 #if FOURFOLD_WITH_KERNELS
     return native_block(x, norm_weight, eps, router, w_gate_up, w_down, top_k, normalise,
-                        add_residual, ctx, next_weights);
+                        add_residual, ctx);
 #else
     (void)x, (void)norm_weight, (void)eps, (void)router, (void)w_gate_up, (void)w_down, (void)top_k,
-        (void)normalise, (void)add_residual, (void)ctx, (void)next_weights;
+        (void)normalise, (void)add_residual, (void)ctx;
     return {};
 #endif
 }

@@ -67,14 +67,11 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 // contiguous rows); with `add_residual` the result is x + the block (the decoder's residual add,
 // rounded once). An undefined tensor where the kernels cannot take it (no native kernels in
 // the build, a device without the one launch, a shape the plan refuses): the caller then takes
-// the norm, the router and moe_ffn one after another. `next_weights` (defined, on the device:
-// the weights the next kernel streams, the decoder's next qkv projection) are asked of L2
-// during the routing, at most half the device's L2 of them (kernels::moe_args::l2_next).
+// the norm, the router and moe_ffn one after another.
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            bool add_residual, const call_context& ctx,
-                            const at::Tensor& next_weights = at::Tensor());
+                            bool add_residual, const call_context& ctx);
 
 // Why the native path cannot take this shape (tokens above 8 are taken 8 at a time, so they
 // are not a reason), from the kernels' own plan on 16-byte aligned, contiguous tensors; nullopt

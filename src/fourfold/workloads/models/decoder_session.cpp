@@ -579,14 +579,11 @@ void decoder_session::step_native() {
         x = linear(attn, lw.o, lw.o_scale, x.view({c.hidden}), "o (+ residual as bias)");
         if (c.is_moe_layer(l)) {
             // The norm, the router's GEMV, the experts and the residual add in one launch where
-            // the kernels take it (the next layer's norm then goes into its qkv GEMV, whose
-            // weights the launch asks L2 for while its routing leaves the DRAM idle)
+            // the kernels take it (the next layer's norm then goes into its qkv GEMV)
             if (m_paths.moe == moe_path::native) {
-                const auto next =
-                    l + 1 < c.layers ? m_w->layers[static_cast<std::size_t>(l + 1)].qkv : Tensor();
                 auto out = model_ops::moe_block_native(
                     x, lw.post_attention_norm, c.rms_eps, lw.router, lw.experts_gate_up,
-                    lw.experts_down, c.experts_per_token, c.norm_topk, true, ctx, next);
+                    lw.experts_down, c.experts_per_token, c.norm_topk, true, ctx);
                 if (out.defined()) {
                     x = out;
                     log.add("moe block (RMSNorm, router, experts and the residual add in one "
