@@ -254,22 +254,3 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_the
     b.tokens = 4; // 64 KB: fits
     EXPECT_TRUE(plan_moe(b, device_limits{}).valid.empty()) << plan_moe(b, device_limits{}).valid;
 }
-
-TEST(kernel_moe_plans, the_next_kernels_weights_go_to_l2_in_the_one_launch_only) {
-    auto a = qwen3_moe(1);
-    EXPECT_EQ(plan_moe(a, device_limits{}).l2_next_bytes, 0); // none asked
-    a.l2_next = addr(k_aligned * 64);
-    a.l2_next_bytes = 5120ll * 2048 * 2; // the next layer's qkv projection
-    const auto p = plan_moe(a, device_limits{});
-    ASSERT_TRUE(p.valid.empty()) << p.valid;
-    EXPECT_EQ(p.l2_next_bytes, 5120ll * 2048 * 2);
-    EXPECT_NE(p.describe().find("asked of L2 during the routing"), std::string::npos);
-    a.one_launch = false; // the two kernels have no routing window to fill
-    EXPECT_EQ(plan_moe(a, device_limits{}).l2_next_bytes, 0);
-    a.one_launch = true;
-    a.l2_next_bytes = -1;
-    EXPECT_NE(plan_moe(a, device_limits{}).valid.find("l2_next_bytes"), std::string::npos);
-    a.l2_next = nullptr;
-    a.l2_next_bytes = 4096; // bytes without the pointer
-    EXPECT_NE(plan_moe(a, device_limits{}).valid.find("l2_next_bytes"), std::string::npos);
-}

@@ -22,7 +22,6 @@
 #include <numeric>
 #include <random>
 #include <set>
-#include <vector>
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/moe.hpp"
 #include "fourfold/kernels/rmsnorm.hpp"
@@ -657,31 +656,6 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
                       << ": " << fused_us() << " us\n";
         }
         a.probe_stop_after = 0;
-        // The block, then a GEMV of the next layer's qkv shape (5120 x 2048, four copies in
-        // turn: 84 MB, cold as the decoder's 48 layers leave it), without and with its weights
-        // asked of L2 during the block's routing (moe_args::l2_next: what the decoder does)
-        std::vector<at::Tensor> wq;
-        for (int c = 0; c < 4; ++c)
-            wq.push_back(workloads::seeded_uniform({5120, s.hidden}, 7 + c, -gb, gb, bf16).to(d));
-        const auto plain = plan;
-        for (const bool next : {false, true}) {
-            int call = 0;
-            const double us = graph_us_per_call(*dev, steps, [&] {
-                const auto& wn = wq[static_cast<std::size_t>(call++ % 4)];
-                a.l2_next = next ? wn.data_ptr() : nullptr;
-                a.l2_next_bytes = next ? wn.numel() * 2 : 0;
-                plan = kernels::plan_moe(a, nat::limits(ctx));
-                ASSERT_EQ(plan.l2_next_bytes, a.l2_next_bytes);
-                nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "moe");
-                (void)mo::linear(y, wn, {}, mo::op_path::native, &ctx);
-            });
-            std::cout << "moe block T=" << tokens << " then a 5120 x 2048 GEMV, the next weights "
-                      << (next ? "asked of L2 during the routing" : "not prefetched") << ": " << us
-                      << " us a step\n";
-        }
-        a.l2_next = nullptr;
-        a.l2_next_bytes = 0;
-        plan = plain;
     }
 #endif
 }

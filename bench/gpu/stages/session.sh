@@ -1675,3 +1675,10 @@ stage_s34_c() {
 }
 stage_s31_swap_main34() { s31_swap main34; }
 stage_s34_c_base() { s32_decode s34c_base; }
+
+# Session 34's last call: memcheck over the MoE ties and the GEMV tests with every weight stream
+# first-to-go in L2 (45c4dee), and the timed MoE block.
+stage_s34_d() {
+    s32_sanitizer memcheck s34_d 'moe_cuda.ties*:native.gemv*' 150
+    s33_moe_timed s34_d
+}
