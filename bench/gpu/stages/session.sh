@@ -1682,3 +1682,6 @@ stage_s34_d() {
     s32_sanitizer memcheck s34_d 'moe_cuda.ties*:native.gemv*' 150
     s33_moe_timed s34_d
 }
+
+# A second decode sample of the tree (45c4dee kernels) on the machine of s34_c.
+stage_s34_e() { s32_decode s34e; }
