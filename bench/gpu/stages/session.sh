@@ -1685,3 +1685,11 @@ stage_s34_d() {
 
 # A second decode sample of the tree (45c4dee kernels) on the machine of s34_c.
 stage_s34_e() { s32_decode s34e; }
+
+# One native_fused step of each model kernel by kernel under ncu (session 27's profile, last run
+# on the native variant at 4d46ad2): each launch timed alone, the caches as the launch before left
+# them, so a kernel's µs over its bytes is what it costs the step. About 150 s a model.
+stage_s35_profile() {
+    s27_step_profile qwen3-30b-a3b native_fused s35_qwen_profile
+    S27_LAUNCHES=300 s27_step_profile llama3-8b native_fused s35_llama_profile
+}
