@@ -523,7 +523,6 @@ __device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const r
                                            const down_item& it, std::int64_t hidden,
                                            std::int64_t width, uint4* stage, int lane) {
     const std::int64_t e = s.active_expert[it.a];
-    const unsigned long long pol = l2_evict_first_policy(); // read once, as load_streaming's
 #pragma unroll
     for (int c = 0; c < k_columns; ++c) {
         if (it.n0 + c >= hidden)
@@ -534,7 +533,7 @@ __device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const r
         for (int j = 0; j < k_piece_lanes; ++j) {
             const int k = lane + 32 * j;
             if (k < it.len)
-                copy_async_16(stage + c * k_piece_max + k, row + k, pol);
+                copy_async_16(stage + c * k_piece_max + k, row + k);
         }
     }
 }

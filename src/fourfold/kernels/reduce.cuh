@@ -33,18 +33,13 @@ __device__ __forceinline__ uint4 load_streaming_l1_only(const uint4* p) {
     return v;
 }
 
-// 16 bytes from global to shared memory without a register (cp.async, L2 only: sm_80 on); the
-// copies a thread issued since its last wait land by copy_async_wait_all().
+// 16 bytes of weights from global to shared memory without a register (cp.async, L2 only: sm_80
+// on), read once: first out of L2, as load_streaming's. The copies a thread issued since its last
+// wait land by copy_async_wait_all().
 __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
     const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-// The same with an L2 cache policy (l2_evict_first_policy).
-__device__ __forceinline__ void copy_async_16(void* smem, const void* gmem,
-                                              unsigned long long pol) {
-    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem),
-                 "l"(pol)
+                 "l"(l2_evict_first_policy())
                  : "memory");
 }
 __device__ __forceinline__ void copy_async_wait_all() {
