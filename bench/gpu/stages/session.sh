@@ -1693,3 +1693,24 @@ stage_s35_profile() {
     s27_step_profile qwen3-30b-a3b native_fused s35_qwen_profile
     S27_LAUNCHES=300 s27_step_profile llama3-8b native_fused s35_llama_profile
 }
+
+# Session 35's first call (branch s35-next; session 34's s34-next, lost with its checkout and
+# written again): each grid barrier's generation read right after the dependency wait
+# (reduce.cuh's grid_generation and grid_barrier_at), in the fused MoE block's two barriers and
+# decode attention's shared merge; the MoE block's first-group residual loaded before the down
+# barrier. The moe, attention and decoder gpu tests, the timed MoE block, both models' decode;
+# then (stages s31_swap_main35, build, s35_a_base) main's reduce.cuh, moe.cu and
+# decode_attention.cu (.s31alt/main35/) on the same machine.
+# Predicted: MoE T = 1 stop 6 - stop 5 1.55 -> about 1.0 us, the block about -1.1 us; qwen3
+# native_fused about +2 % (about 352 / 340 tokens/s), llama3-8b unchanged.
+stage_s35_a() {
+    s25_gtests 'moe_cuda.*:decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths*:moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' \
+        200 "$OUT/s35_a_tests.txt"
+    s33_moe_timed s35_a
+    s32_decode s35a
+}
+stage_s31_swap_main35() { s31_swap main35; }
+stage_s35_a_base() {
+    s33_moe_timed s35_a_base
+    s32_decode s35a_base
+}
