@@ -627,6 +627,10 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     allow_dependents();
     prefetch_chunk<T, HD>(a, kc, vc, start, chunk);
     dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
+    // the shared merge's barrier generation, read now: its round trip overlaps the attention
+    const unsigned generation = shared_merge && splits > 1 && threadIdx.x == 0
+                                    ? grid_generation(&barriers[kvh].generation)
+                                    : 0u;
     const std::int64_t len = attended_length(a);
     const T* qg = static_cast<const T*>(a.q) + kvh * groups * HD;
     if constexpr (HD >= 32 && HD <= 128) {
@@ -691,7 +695,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     __syncthreads(); // the block's partial is stored before its arrival
     if (threadIdx.x == 0) {
         split_barrier& b = barriers[kvh];
-        grid_barrier(b.arrived, &b.generation, static_cast<int>(splits));
+        grid_barrier_at(b.arrived, &b.generation, static_cast<int>(splits), generation);
     }
     __syncthreads();
     if (a.probe_stop_after == 4)

@@ -766,6 +766,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     if (fused)
         prologue_load<T>(pf, norm_weight, router, experts, hidden);
     dependency_wait(); // the logits and x are the previous kernel's
+    // the barriers' generation, read now: its round trip overlaps the routing (thread 0's)
+    unsigned generation = threadIdx.x == 0 ? grid_generation(&g_moe_generation) : 0u;
     const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
     const T* xin = x; // h after the fused prologue
     std::int64_t ldx = ld_x;
@@ -780,7 +782,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             return;
         __syncthreads(); // the block's stores are made before its arrival
         if (threadIdx.x == 0)
-            grid_barrier(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
+            grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x),
+                            generation++);
         __syncthreads();
         if (stop_after == 6)
             return;
@@ -816,9 +819,15 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     // the first item's rows stream in while the grid finishes its gate/up units
     if (blockIdx.x < groups && warp < items)
         stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
+    // the first group's residual, loaded before the barrier (x is the previous kernel's)
+    const int own_t = threadIdx.x / k_columns, own_c = threadIdx.x % k_columns;
+    const std::int64_t own_n = static_cast<std::int64_t>(blockIdx.x) * k_columns + own_c;
+    const float first_residual = residual && blockIdx.x < groups && own_t < tokens && own_n < hidden
+                                     ? element<T>::to_float(residual[own_t * ld_x + own_n])
+                                     : 0.f;
     __syncthreads(); // the block's intermediate values are stored
     if (threadIdx.x == 0)
-        grid_barrier(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x));
+        grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x), generation);
     __syncthreads();
     if (stop_after == 3) {
         copy_async_wait_all();
@@ -850,7 +859,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             for (int v = 0; v < k_warps; ++v)
                 sum += part[v][t][c];
             if (residual)
-                sum += element<T>::to_float(residual[t * ld_x + n]);
+                sum +=
+                    g == blockIdx.x ? first_residual : element<T>::to_float(residual[t * ld_x + n]);
             y[t * ld_y + n] = element<T>::from_float(sum);
         }
         __syncthreads(); // part is read before the next group writes it

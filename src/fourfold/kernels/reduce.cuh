@@ -84,9 +84,19 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
     return old;
 }
 
-__device__ __forceinline__ void grid_barrier(unsigned (&arrived)[2], unsigned* generation,
-                                             int blocks) {
-    const unsigned g = load_acquire(generation);
+// The barrier's generation read ahead, relaxed (through L2, never a stale L1 line): a caller may
+// read it as soon as its dependency wait returns, since only the barrier's own rounds in this
+// launch move it on, so its L2 round trip overlaps the work before the barrier (session 34).
+__device__ __forceinline__ unsigned grid_generation(const unsigned* generation) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(generation) : "memory");
+    return v;
+}
+
+// grid_barrier at a generation g the caller read ahead (grid_generation; after a round it
+// passed, g + 1).
+__device__ __forceinline__ void grid_barrier_at(unsigned (&arrived)[2], unsigned* generation,
+                                                int blocks, unsigned g) {
     unsigned* count = &arrived[g & 1u];
     if (atomic_add_acq_rel(count, 1u) == static_cast<unsigned>(blocks) - 1) {
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(generation) : "memory");
@@ -95,6 +105,11 @@ __device__ __forceinline__ void grid_barrier(unsigned (&arrived)[2], unsigned* g
         while (load_acquire(generation) == g) {
         }
     }
+}
+
+__device__ __forceinline__ void grid_barrier(unsigned (&arrived)[2], unsigned* generation,
+                                             int blocks) {
+    grid_barrier_at(arrived, generation, blocks, load_acquire(generation));
 }
 
 // The sum (the maximum) of v over the warp, in every lane.
