@@ -1714,3 +1714,23 @@ stage_s35_a_base() {
     s33_moe_timed s35_a_base
     s32_decode s35a_base
 }
+
+# Session 35's third call (branch s35-down-prefetch): in the fused MoE block's down phase a warp
+# asks L2 for its next item's rows when it stages the current one (more items than warps: 2..8
+# tokens; at one token every warp has one item and nothing changes). The moe gpu tests and the
+# timed MoE block; then (stages s31_swap_main35c, build, s35_c_base) main's moe.cu
+# (.s31alt/main35c/), the timed block again, and memcheck over main's kernels: the MoE ties and
+# small steps, decode attention's matches and replays (the barrier generation read ahead,
+# 79f59be) and the FP8 GEMV's tests.
+# Predicted: T = 8 fused block 149.2 -> about 143 us (its down dots 50 -> about 44), T = 1 unchanged.
+stage_s35_c() {
+    s25_gtests 'moe_cuda.*-moe_cuda.the_fused_block*:moe_cuda.one_launch_and_two*' 120 \
+        "$OUT/s35_c_tests.txt"
+    s33_moe_timed s35_c
+}
+stage_s31_swap_main35c() { s31_swap main35c; }
+stage_s35_c_base() {
+    s33_moe_timed s35_c_base
+    s32_sanitizer memcheck s35_c 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*:decode_attention_cuda.matches*:decode_attention_cuda.replays*' 150
+    s32_sanitizer memcheck s35_c_fp8 'gemv_fp8.*' 90
+}
