@@ -819,12 +819,14 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     // the first item's rows stream in while the grid finishes its gate/up units
     if (blockIdx.x < groups && warp < items)
         stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
-    // the first group's residual, loaded before the barrier (x is the previous kernel's)
+    // a thread's token and column in a group's sums; the first group's residual, loaded
+    // before the barrier (x is the previous kernel's)
     const int own_t = threadIdx.x / k_columns, own_c = threadIdx.x % k_columns;
-    const std::int64_t own_n = static_cast<std::int64_t>(blockIdx.x) * k_columns + own_c;
-    const float first_residual = residual && blockIdx.x < groups && own_t < tokens && own_n < hidden
-                                     ? element<T>::to_float(residual[own_t * ld_x + own_n])
-                                     : 0.f;
+    const std::int64_t first_n = static_cast<std::int64_t>(blockIdx.x) * k_columns + own_c;
+    const float first_residual =
+        residual && blockIdx.x < groups && own_t < tokens && first_n < hidden
+            ? element<T>::to_float(residual[own_t * ld_x + first_n])
+            : 0.f;
     __syncthreads(); // the block's intermediate values are stored
     if (threadIdx.x == 0)
         grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x), generation);
@@ -852,16 +854,15 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             for (int t = 0; t < TOK; ++t)
                 part[warp][t][lane] = acc[t];
         __syncthreads();
-        const int t = threadIdx.x / k_columns, c = threadIdx.x % k_columns;
-        const std::int64_t n = g * k_columns + c;
-        if (t < tokens && n < hidden) {
+        const std::int64_t n = g * k_columns + own_c;
+        if (own_t < tokens && n < hidden) {
             float sum = 0.f;
             for (int v = 0; v < k_warps; ++v)
-                sum += part[v][t][c];
+                sum += part[v][own_t][own_c];
             if (residual)
-                sum +=
-                    g == blockIdx.x ? first_residual : element<T>::to_float(residual[t * ld_x + n]);
-            y[t * ld_y + n] = element<T>::from_float(sum);
+                sum += g == blockIdx.x ? first_residual
+                                       : element<T>::to_float(residual[own_t * ld_x + n]);
+            y[own_t * ld_y + n] = element<T>::from_float(sum);
         }
         __syncthreads(); // part is read before the next group writes it
     }

@@ -86,7 +86,7 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
 
 // The barrier's generation read ahead, relaxed (through L2, never a stale L1 line): a caller may
 // read it as soon as its dependency wait returns, since only the barrier's own rounds in this
-// launch move it on, so its L2 round trip overlaps the work before the barrier (session 34).
+// launch move it on, so its L2 round trip overlaps the work before the barrier (session 35).
 __device__ __forceinline__ unsigned grid_generation(const unsigned* generation) {
     unsigned v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(generation) : "memory");
