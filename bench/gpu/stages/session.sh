@@ -1734,3 +1734,28 @@ stage_s35_c_base() {
     s32_sanitizer memcheck s35_c 'moe_cuda.ties*:moe_cuda.native_step_matches_float64_on_small*:decode_attention_cuda.matches*:decode_attention_cuda.replays*' 150
     s32_sanitizer memcheck s35_c_fp8 'gemv_fp8.*' 90
 }
+
+# Session 36's first call: the GEMV pair (kernels/gemv.cu's gemv_pair, one launch across a grid
+# barrier: o with the normed gate/up, down with the next layer's normed q/k/v or the LM head;
+# the decode variant native_paired). Its gpu tests (the bits of the two launches, the barrier over
+# launches and replays, the plan's refusals, the timed pair), the decoder's, the GEMV's; llama3-8b
+# native_fused and native_paired in one run each way round; memcheck and racecheck over the pair.
+# Predicted: the timed pair about 3 us under its two launches (o + gate/up about 75 -> 72 us,
+# down + q/k/v about 50 -> 47); llama3-8b native_paired about 6 us a layer under native_fused:
+# about 238 tokens/s at ctx 512 (native_fused 229).
+s36_llama() {
+    local tag=$1 variants=$2 t0=$SECONDS
+    timeout 150 $BIN decode --model llama3-8b --variants "$variants" --mode graph \
+        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+        --db "$DB" --label s36-$tag --quiet >"$OUT/s36_decode_$tag.txt" 2>&1
+    echo "decode llama3-8b $variants ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|FAIL" "$OUT/s36_decode_$tag.txt" | head -12
+}
+stage_s36_a() {
+    s25_gtests 'gemv_pair_cuda.*:decode_native_cuda.*:native.gemv*' 240 "$OUT/s36_a_tests.txt"
+    grep -E "gemv pair, llama|rel L2" "$OUT/s36_a_tests.txt" | head -12
+    s36_llama a native_fused,native_paired
+    s36_llama b native_paired,native_fused
+    s32_sanitizer memcheck s36_a 'gemv_pair_cuda.*-gemv_pair_cuda.the_pair_and*' 120
+    s32_sanitizer racecheck s36_a 'gemv_pair_cuda.both*' 120
+}

@@ -97,6 +97,70 @@ at::Tensor native_linear_swiglu(const at::Tensor& gate_up, const at::Tensor& w,
     return native_linear(gate_up, w, bias, &ctx, at::Tensor(), 0, true);
 }
 
+linear_pair native_linear_pair(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                               bool swiglu, const at::Tensor& norm_weight2, double eps,
+                               const at::Tensor& w2, const call_context& ctx) {
+#if FOURFOLD_WITH_KERNELS
+    if (x.dim() != 2 || w.dim() != 2 || w2.dim() != 2 || x.size(0) != 1 ||
+        x.size(1) != (swiglu ? 2 : 1) * w.size(1) || w2.size(1) != w.size(0) ||
+        x.scalar_type() != w.scalar_type() || w2.scalar_type() != x.scalar_type() ||
+        !norm_weight2.defined() || norm_weight2.dim() != 1 || norm_weight2.size(0) != w.size(0) ||
+        norm_weight2.stride(0) != 1 || norm_weight2.scalar_type() != x.scalar_type() ||
+        x.stride(1) != 1 || w.stride(1) != 1 || w2.stride(1) != 1 ||
+        (bias.defined() && (bias.dim() != 1 || bias.stride(0) != 1)))
+        throw std::logic_error("native_linear_pair: x [1, K] (or [1, 2K] with swiglu), w [N, K], "
+                               "w2 [N2, N], norm weight [N], one dtype, unit column strides");
+    kernels::gemv_pair_args a;
+    auto& f = a.first;
+    auto& s = a.second;
+    const auto type = native::elem_of(x.scalar_type());
+    auto y = at::empty({1, w.size(0)}, x.options());
+    auto z = at::empty({1, w2.size(0)}, x.options());
+    f.x = x.data_ptr();
+    f.w = w.data_ptr();
+    f.bias = bias.defined() ? bias.data_ptr() : nullptr;
+    f.y = y.data_ptr();
+    f.n = w.size(0);
+    f.k = w.size(1);
+    f.ld_x = x.stride(0);
+    f.ld_w = w.stride(0);
+    f.ld_y = y.stride(0);
+    f.swiglu_x = swiglu;
+    f.type = type;
+    s.x = y.data_ptr();
+    s.w = w2.data_ptr();
+    s.y = z.data_ptr();
+    s.n = w2.size(0);
+    s.k = w2.size(1);
+    s.ld_x = y.stride(0);
+    s.ld_w = w2.stride(0);
+    s.ld_y = z.stride(0);
+    s.norm_weight = norm_weight2.data_ptr();
+    s.norm_eps = eps;
+    s.type = type;
+    const auto plan = kernels::plan_gemv_pair(a, native::limits(ctx));
+    if (!plan.valid.empty())
+        return {};
+    if (ctx.wants_facts())
+        ctx.fact("kernel", json{{"path", plan.describe()},
+                                {"blocks", plan.blocks},
+                                {"shared_bytes", plan.shared_bytes},
+                                {"dependent_launch", plan.dependent_launch}});
+    native::check(kernels::launch_gemv_pair(plan, a, native::stream(ctx)), "gemv_pair");
+    return {y, z};
+#else
+    (void)x;
+    (void)w;
+    (void)bias;
+    (void)swiglu;
+    (void)norm_weight2;
+    (void)eps;
+    (void)w2;
+    (void)ctx;
+    throw std::logic_error("the native GEMV pair ran in a build without native kernels");
+#endif
+}
+
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, op_path path,
                   const call_context* ctx) {
     switch (path) {
