@@ -199,60 +199,6 @@ TEST(decode_native_cuda, norms_and_swiglu_fused_into_the_gemv_follow_float32_lik
     EXPECT_FALSE(k.contains("rope_kv")) << k.dump();
 }
 
-// The same model with the GEMV pairs (native_paired): the o projection with gate/up and the
-// down projection with the next layer's q/k/v (the last layer's with the LM head) in one launch
-// each. Each pair writes the bits of the two launches it replaces, so the logits are native_fused's
-// exactly, eager and replayed; the step's facts count the pairs and no unpaired GEMV is left
-// but layer 0's q/k/v.
-TEST(decode_native_cuda, gemv_pairs_write_the_fused_steps_bits_in_fewer_launches) {
-    REQUIRE_NATIVE(dev);
-    auto c = *find_preset("tiny-llama");
-    c.hidden = 2560;
-    c.intermediate = 1536;
-    c.heads = 20;
-    c.kv_heads = 4;
-    c.head_dim = 128;
-    c.vocab = 4096;
-    const auto w = std::make_shared<const decoder_weights>(
-        random_weights(c, at::kBFloat16, dev->torch_device(), 9));
-    const auto tokens = tokens_for(*w, 24, *dev);
-    auto paired = fused_paths();
-    paired.pair_gemvs = true;
-    const auto fused = teacher_forced(w, tokens, fused_paths(), *dev, false);
-    for (const bool graph : {false, true})
-        EXPECT_TRUE(at::equal(teacher_forced(w, tokens, paired, *dev, graph), fused))
-            << (graph ? "replayed" : "eager");
-
-    decoder_session s(w, 64, paired, workloads::call_context(*dev));
-    s.prefill(tokens.narrow(0, 0, 6));
-    s.step();
-    const auto& k = s.native_step_facts()["kernels"];
-    ASSERT_TRUE(k.is_object()) << s.native_step_facts().dump();
-    EXPECT_EQ(k["gemv pair: o (+ residual as bias), then gate_up (RMSNorm fused)"]["launches"],
-              c.layers)
-        << k.dump();
-    EXPECT_EQ(k["gemv pair: down (SwiGLU fused, + residual as bias), then the next layer's qkv "
-                "(RMSNorm fused)"]["launches"],
-              c.layers - 1)
-        << k.dump();
-    EXPECT_EQ(k["gemv pair: down (SwiGLU fused, + residual as bias), then lm_head (RMSNorm "
-                "fused)"]["launches"],
-              1)
-        << k.dump();
-    for (const char* gone :
-         {"gemv qkv (RMSNorm fused)", "gemv gate_up (RMSNorm fused)",
-          "gemv lm_head (RMSNorm fused)", "gemv down (SwiGLU fused, + residual as bias)",
-          "gemv o (+ residual as bias)"})
-        EXPECT_FALSE(k.contains(gone)) << gone << ": " << k.dump();
-    // two launches fewer a layer than native_fused's step
-    decoder_session f(w, 64, fused_paths(), workloads::call_context(*dev));
-    f.prefill(tokens.narrow(0, 0, 6));
-    f.step();
-    EXPECT_EQ(s.native_step_facts()["launches_per_step"].get<int>(),
-              f.native_step_facts()["launches_per_step"].get<int>() - 2 * c.layers)
-        << s.native_step_facts().dump();
-}
-
 TEST(decode_native_cuda, greedy_tokens_agree_with_stock) {
     REQUIRE_NATIVE(dev);
     for (const char* name : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"}) {

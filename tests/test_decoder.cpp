@@ -403,8 +403,7 @@ TEST(decode_workload, what_cannot_run_here_is_a_skip_with_its_reason) {
         EXPECT_NE(rec.status, record_status::failed) << rec.reason;
         const auto mode = rec.job.params["mode"].get<std::string>();
         const auto model = rec.job.params["model"].get<std::string>();
-        if (rec.job.variant == "native" || rec.job.variant == "native_fused" ||
-            rec.job.variant == "native_paired") {
+        if (rec.job.variant == "native" || rec.job.variant == "native_fused") {
             // fourfold's kernels: CUDA only, whatever the mode
             EXPECT_EQ(rec.status, record_status::skipped);
             EXPECT_NE(rec.reason.find("cuda"), std::string::npos) << rec.reason;

@@ -227,59 +227,6 @@ TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     EXPECT_FALSE(plan_gemv(bad_eps, h200()).valid.empty());
 }
 
-// llama3-8b's down projection (+ residual, SwiGLU fused) then the next layer's normed q/k/v: one
-// launch of the pair, one wave, the larger prologue's shared memory
-TEST(kernel_plans, gemv_pair_takes_two_balanced_gemvs_of_one_token_the_second_normed) {
-    auto ptr = [](std::uintptr_t a) { return reinterpret_cast<void*>(a); };
-    gemv_pair_args a;
-    a.first = gemv_of(1, 4096, 14336, k_aligned * 16);
-    a.first.swiglu_x = true;
-    a.first.ld_x = 2 * 14336;
-    a.first.bias = ptr(k_aligned * 4);
-    a.first.y = ptr(k_aligned * 5);
-    a.second = with_norm(gemv_of(1, 6144, 4096, k_aligned * 256));
-    a.second.x = a.first.y;
-    a.second.y = ptr(k_aligned * 6);
-    const auto p = plan_gemv_pair(a, h200());
-    ASSERT_TRUE(p.valid.empty()) << p.valid;
-    EXPECT_EQ(p.blocks, 4 * 132);
-    EXPECT_EQ(p.shared_bytes, 14336 * 2); // the SwiGLU's x, above the norm's 8 KB
-    EXPECT_TRUE(p.first.fused_swiglu);
-    EXPECT_TRUE(p.second.fused_norm);
-    EXPECT_NE(p.describe().find("grid barrier"), std::string::npos) << p.describe();
-
-    auto refused = [&](gemv_pair_args b, const char* why) {
-        const auto q = plan_gemv_pair(b, h200());
-        EXPECT_NE(q.valid.find(why), std::string::npos) << why << ": " << q.valid;
-    };
-    auto b = a;
-    b.second.x = ptr(k_aligned * 7);
-    refused(b, "the first GEMV's output as the second's x");
-    b = a;
-    b.second.norm_weight = nullptr;
-    refused(b, "fuses an RMSNorm into its second GEMV");
-    b = a;
-    b.first.swiglu_x = false;
-    b.first.ld_x = 14336;
-    b.first.norm_weight = ptr(k_aligned * 3);
-    refused(b, "fuses no RMSNorm into its first GEMV");
-    b = a;
-    b.second.bias = ptr(k_aligned * 8);
-    refused(b, "no bias");
-    b = a;
-    b.first.tokens = b.second.tokens = 2;
-    refused(b, "one token");
-    b = a;
-    b.second.type = elem::f16;
-    refused(b, "one dtype");
-    b = a;
-    b.second.w = ptr(k_aligned * 5 - 64); // its weights run into y
-    refused(b, "apart from the first's output");
-    b = a;
-    b.second.n = 768; // off the balanced path
-    refused(b, "balanced path");
-}
-
 TEST(kernel_plans, gemv_balances_rows_over_each_blocks_warps_from_four_rows_a_block) {
     // 4 rows a block of the wave (2112 rows for 528 blocks) and rows of 2 KB (128 vectors) on
     for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{{5120, 25600},

@@ -31,10 +31,9 @@ CLI::App* add_decode_command(CLI::App& app, decode_options& o) {
     d->add_option("--device", o.device, "cpu | cuda[:i] | mps")->capture_default_str();
     d->add_option("--dtype", o.dtypes, "bf16, fp16, fp32 (a comma list sweeps; default bf16)")
         ->allow_extra_args(false);
-    d->add_option(
-         "--variants", o.variants,
-         "stock, generic, native, native_fused, native_paired (default: stock and generic for MoE "
-         "models, stock for dense ones)")
+    d->add_option("--variants", o.variants,
+                  "stock, generic, native, native_fused (default: stock and generic for MoE "
+                  "models, stock for dense ones)")
         ->allow_extra_args(false);
     d->add_option("--weights", o.weights,
                   "how the projections are stored: model (the job's dtype) or fp8_row (e4m3 with a "

@@ -311,32 +311,18 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 // round_T(silu(gate) * up), kernels/swiglu.cu's value and rounding: the SwiGLU's launch goes.
 constexpr int k_pro_none = 0, k_pro_norm = 1, k_pro_swiglu = 2;
 
-//
-// balanced_block is one block's part of it; `ready` runs where x becomes readable: the dependency
-// wait in a launch of its own (gemv_balanced), the grid barrier after the GEMV that writes x in
-// a pair (gemv_pair). EARLY: the run's first weight step is loaded into registers before `ready`
-// (weights nothing in the launch writes: the pair's plan checks), else after it. COHERENT: x is
-// read through L2 (ld.global.cg), as the launch itself wrote it (the pair's second GEMV), else
-// through the read-only path.
-template <typename T, int TOK, int PRO, bool EARLY, bool COHERENT, typename Ready>
-__device__ __forceinline__ void
-balanced_block(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-               T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
-               std::int64_t ld_w, std::int64_t ld_y, const T* __restrict__ norm_weight,
-               float norm_eps, Ready&& ready) {
+template <typename T, int TOK, int PRO>
+__global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
+    gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                  T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
+                  std::int64_t ld_w, std::int64_t ld_y, const T* __restrict__ norm_weight,
+                  float norm_eps) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4;
     using P = packet<T, VEC>;
-    static_assert(!COHERENT || PRO == k_pro_norm,
-                  "x written in the launch is read by the norm prologue only");
     __shared__ float head[8][TOK], tail[8][TOK];
     __shared__ int head_row[8], tail_row[8]; // rows of this block, from r0
-    auto load_x = [](const uint4* p) {
-        if constexpr (COHERENT)
-            return __ldcg(p);
-        else
-            return __ldg(p);
-    };
+    allow_dependents();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const std::int64_t blocks = gridDim.x;
     const std::int64_t r0 = blockIdx.x * n / blocks;
@@ -380,16 +366,14 @@ balanced_block(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
                 if (v < kv)
                     prefetch_l2(w0 + (i / steps) * ldv + v);
             }
-    int row = lo / steps, s = lo % steps;
-    uint4 cur[U], nxt[U];
-    if (EARLY && lo < hi)
-        fetch(cur, row, s);
-    ready();
+    dependency_wait();
     // the run's first step into registers before the norm prologue, so its DRAM round trip
     // overlaps the prologue's reads of x through L2 (the weights are not the launch before's
     // output; after the wait all the same, as the op benchmark makes no exception). Not before
     // the SwiGLU prologue: its batches of x take those registers (one token: 16 bytes spilled).
-    if (!EARLY && PRO != k_pro_swiglu && lo < hi)
+    int row = lo / steps, s = lo % steps;
+    uint4 cur[U], nxt[U];
+    if (PRO != k_pro_swiglu && lo < hi)
         fetch(cur, row, s);
     extern __shared__ uint4 normed[]; // PRO: T x kv vectors of the x the steps read
     if constexpr (PRO == k_pro_swiglu) {
@@ -437,7 +421,7 @@ balanced_block(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
             float ss = 0.f;
             for (int v = threadIdx.x; v < kv; v += blockDim.x) {
                 float xf[VEC];
-                P::unpack(load_x(xv[t] + v), xf);
+                P::unpack(__ldg(xv[t] + v), xf);
 #pragma unroll
                 for (int j = 0; j < VEC; ++j)
                     ss = fmaf(xf[j], xf[j], ss);
@@ -446,7 +430,7 @@ balanced_block(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
             const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
             for (int v = threadIdx.x; v < kv; v += blockDim.x) {
                 float xf[VEC], nf[VEC];
-                P::unpack(load_x(xv[t] + v), xf);
+                P::unpack(__ldg(xv[t] + v), xf);
                 P::unpack(__ldg(nv + v), nf);
 #pragma unroll
                 for (int j = 0; j < VEC; ++j)
@@ -539,55 +523,6 @@ balanced_block(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
         v += bias_of(hr);
         y[lane * ld_y + r0 + hr] = element<T>::from_float(v);
     }
-}
-
-template <typename T, int TOK, int PRO>
-__global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
-    gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-                  T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
-                  std::int64_t ld_w, std::int64_t ld_y, const T* __restrict__ norm_weight,
-                  float norm_eps) {
-    allow_dependents();
-    balanced_block<T, TOK, PRO, false, false>(x, w, bias, y, n, nkv, ld_x, ld_w, ld_y, norm_weight,
-                                              norm_eps, [] { dependency_wait(); });
-}
-
-// gemv_pair's grid barrier: two arrival counts and a generation, zero when the module loads
-// (reduce.cuh's grid_barrier_at; pair launches on one stream take turns, each after the wait)
-__device__ unsigned g_pair_arrived[2];
-__device__ unsigned g_pair_generation;
-
-// Two balanced GEMVs of one token in one launch (gemv.hpp, gemv_pair_args): y = W x (+ bias)
-// with PRO's prologue, a grid barrier, then y2 = W2 RMSNorm(y) (norm_weight2). Every block of
-// the grid is resident (the launch bounds the grid by the occupancy it asked the runtime for),
-// and both GEMVs cut the same grid as gemv_balanced does, so each writes the bits its own launch
-// writes. The second GEMV's first weight step is in flight across the barrier (its L2 prefetch
-// and its first register loads are issued as the first GEMV's warps finish), where two launches
-// drain the DRAM stream at the first's tail and fill it again after the second's wait and
-// prologue. The next kernel may launch once every block is past the barrier.
-template <typename T, int PRO>
-__global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(1))
-    gemv_pair(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias, T* y,
-              std::int64_t n, std::int64_t nkv, std::int64_t ld_x, std::int64_t ld_w,
-              std::int64_t ld_y, const T* __restrict__ w2, T* __restrict__ y2, std::int64_t n2,
-              std::int64_t nkv2, std::int64_t ld_w2, std::int64_t ld_y2,
-              const T* __restrict__ norm_weight2, float norm_eps2) {
-    unsigned generation = 0;
-    balanced_block<T, 1, PRO, false, false>(
-        x, w, bias, y, n, nkv, ld_x, ld_w, ld_y, nullptr, 0.f, [&] {
-            dependency_wait();
-            if (threadIdx.x == 0)
-                generation = grid_generation(&g_pair_generation);
-        });
-    balanced_block<T, 1, k_pro_norm, true, true>(
-        y, w2, nullptr, y2, n2, nkv2, ld_y, ld_w2, ld_y2, norm_weight2, norm_eps2, [&] {
-            __syncthreads(); // the block's rows of y are stored before its arrival
-            if (threadIdx.x == 0)
-                grid_barrier_at(g_pair_arrived, &g_pair_generation, static_cast<int>(gridDim.x),
-                                generation);
-            __syncthreads();
-            allow_dependents();
-        });
 }
 
 // Any alignment and any strides: one element per lane per step, tokens up to 8 at run time.
@@ -812,53 +747,12 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
     }
 }
 
-// gemv_pair's blocks an SM with `smem` bytes of dynamic shared memory, asked of the runtime: the
-// grid never exceeds what can be resident at once, or its barrier would wait for a block that
-// cannot start.
-template <typename T, int PRO> int pair_residency(std::int64_t smem) {
-    int blocks = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks, gemv_pair<T, PRO>, 256, static_cast<std::size_t>(smem)) != cudaSuccess)
-        return 0;
-    return blocks;
-}
-
-template <typename T>
-launch_status launch_pair_typed(const gemv_pair_plan& p, const gemv_pair_args& a, stream_t stream) {
-    constexpr int VEC = 16 / sizeof(T);
-    const auto& f = a.first;
-    const auto& s = a.second;
-    auto run = [&](auto kernel, int resident) {
-        if (resident < 1)
-            return invalid("the GEMV pair's kernel cannot be resident on this device");
-        const std::int64_t blocks =
-            std::min<std::int64_t>(p.blocks, std::int64_t{resident} * p.sm_count);
-        return status_of(launch_serialised_after_smem(
-            kernel, dim3(static_cast<unsigned>(blocks)), dim3(256),
-            static_cast<std::size_t>(p.shared_bytes), stream, p.dependent_launch,
-            static_cast<const T*>(f.x), static_cast<const T*>(f.w), static_cast<const T*>(f.bias),
-            static_cast<T*>(f.y), f.n, f.k / VEC, f.ld_x, f.ld_w, f.ld_y,
-            static_cast<const T*>(s.w), static_cast<T*>(s.y), s.n, s.k / VEC, s.ld_w, s.ld_y,
-            static_cast<const T*>(s.norm_weight), static_cast<float>(s.norm_eps)));
-    };
-    if (p.first.fused_swiglu)
-        return run(gemv_pair<T, k_pro_swiglu>, pair_residency<T, k_pro_swiglu>(p.shared_bytes));
-    return run(gemv_pair<T, k_pro_none>, pair_residency<T, k_pro_none>(p.shared_bytes));
-}
-
 } // namespace
 
 launch_status launch_gemv(const gemv_plan& p, const gemv_args& a, stream_t stream) {
     if (!p.valid.empty())
         return invalid(p.valid);
     return by_element(a.type, [&](auto t) { return launch_typed<decltype(t)>(p, a, stream); });
-}
-
-launch_status launch_gemv_pair(const gemv_pair_plan& p, const gemv_pair_args& a, stream_t stream) {
-    if (!p.valid.empty())
-        return invalid(p.valid);
-    return by_element(a.first.type,
-                      [&](auto t) { return launch_pair_typed<decltype(t)>(p, a, stream); });
 }
 
 } // namespace fourfold::kernels

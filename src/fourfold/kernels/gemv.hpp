@@ -76,27 +76,4 @@ struct gemv_plan {
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d);
 launch_status launch_gemv(const gemv_plan& p, const gemv_args& a, stream_t stream);
 
-// Two GEMVs of one token in one launch (gemv_pair): `first` (no prologue or a fused SwiGLU, a
-// bias or none), a grid barrier, then `second` with a fused RMSNorm of first's output
-// (second.x == first.y, second.k == first.n, no bias): a decoder's o projection (+ residual)
-// then the MLP's normed gate/up, or the down projection (+ residual) then the next layer's
-// normed q/k/v. Each GEMV is the one its own balanced launch runs (the same grid, the same bits);
-// one launch boundary goes, and the second's first weights stream across the barrier.
-struct gemv_pair_args {
-    gemv_args first, second;
-};
-
-struct gemv_pair_plan {
-    gemv_plan first, second;
-    std::int64_t blocks = 0;       // one wave: every block resident (the launch checks)
-    std::int64_t shared_bytes = 0; // the larger prologue's
-    std::int64_t sm_count = 0;
-    bool dependent_launch = false;
-    std::string valid; // empty when the pair can run in one launch; else why not
-    std::string describe() const;
-};
-
-gemv_pair_plan plan_gemv_pair(const gemv_pair_args& a, const device_limits& d);
-launch_status launch_gemv_pair(const gemv_pair_plan& p, const gemv_pair_args& a, stream_t stream);
-
 } // namespace fourfold::kernels

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 
 namespace fourfold::kernels {
 
@@ -164,64 +163,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
-    return p;
-}
-
-std::string gemv_pair_plan::describe() const {
-    return "one launch, " + std::to_string(blocks) + " block(s) of 256 across a grid barrier: [" +
-           first.describe() + "] then [" + second.describe() + "]";
-}
-
-namespace {
-bool overlaps(const void* a, std::int64_t a_bytes, const void* b, std::int64_t b_bytes) {
-    const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
-    return x < y + static_cast<std::uintptr_t>(b_bytes) &&
-           y < x + static_cast<std::uintptr_t>(a_bytes);
-}
-} // namespace
-
-gemv_pair_plan plan_gemv_pair(const gemv_pair_args& a, const device_limits& d) {
-    gemv_pair_plan p;
-    p.first = plan_gemv(a.first, d);
-    p.second = plan_gemv(a.second, d);
-    p.sm_count = d.sm_count;
-    const auto& f = a.first;
-    const auto& s = a.second;
-    auto refuse = [&](const std::string& why) {
-        p.valid = "a GEMV pair " + why;
-        return p;
-    };
-    if (f.tokens != 1 || s.tokens != 1)
-        return refuse("takes one token");
-    if (f.type != s.type)
-        return refuse("takes one dtype for both GEMVs");
-    if (!p.first.valid.empty())
-        return refuse("cannot run its first GEMV: " + p.first.valid);
-    if (!p.second.valid.empty())
-        return refuse("cannot run its second GEMV: " + p.second.valid);
-    if (!p.first.balanced || !p.second.balanced)
-        return refuse("needs both GEMVs on the balanced path (16-byte rows of 2 KB or more, at "
-                      "least 4 rows a block of the wave)");
-    if (p.first.fused_norm)
-        return refuse("fuses no RMSNorm into its first GEMV");
-    if (!p.second.fused_norm)
-        return refuse("fuses an RMSNorm into its second GEMV (second.norm_weight)");
-    if (s.bias)
-        return refuse("takes no bias on its second GEMV");
-    if (s.x != f.y || s.k != f.n)
-        return refuse("reads the first GEMV's output as the second's x (second.x == first.y, "
-                      "second.k == first.n)");
-    // the second GEMV's weights are loaded before the barrier, and every block reads all of y
-    // after it while others write y2: none of them may lie in y, nor y2 in y
-    const auto es = static_cast<std::int64_t>(elem_bytes(f.type));
-    const std::int64_t y_bytes = f.n * es;
-    if (overlaps(s.w, ((s.n - 1) * s.ld_w + s.k) * es, f.y, y_bytes) ||
-        overlaps(s.norm_weight, s.k * es, f.y, y_bytes) || overlaps(s.y, s.n * es, f.y, y_bytes))
-        return refuse("needs the second GEMV's weights, norm weight and output apart from the "
-                      "first's output");
-    p.blocks = std::min(p.first.blocks, p.second.blocks);
-    p.shared_bytes = std::max(p.first.shared_bytes, p.second.shared_bytes);
-    p.dependent_launch = p.first.dependent_launch;
     return p;
 }
 

@@ -36,18 +36,4 @@ at::Tensor native_linear_rms_normed(const at::Tensor& x, const at::Tensor& norm_
 at::Tensor native_linear_swiglu(const at::Tensor& gate_up, const at::Tensor& w,
                                 const at::Tensor& bias, const call_context& ctx);
 
-// Two projections of one token in one launch of fourfold's GEMV pair (kernels/gemv.cu,
-// gemv_pair): y = x W^T + bias (x as [gate | up] and its SwiGLU fused in front where `swiglu`),
-// a grid barrier, then z = RMSNorm(y) W2^T (norm_weight2, eps): the decoder's o projection (+ the
-// residual) with the MLP's normed gate/up, or its down projection (+ the residual) with the next
-// layer's normed q/k/v or the LM head. y and z are the bits the two launches
-// (native_linear / native_linear_swiglu, then native_linear_rms_normed) write. {y, z}, or two
-// undefined tensors where the pair's plan does not take these shapes.
-struct linear_pair {
-    at::Tensor y, z;
-};
-linear_pair native_linear_pair(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
-                               bool swiglu, const at::Tensor& norm_weight2, double eps,
-                               const at::Tensor& w2, const call_context& ctx);
-
 } // namespace fourfold::workloads::model_ops

@@ -434,13 +434,7 @@ class decode_case final : public model_case<decoder_weights> {
             f["prefill"] = fp8() ? "libtorch's ops (stock; fp8 projections dequantised per call): "
                                    "the FP8 GEMV takes 1..8 tokens"
                                  : "libtorch's ops (stock): the GEMV takes 1..8 tokens";
-            if (variant == "native_paired")
-                f["pairs"] = "the o projection with the normed gate/up, and the down projection "
-                             "with the next layer's normed q/k/v (the LM head after the last "
-                             "layer), each pair in one launch across a grid barrier "
-                             "(kernels/gemv.cu's gemv_pair) where its plan takes it (bf16 "
-                             "weights, dense layers); the prologues as native_fused";
-            if (variant == "native_fused" || variant == "native_paired")
+            if (variant == "native_fused")
                 f["prologues"] = "the RMSNorms before q/k/v, gate/up and the LM head, and the "
                                  "SwiGLU before the down projection, inside those GEMVs "
                                  "(kernels/gemv.cu's prologue, linear_decode's prologue= "
@@ -574,9 +568,6 @@ class decode_case final : public model_case<decoder_weights> {
     at::Tensor native_fused(const call_context& ctx, const input_set& in) const {
         return twin_logits(ctx, in, paths("native_fused"));
     }
-    at::Tensor native_paired(const call_context& ctx, const input_set& in) const {
-        return twin_logits(ctx, in, paths("native_paired"));
-    }
 
   protected:
     std::string weights_key() const override {
@@ -664,7 +655,7 @@ class decode_case final : public model_case<decoder_weights> {
     }
     std::uint64_t weights_seed() const { return random_weights_seed(m_seed); }
     static bool native_like(const std::string& variant) {
-        return variant == "native" || variant == "native_fused" || variant == "native_paired";
+        return variant == "native" || variant == "native_fused";
     }
     static bool own_variant(const std::string& variant) {
         return variant == "stock" || variant == "generic" || native_like(variant);
@@ -677,8 +668,7 @@ class decode_case final : public model_case<decoder_weights> {
                 "decode runs whole decodes for stock, generic and native only, not " + variant);
         if (native_like(variant)) {
             auto p = native_decoder_paths();
-            p.fuse_prologues = variant == "native_fused" || variant == "native_paired";
-            p.pair_gemvs = variant == "native_paired";
+            p.fuse_prologues = variant == "native_fused";
             return p;
         }
         return {variant == "generic" ? moe_path::host_loop : moe_path::grouped_mm};
@@ -752,11 +742,7 @@ FOURFOLD_WORKLOAD(decode_case, "decode")
                     "native, with the RMSNorms before q/k/v, gate/up and the LM head and the "
                     "SwiGLU before the down projection computed inside those GEMVs (their "
                     "prologue: one launch each) where the GEMV's plan takes it, and RoPE with "
-                    "the KV append inside decode attention")
-    .native_variant("native_paired", &decode_case::native_paired,
-                    "native_fused, with the o projection and the normed gate/up, and the down "
-                    "projection and the next layer's normed q/k/v (or the LM head), each pair of "
-                    "GEMVs in one launch across a grid barrier where the pair's plan takes it");
+                    "the KV append inside decode attention");
 
 } // namespace
 } // namespace fourfold::workloads

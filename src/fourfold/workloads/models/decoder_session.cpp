@@ -511,36 +511,12 @@ void decoder_session::step_native() {
         return linear(h, w, scale, Tensor(), what);
     };
 
-    // native_paired: a GEMV and the normed GEMV after it in one launch (model_ops::
-    // native_linear_pair): the o projection with gate/up, the down projection with the next
-    // layer's q/k/v (or the LM head); bf16 weights, dense layers, where the pair's plan takes it
-    const bool pairs =
-        m_paths.pair_gemvs && m_paths.linear == op_path::native && m_paths.fuse_prologues;
-    // the second GEMV of a pair: `what` named in the log, `scale` undefined for a bf16 weight
-    auto pair = [&](const at::Tensor& in, const at::Tensor& w, const at::Tensor& bias, bool swiglu,
-                    const at::Tensor& norm_weight, const at::Tensor& w2, const at::Tensor& scale2,
-                    const char* what) {
-        if (!pairs || scale2.defined())
-            return model_ops::linear_pair{};
-        auto r =
-            model_ops::native_linear_pair(in, w, bias, swiglu, norm_weight, c.rms_eps, w2, ctx);
-        if (r.y.defined())
-            log.add(log.on() ? fmt::format("gemv pair: {}", what) : "",
-                    log.on() ? fmt::format("one launch, a grid barrier between [{}] and [{}]",
-                                           gemv_plan_of(in, w, bias, ctx, Tensor(), swiglu),
-                                           gemv_plan_of(r.y, w2, Tensor(), ctx, norm_weight))
-                             : "");
-        return r;
-    };
-
     auto x = at::empty({1, c.hidden}, opts);
     at::Tensor pending;
-    at::Tensor carried; // this layer's q/k/v (or the logits), from the pair before it
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
-        const auto qkv = carried.defined() ? std::exchange(carried, at::Tensor())
-                                           : normed_linear(x, pending, lw.input_norm, l == 0,
-                                                           lw.qkv, lw.qkv_scale, "qkv");
+        const auto qkv =
+            normed_linear(x, pending, lw.input_norm, l == 0, lw.qkv, lw.qkv_scale, "qkv");
         pending = at::Tensor();
 
         auto q = at::empty({1, c.q_dim()}, opts);
@@ -599,17 +575,8 @@ void decoder_session::step_native() {
                 log.on() ? ap.describe() : "", ap.combine ? 2 : 1);
         native::check(kernels::launch_decode_attention(ap, aa, stream), "decode_attention");
 
-        if (!c.is_moe_layer(l) && !lw.o_scale.defined()) {
-            auto r = pair(attn, lw.o, x.view({c.hidden}), false, lw.post_attention_norm, lw.gate_up,
-                          lw.gate_up_scale, "o (+ residual as bias), then gate_up (RMSNorm fused)");
-            if (r.y.defined()) {
-                x = r.y;
-                carried = r.z;
-            }
-        }
         // the residual add as the o projection's bias: x + o(attn), rounded once
-        if (!carried.defined())
-            x = linear(attn, lw.o, lw.o_scale, x.view({c.hidden}), "o (+ residual as bias)");
+        x = linear(attn, lw.o, lw.o_scale, x.view({c.hidden}), "o (+ residual as bias)");
         if (c.is_moe_layer(l)) {
             // The norm, the router's GEMV, the experts and the residual add in one launch where
             // the kernels take it (the next layer's norm then goes into its qkv GEMV)
@@ -633,27 +600,11 @@ void decoder_session::step_native() {
                     log.on() ? std::string(to_string(m_paths.moe)) : "", 0);
             continue;
         }
-        const auto gu = carried.defined()
-                            ? std::exchange(carried, at::Tensor())
-                            : normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up,
-                                            lw.gate_up_scale, "gate_up");
+        const auto gu = normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up,
+                                      lw.gate_up_scale, "gate_up");
         // SwiGLU inside the down projection's GEMV where its plan takes it (bf16 weights)
         if (m_paths.linear == op_path::native && m_paths.fuse_prologues &&
             !lw.down_scale.defined()) {
-            const bool last = l + 1 == c.layers;
-            const auto& next = m_w->layers[static_cast<std::size_t>(last ? l : l + 1)];
-            auto r = pair(gu, lw.down, x.view({c.hidden}), true,
-                          last ? m_w->final_norm : next.input_norm, last ? m_w->lm_head : next.qkv,
-                          last ? m_w->lm_head_scale : next.qkv_scale,
-                          last ? "down (SwiGLU fused, + residual as bias), then lm_head (RMSNorm "
-                                 "fused)"
-                               : "down (SwiGLU fused, + residual as bias), then the next "
-                                 "layer's qkv (RMSNorm fused)");
-            if (r.y.defined()) {
-                x = r.y;
-                carried = r.z;
-                continue;
-            }
             auto down = model_ops::native_linear_swiglu(gu, lw.down, x.view({c.hidden}), ctx);
             if (down.defined()) {
                 if (log.on())
@@ -680,10 +631,8 @@ void decoder_session::step_native() {
         native::check(kernels::launch_swiglu(sp, sa, stream), "swiglu");
         x = linear(act, lw.down, lw.down_scale, x.view({c.hidden}), "down (+ residual as bias)");
     }
-    const auto logits = carried.defined()
-                            ? carried
-                            : normed_linear(x, pending, m_w->final_norm, false, m_w->lm_head,
-                                            m_w->lm_head_scale, "lm_head");
+    const auto logits = normed_linear(x, pending, m_w->final_norm, false, m_w->lm_head,
+                                      m_w->lm_head_scale, "lm_head");
     m_logits = logits; // a captured step's logits stay where the graph writes them
     if (!m_teacher_forced) {
         kernels::argmax_args ga;

@@ -39,10 +39,6 @@ struct decoder_paths {
     // down projection inside those GEMVs (kernels/gemv.cu's prologues) where the plan takes it,
     // and rope_kv inside decode attention (decode_attention_rope) where its plan takes it
     bool fuse_prologues = false;
-    // with fuse_prologues: the o projection with the normed gate/up, and the down projection
-    // with the next layer's normed q/k/v (the LM head after the last layer), each pair in one
-    // launch across a grid barrier (model_ops::native_linear_pair) where its plan takes it
-    bool pair_gemvs = false;
 };
 
 // The paths of the decode workload's `native` variant: the decode step of fourfold's kernels,
