@@ -4,6 +4,7 @@
 #include "fourfold/kernels/pad.hpp"
 #include "fourfold/kernels/softmax.hpp"
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <utility>
 #include <vector>
@@ -200,6 +201,29 @@ TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
     EXPECT_EQ(plan_gemv(gemv_of(1, 4096, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 14336, 4096), h200()).k_split, 1);
     EXPECT_EQ(plan_gemv(gemv_of(1, 262144, 1152), h200()).k_split, 1);
+}
+
+// FOURFOLD_GEMV_CLAIM=1 (session 36's experiment): one token on the balanced path takes one block
+// of 1024 an SM whose warps claim the steps, with a float a step of its rows in shared memory
+TEST(kernel_plans, gemv_claims_steps_for_one_token_where_its_slots_fit) {
+    ::setenv("FOURFOLD_GEMV_CLAIM", "1", 1);
+    const auto gate_up = plan_gemv(with_norm(gemv_of(1, 28672, 4096)), h200());
+    const auto lm_head = plan_gemv(with_norm(gemv_of(1, 128256, 4096)), h200());
+    const auto two = plan_gemv(gemv_of(2, 28672, 4096), h200());
+    auto fp32 = gemv_of(1, 4096, 4096);
+    fp32.type = elem::f32;
+    const auto wide = plan_gemv(fp32, h200());
+    ::unsetenv("FOURFOLD_GEMV_CLAIM");
+    ASSERT_TRUE(gate_up.valid.empty()) << gate_up.valid;
+    EXPECT_TRUE(gate_up.claimed) << gate_up.describe();
+    EXPECT_EQ(gate_up.blocks, 132);
+    EXPECT_EQ(gate_up.threads, 1024);
+    // the normalised x (8 KB), then 218 rows x 4 steps of floats
+    EXPECT_EQ(gate_up.shared_bytes, 4096 * 2 + 218 * 4 * 4);
+    EXPECT_TRUE(lm_head.claimed) << lm_head.describe(); // 972 rows x 4 steps: 15.6 KB
+    EXPECT_FALSE(two.claimed);
+    EXPECT_TRUE(wide.claimed) << wide.describe(); // 32 rows x 8 steps
+    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 28672, 4096)), h200()).claimed); // off by default
 }
 
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {

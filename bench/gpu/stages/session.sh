@@ -1759,3 +1759,43 @@ stage_s36_a() {
     s32_sanitizer memcheck s36_a 'gemv_pair_cuda.*-gemv_pair_cuda.the_pair_and*' 120
     s32_sanitizer racecheck s36_a 'gemv_pair_cuda.both*' 120
 }
+
+# Session 36's second call: the one-token GEMV with its 2 KB steps claimed at run time
+# (kernels/gemv.cu's gemv_claim: one block of 32 warps an SM, a shared counter, a float a step;
+# FOURFOLD_GEMV_CLAIM=1 turns it on in the plan). The GEMV and decoder gpu tests with it on; the
+# decode's GEMV shapes (op_time, graph) with it off and on; llama3-8b native_fused off, on, off;
+# qwen3-30b-a3b native_fused on and off.
+# Predicted (session 25's probe: the static partition's warp ends spread 1-17 us within an SM):
+# 28672 x 4096 + norm about -3.5 us, 4096 x 4096 about -1, the LM head about -7; llama3-8b
+# native_fused about 229 -> 238 tokens/s at ctx 512, qwen3 +1-2 %.
+s36_ops() {
+    local tag=$1 t0=$SECONDS
+    : >"$OUT/s36_ops_$tag.txt"
+    timeout 60 $BIN run --workload linear_decode \
+        --shape 1x6144x4096,1x28672x4096,1x128256x4096,1x5120x2048 --param prologue=rms_norm \
+        --dtype bf16 --variants native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s36-ops-$tag --quiet >>"$OUT/s36_ops_$tag.txt" 2>&1
+    timeout 30 $BIN run --workload linear_decode --shape 1x4096x4096,1x4096x14336 \
+        --param prologue=none,swiglu --param bias=1 --dtype bf16 --variants native --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s36-ops-$tag --quiet \
+        >>"$OUT/s36_ops_$tag.txt" 2>&1
+    echo "linear_decode ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*graph|FAIL|skipped" "$OUT/s36_ops_$tag.txt" | head -12
+}
+s36_decode() {
+    local model=$1 tag=$2 t0=$SECONDS
+    timeout 80 $BIN decode --model $model --variants native_fused --mode graph \
+        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+        --db "$DB" --label s36-$tag-$model --quiet >"$OUT/s36_decode_${tag}_$model.txt" 2>&1
+    echo "decode $model ($tag, FOURFOLD_GEMV_CLAIM=${FOURFOLD_GEMV_CLAIM:-unset}): exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|FAIL" "$OUT/s36_decode_${tag}_$model.txt" | head -4
+}
+stage_s36_b() {
+    FOURFOLD_GEMV_CLAIM=1 s25_gtests 'native.gemv*:decode_native_cuda.*' 150 "$OUT/s36_b_tests.txt"
+    FOURFOLD_GEMV_CLAIM=0 s36_ops static
+    FOURFOLD_GEMV_CLAIM=1 s36_ops claim
+    FOURFOLD_GEMV_CLAIM=0 s36_decode llama3-8b static
+    FOURFOLD_GEMV_CLAIM=1 s36_decode llama3-8b claim
+    FOURFOLD_GEMV_CLAIM=1 s36_decode qwen3-30b-a3b claim
+    FOURFOLD_GEMV_CLAIM=0 s36_decode qwen3-30b-a3b static
+}

@@ -22,6 +22,8 @@ constexpr int gemv_fma_blocks_per_sm(int tokens) {
     return tokens <= 1 ? 4 : 2;
 }
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
+// gemv_claim (gemv_plan::claimed): one block of this many threads an SM
+inline constexpr int k_gemv_claim_threads = 1024;
 
 struct gemv_args {
     const void* x = nullptr;    // T x K
@@ -55,6 +57,9 @@ struct gemv_plan {
     // one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut into 8 equal
     // runs, one a warp; rows cut between runs are summed in shared memory (gemv_balanced)
     bool balanced = false;
+    // balanced, one token: one block of k_gemv_claim_threads an SM whose warps claim the block's
+    // 2 KB steps from a shared counter (gemv_claim); shared_bytes then holds a float a step too
+    bool claimed = false;
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)

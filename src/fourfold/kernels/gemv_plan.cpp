@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace fourfold::kernels {
 
 std::string gemv_plan::describe() const {
     std::string s = tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
+                    : claimed    ? "16-byte loads, 2 KB steps claimed by a block's warps"
                     : balanced   ? "16-byte loads, rows split evenly over each block's warps"
                     : streamed
                         ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
@@ -136,6 +138,19 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
+        }
+        // one token: the steps claimed at run time, where a float a step of the largest block's
+        // rows fits beside the prologue's x (an experiment: FOURFOLD_GEMV_CLAIM=1, session 36)
+        const char* claim = std::getenv("FOURFOLD_GEMV_CLAIM");
+        if (a.tokens == 1 && claim && std::string(claim) == "1") {
+            const std::int64_t rows = (a.n + d.sm_count - 1) / d.sm_count;
+            const std::int64_t slots = rows * ((nkv_all + 127) / 128) * 4;
+            if (p.shared_bytes + slots <= k_gemv_norm_max_shared_bytes) {
+                p.claimed = true;
+                p.blocks = d.sm_count;
+                p.threads = k_gemv_claim_threads;
+                p.shared_bytes += slots;
+            }
         }
         return p;
     }
