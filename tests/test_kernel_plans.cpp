@@ -4,7 +4,6 @@
 #include "fourfold/kernels/pad.hpp"
 #include "fourfold/kernels/softmax.hpp"
 
-#include <cstdlib>
 #include <gtest/gtest.h>
 #include <utility>
 #include <vector>
@@ -170,9 +169,11 @@ TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
     const auto big = plan_gemv(gemv_of(1, 128256, 4096), h200());
     EXPECT_EQ(big.k_split, 1) << big.describe();
     EXPECT_EQ(big.rows_per_warp, 1);
-    // unsplit: rows balanced over one wave of 4 x 132 resident blocks
+    // unsplit: rows balanced over one wave of resident blocks (8 KB rows at one token: one
+    // block an SM, its steps claimed)
     EXPECT_TRUE(big.balanced) << big.describe();
-    EXPECT_EQ(big.blocks, 4 * 132);
+    EXPECT_EQ(big.blocks, 132);
+    EXPECT_EQ(plan_gemv(gemv_of(1, 128256, 2048), h200()).blocks, 4 * 132);
 }
 
 TEST(kernel_plans, gemv_streams_short_rows_several_to_a_warp) {
@@ -203,27 +204,29 @@ TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
     EXPECT_EQ(plan_gemv(gemv_of(1, 262144, 1152), h200()).k_split, 1);
 }
 
-// FOURFOLD_GEMV_CLAIM=1 (session 36's experiment): one token on the balanced path takes one block
-// of 1024 an SM whose warps claim the steps, with a float a step of its rows in shared memory
+// One token on the balanced path with rows of 8 KB or more: one block of 1024 an SM whose warps
+// claim the steps, with a float a step of its rows in shared memory
 TEST(kernel_plans, gemv_claims_steps_for_one_token_where_its_slots_fit) {
-    ::setenv("FOURFOLD_GEMV_CLAIM", "1", 1);
     const auto gate_up = plan_gemv(with_norm(gemv_of(1, 28672, 4096)), h200());
-    const auto lm_head = plan_gemv(with_norm(gemv_of(1, 128256, 4096)), h200());
-    const auto two = plan_gemv(gemv_of(2, 28672, 4096), h200());
-    auto fp32 = gemv_of(1, 4096, 4096);
-    fp32.type = elem::f32;
-    const auto wide = plan_gemv(fp32, h200());
-    ::unsetenv("FOURFOLD_GEMV_CLAIM");
     ASSERT_TRUE(gate_up.valid.empty()) << gate_up.valid;
     EXPECT_TRUE(gate_up.claimed) << gate_up.describe();
+    EXPECT_NE(gate_up.describe().find("claimed"), std::string::npos) << gate_up.describe();
     EXPECT_EQ(gate_up.blocks, 132);
     EXPECT_EQ(gate_up.threads, 1024);
     // the normalised x (8 KB), then 218 rows x 4 steps of floats
     EXPECT_EQ(gate_up.shared_bytes, 4096 * 2 + 218 * 4 * 4);
-    EXPECT_TRUE(lm_head.claimed) << lm_head.describe(); // 972 rows x 4 steps: 15.6 KB
-    EXPECT_FALSE(two.claimed);
-    EXPECT_TRUE(wide.claimed) << wide.describe(); // 32 rows x 8 steps
-    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 28672, 4096)), h200()).claimed); // off by default
+    EXPECT_TRUE(plan_gemv(with_norm(gemv_of(1, 128256, 4096)), h200()).claimed); // 15.6 KB
+    EXPECT_FALSE(plan_gemv(gemv_of(2, 28672, 4096), h200()).claimed);
+    // rows of 4 KB keep the static partition (qwen3-30b-a3b's K = 2048)
+    const auto short_rows = plan_gemv(with_norm(gemv_of(1, 5120, 2048)), h200());
+    EXPECT_TRUE(short_rows.balanced);
+    EXPECT_FALSE(short_rows.claimed);
+    EXPECT_EQ(short_rows.blocks, 4 * 132);
+    auto fp32 = gemv_of(1, 4096, 2048);
+    fp32.type = elem::f32;
+    EXPECT_TRUE(plan_gemv(fp32, h200()).claimed); // 8 KB rows
+    // slots past 48 KiB: 1,000,000 rows / 132 x 4 steps x 4 bytes
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 1000000, 4096), h200()).claimed);
 }
 
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
@@ -232,8 +235,10 @@ TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     EXPECT_TRUE(qkv.balanced);
     EXPECT_TRUE(qkv.fused_norm);
     EXPECT_NE(qkv.describe().find("RMSNorm fused"), std::string::npos) << qkv.describe();
-    EXPECT_EQ(qkv.shared_bytes, 4096 * 2); // the normalised x, one token
-    EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 4096), h200()).shared_bytes, 0);
+    // the normalised x, one token, and a float a step of its rows (claimed: 47 rows of 4)
+    EXPECT_EQ(qkv.shared_bytes, 4096 * 2 + 47 * 4 * 4);
+    EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 4096), h200()).shared_bytes, 47 * 4 * 4);
+    EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 2048), h200()).shared_bytes, 0); // static partition
     // rows whose normalised copy would not fit 48 KiB of shared memory: the norm goes alone
     const auto wide = plan_gemv(with_norm(gemv_of(1, 4096, 32768)), h200());
     EXPECT_TRUE(wide.balanced);
@@ -264,8 +269,10 @@ TEST(kernel_plans, gemv_balances_rows_over_each_blocks_warps_from_four_rows_a_bl
         const auto p = plan_gemv(gemv_of(1, n, k), h200());
         EXPECT_TRUE(p.balanced) << n << "x" << k << ": " << p.describe();
         EXPECT_EQ(p.k_split, 1);
-        EXPECT_EQ(p.blocks, 4 * 132);
-        EXPECT_NE(p.describe().find("evenly"), std::string::npos);
+        // rows of 8 KB or more: one block an SM, its steps claimed (gemv_claim)
+        EXPECT_EQ(p.claimed, k >= 4096);
+        EXPECT_EQ(p.blocks, p.claimed ? 132 : 4 * 132);
+        EXPECT_NE(p.describe().find(p.claimed ? "claimed" : "evenly"), std::string::npos);
     }
     EXPECT_FALSE(plan_gemv(gemv_of(1, 2111, 4096), h200()).balanced);  // 3.998 rows a block
     EXPECT_FALSE(plan_gemv(gemv_of(1, 65536, 1016), h200()).balanced); // 127 vectors a row

@@ -1799,3 +1799,19 @@ stage_s36_b() {
     FOURFOLD_GEMV_CLAIM=1 s36_decode qwen3-30b-a3b claim
     FOURFOLD_GEMV_CLAIM=0 s36_decode qwen3-30b-a3b static
 }
+
+# Session 36's third call: gemv_claim the plan's default for one token with rows of 8 KB or more
+# (qwen3's K = 2048 GEMVs keep the static partition). The GEMV, claim and decoder gpu tests;
+# memcheck and racecheck over the claim test (direct calls, whole sizes); the decode's GEMV shapes;
+# both models' native_fused; llama3-8b's step under ncu, kernel by kernel.
+# Predicted: llama3-8b about 240 / 228 tokens/s (s36_b's claim figures), qwen3 back to about
+# 342 / 333 (s36_b's static figures); memcheck 0 errors, racecheck 0 hazards.
+stage_s36_c() {
+    s25_gtests 'native.gemv*:decode_native_cuda.*:gemv_claim_cuda.*' 150 "$OUT/s36_c_tests.txt"
+    s32_sanitizer memcheck s36_c 'gemv_claim_cuda.*' 120
+    s32_sanitizer racecheck s36_c 'gemv_claim_cuda.*' 150
+    s36_ops default
+    s36_decode llama3-8b default
+    s36_decode qwen3-30b-a3b default
+    S27_PROFILE_LIMIT=110 S27_LAUNCHES=300 s27_step_profile llama3-8b native_fused s36_llama_profile
+}

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace fourfold::kernels {
 
@@ -139,10 +138,15 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
         }
-        // one token: the steps claimed at run time, where a float a step of the largest block's
-        // rows fits beside the prologue's x (an experiment: FOURFOLD_GEMV_CLAIM=1, session 36)
-        const char* claim = std::getenv("FOURFOLD_GEMV_CLAIM");
-        if (a.tokens == 1 && claim && std::string(claim) == "1") {
+        // One token with rows of 8 KB or more: the steps claimed at run time by one block of 32
+        // warps an SM (gemv_claim), where a float a step of the largest block's rows fits beside
+        // the prologue's x. Measured on the H200 (session 36, build da84dc5, against this
+        // partition): llama3-8b native_fused 228.9 -> 240.6 tokens/s at ctx 512 (220.6 -> 228.3
+        // at 2048), 28672 x 4096 + norm 58.9 -> 56.7 µs, the LM head 247 -> 241; but qwen3-30b-a3b
+        // lost 342.1 -> 334.0 with its two K = 2048 GEMVs (4 KB rows, each after the MoE block)
+        // claimed, though 5120 x 2048 + norm alone went 9.30 -> 9.14 µs: not isolated, so rows
+        // under 8 KB keep the static partition.
+        if (a.tokens == 1 && nkv_all * 16 >= 8192) {
             const std::int64_t rows = (a.n + d.sm_count - 1) / d.sm_count;
             const std::int64_t slots = rows * ((nkv_all + 127) / 128) * 4;
             if (p.shared_bytes + slots <= k_gemv_norm_max_shared_bytes) {
