@@ -4,7 +4,6 @@
 // steps and a row count no block count divides; and the same bits on every run, whichever warp
 // took a step. Calls model_ops directly (no runner), so the sanitizer stage runs it whole.
 #include "decoder_kernels_cuda.hpp"
-
 #include "fourfold/workloads/model_ops/linear.hpp"
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/gemv.hpp"
