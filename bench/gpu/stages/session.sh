@@ -1762,7 +1762,8 @@ stage_s36_a() {
 
 # Session 36's second call: the one-token GEMV with its 2 KB steps claimed at run time
 # (kernels/gemv.cu's gemv_claim: one block of 32 warps an SM, a shared counter, a float a step;
-# FOURFOLD_GEMV_CLAIM=1 turns it on in the plan). The GEMV and decoder gpu tests with it on; the
+# FOURFOLD_GEMV_CLAIM=1 turns it on in the plan; as run at da84dc5: the switch is gone since
+# 6ca6746, so this stage now runs the default twice). The GEMV and decoder gpu tests with it on; the
 # decode's GEMV shapes (op_time, graph) with it off and on; llama3-8b native_fused off, on, off;
 # qwen3-30b-a3b native_fused on and off.
 # Predicted (session 25's probe: the static partition's warp ends spread 1-17 us within an SM):
