@@ -225,3 +225,56 @@ TEST(decoder_fp8_cuda, native_follows_the_dequantised_reference_like_stock_eager
         EXPECT_TRUE(agree.all().item<bool>()) << name;
     }
 }
+
+// The Llama shape of decode_native_cuda's fused test with intermediate 2048 (hidden 2560, q/k/v
+// 3584 rows, gate/up 4096, down 2560 rows of 2048 e4m3, vocab 4096: 2112 rows or more each, rows
+// of 2 KB or more, the FP8 GEMV's claimed path on an H200) with fp8 weights and the prologues
+// fused: the input, post-attention and final norms go into the q/k/v, gate/up and LM-head FP8 GEMVs
+// and the SwiGLU into the down projection's (the step's facts say so); native_fused as close to the
+// dequantised float64 reference as stock and as native (norms and SwiGLU on their own), the
+// replayed step what the eager one computes.
+TEST(decoder_fp8_cuda, norms_and_swiglu_fused_into_the_fp8_gemv_follow_the_reference_like_stock) {
+    REQUIRE_FP8_NATIVE(dev);
+    auto c = *find_preset("tiny-llama");
+    c.hidden = 2560;
+    c.intermediate = 2048;
+    c.heads = 20;
+    c.kv_heads = 4;
+    c.head_dim = 128;
+    c.vocab = 4096;
+    const auto w = std::make_shared<const decoder_weights>(
+        random_weights(c, at::kBFloat16, dev->torch_device(), 7, weight_format::fp8_row, 2));
+    const auto tokens = tokens_for(*w, 24, *dev);
+    const auto cpu = w->to_cpu();
+    const auto ref =
+        reference_logits_f64(cpu, reference_hidden_f64(cpu, tokens.cpu()), 0, cpu.config.vocab)
+            .narrow(0, 5, tokens.size(0) - 5);
+    auto fused = native_decoder_paths();
+    fused.fuse_prologues = true;
+    const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
+    const auto plain = teacher_forced(w, tokens, native_decoder_paths(), *dev, false);
+    const auto eager = teacher_forced(w, tokens, fused, *dev, false);
+    const auto graph = teacher_forced(w, tokens, fused, *dev, true);
+    const double stock_err = rel_l2(stock, ref), fused_err = rel_l2(eager, ref);
+    std::printf("fp8_row, prologues fused: rel L2 from the dequantised float64 reference: stock "
+                "%.4g, native %.4g, native_fused %.4g\n",
+                stock_err, rel_l2(plain, ref), fused_err);
+    EXPECT_LE(fused_err, 1.5 * stock_err + 2e-3);
+    EXPECT_LT(rel_l2(graph, eager), 1e-6);
+
+    decoder_session s(w, 64, fused, workloads::call_context(*dev));
+    s.prefill(tokens.narrow(0, 0, 6));
+    s.step();
+    const auto& k = s.native_step_facts()["kernels"];
+    ASSERT_TRUE(k.is_object()) << s.native_step_facts().dump();
+    for (const char* name :
+         {"gemv_fp8 qkv (RMSNorm fused)", "gemv_fp8 gate_up (RMSNorm fused)",
+          "gemv_fp8 lm_head (RMSNorm fused)", "gemv_fp8 down (SwiGLU fused, + residual as bias)"})
+        EXPECT_TRUE(k.contains(name)) << name << ": " << k.dump();
+    EXPECT_EQ(k["rmsnorm (embedding gather fused)"]["launches"], 1) << k.dump();
+    EXPECT_FALSE(k.contains("rmsnorm")) << k.dump();
+    EXPECT_FALSE(k.contains("swiglu")) << k.dump();
+    EXPECT_NE(k["gemv_fp8 gate_up (RMSNorm fused)"]["plans"].dump().find("claimed"),
+              std::string::npos)
+        << k.dump();
+}

@@ -163,6 +163,101 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
 #endif
 }
 
+// One token on the claimed path (gemv_claim over e4m3 weights, 132 blocks of 32 warps on the
+// H200): 4 rows a block of the balanced wave and 13 more (no block count divides them), rows 16
+// bytes past whole 2 KB steps and 16 bytes short of them, both scale kinds, with no prologue,
+// the RMSNorm and the SwiGLU made in shared memory, with and without the bias: against the
+// float64 product of what the prologue rounds with the dequantised weights, and the same bits
+// on every run (a step's sum has its own slot, whichever warp claimed it). Whole sizes: the
+// sanitizer stage runs it as it is.
+TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_bits) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const auto d = dev->torch_device();
+    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+    const double eps = 1e-5;
+    int cases = 0;
+    for (const std::int64_t k : {std::int64_t{4112}, std::int64_t{14320}})
+        for (const bool per_row : {false, true}) {
+            at::manual_seed(k + per_row);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+            const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+            const auto q = quantise(w, per_row);
+            const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
+            const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
+            const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
+            const auto wq = q.wq.to(d), scale = q.scale.to(d);
+            for (const char* pro : {"none", "rms_norm", "swiglu"})
+                for (const bool bias : {false, true}) {
+                    const std::string p = pro;
+                    if (p == "rms_norm" && bias)
+                        continue; // model_ops' normed GEMV takes no bias
+                    const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
+                    at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
+                    if (p == "none") {
+                        a = xd;
+                    } else if (p == "rms_norm") {
+                        const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
+                        a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
+                    } else {
+                        const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
+                        a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
+                    }
+                    const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
+                    const auto xg = xd.to(at::kBFloat16).to(d);
+                    const auto bg = bias ? b.to(d) : at::Tensor();
+                    auto run = [&](json* facts) {
+                        const workloads::call_context ctx(*dev, facts);
+                        namespace mo = workloads::model_ops;
+                        auto y = p == "rms_norm"
+                                     ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
+                                 : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
+                                                 : mo::linear_fp8(xg, wq, scale, bg, ctx);
+                        dev->synchronize();
+                        return y.defined() ? y.cpu() : y;
+                    };
+                    json facts;
+                    const auto y = run(&facts);
+                    const auto what =
+                        fmt::format("{}x{} {} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
+                                    p, bias ? " + bias" : "", facts.dump());
+                    ASSERT_TRUE(y.defined()) << what;
+                    EXPECT_TRUE(facts["kernel"]["claimed"].get<bool>()) << what;
+                    EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
+                                                           : p == "swiglu" ? "SwiGLU fused"
+                                                                           : "none")
+                        << what;
+                    expect_kernel_error_within_budget(y, ref, what);
+                    for (int again = 0; again < 3; ++again)
+                        EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
+                    ++cases;
+                }
+        }
+    EXPECT_EQ(cases, 20);
+#endif
+}
+
+// Off the claimed path (several tokens, too few rows) the fused forms give an undefined tensor,
+// and the caller runs the norm or the SwiGLU on its own.
+TEST(gemv_fp8, a_prologue_off_the_claimed_path_is_an_undefined_tensor) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const auto d = dev->torch_device();
+    const workloads::call_context ctx(*dev);
+    const auto q = quantise(at::rand({768, 2048}).mul(0.04).sub(0.02).to(at::kBFloat16), true);
+    const auto wq = q.wq.to(d), scale = q.scale.to(d);
+    const auto nw = at::ones({2048}, at::TensorOptions().dtype(at::kBFloat16).device(d));
+    const auto x = at::randn({2, 4096}).to(at::kBFloat16).to(d);
+    namespace mo = workloads::model_ops;
+    EXPECT_FALSE(
+        mo::linear_fp8_rms_normed(x.narrow(1, 0, 2048).narrow(0, 0, 1), nw, 1e-5, wq, scale, ctx)
+            .defined()); // 768 rows: under 4 a block of the wave
+    EXPECT_FALSE(mo::linear_fp8_swiglu(x, wq, scale, at::Tensor(), ctx).defined()); // 2 tokens
+    EXPECT_THROW(mo::linear_fp8_swiglu(x.narrow(1, 0, 2048), wq, scale, at::Tensor(), ctx),
+                 std::invalid_argument); // [tokens, K], not [tokens, 2K]
+#endif
+}
+
 TEST(gemv_fp8, offset_and_strided_views_take_the_scalar_path_and_stay_exact) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8

@@ -20,6 +20,10 @@ constexpr std::uintptr_t k_aligned = 1 << 20;
 // NOLINTNEXTLINE(performance-no-int-to-ptr): a stand-in address the plan only inspects
 const float* k_scale = reinterpret_cast<const float*>(k_aligned * 4);
 
+// a norm weight's stand-in address, 16-byte aligned and not
+const void* k_norm = at(k_aligned * 8);
+const void* k_norm_misaligned = at(k_aligned * 8 + 2);
+
 device_limits h200() {
     return device_limits{}; // 132 SMs, sm_90
 }
@@ -41,23 +45,80 @@ gemv_fp8_args fp8_of(std::int64_t t, std::int64_t n, std::int64_t k, std::uintpt
 
 } // namespace
 
-TEST(kernel_plans_fp8, the_target_shapes_split_their_rows_evenly_over_one_wave) {
+TEST(kernel_plans_fp8, the_target_shapes_claim_their_steps_one_block_an_sm) {
     // one token, from 4 rows a block of a wave of 4 x 132 on (2112), rows of 2 KB or more: each
-    // block a contiguous run of rows, its warps equal runs of 2 KB steps
+    // of 132 blocks a contiguous run of rows whose 2 KB steps its 32 warps claim, a float a step
+    // in shared memory
     for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{
              {4096, 4096}, {4096, 8192}, {14336, 4096}, {4096, 14336}, {128256, 4096}}) {
         const auto p = plan_gemv_fp8(fp8_of(1, n, k), h200());
         ASSERT_TRUE(p.valid.empty()) << p.valid;
         EXPECT_TRUE(p.vectorised) << n << "x" << k;
         EXPECT_TRUE(p.balanced) << n << "x" << k;
+        EXPECT_TRUE(p.claimed) << n << "x" << k;
         EXPECT_EQ(p.rows_per_warp, 1) << n << "x" << k;
         EXPECT_EQ(p.k_split, 1) << n << "x" << k;
         EXPECT_EQ(p.unroll, 4) << n << "x" << k;
-        EXPECT_EQ(p.blocks, 4 * 132) << n << "x" << k;
+        EXPECT_EQ(p.blocks, 132) << n << "x" << k;
+        EXPECT_EQ(p.threads, 1024) << n << "x" << k;
         EXPECT_EQ(p.row_blocks, p.blocks) << n << "x" << k;
+        EXPECT_EQ(p.shared_bytes, (n + 131) / 132 * ((k + 2047) / 2048) * 4) << n << "x" << k;
+        EXPECT_FALSE(p.fused_norm || p.fused_swiglu) << n << "x" << k;
         EXPECT_NE(p.describe().find("16 e4m3"), std::string::npos) << p.describe();
-        EXPECT_NE(p.describe().find("split evenly"), std::string::npos) << p.describe();
+        EXPECT_NE(p.describe().find("claimed"), std::string::npos) << p.describe();
     }
+    // where a float a step of a block's rows would pass 48 KiB (1,000,000 rows: 7576 a block of
+    // 2 steps), the blocks of one wave split their rows evenly over their warps
+    const auto p = plan_gemv_fp8(fp8_of(1, 1000000, 4096), h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.balanced);
+    EXPECT_FALSE(p.claimed);
+    EXPECT_EQ(p.blocks, 4 * 132);
+    EXPECT_EQ(p.threads, 256);
+    EXPECT_EQ(p.shared_bytes, 0);
+    EXPECT_NE(p.describe().find("split evenly"), std::string::npos) << p.describe();
+}
+
+TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) {
+    auto qkv = fp8_of(1, 6144, 4096);
+    qkv.norm_weight = k_norm;
+    const auto p = plan_gemv_fp8(qkv, h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.claimed && p.fused_norm && !p.fused_swiglu) << p.describe();
+    EXPECT_NE(p.describe().find("RMSNorm fused"), std::string::npos) << p.describe();
+    // the normalised x (K bf16 values), then 47 rows x 2 steps of floats
+    EXPECT_EQ(p.shared_bytes, 4096 * 2 + 47 * 2 * 4);
+    auto down = fp8_of(1, 4096, 14336);
+    down.swiglu_x = true;
+    down.ld_x = 2 * 14336;
+    const auto q = plan_gemv_fp8(down, h200());
+    ASSERT_TRUE(q.valid.empty()) << q.valid;
+    EXPECT_TRUE(q.claimed && q.fused_swiglu && !q.fused_norm) << q.describe();
+    EXPECT_NE(q.describe().find("SwiGLU fused"), std::string::npos) << q.describe();
+    EXPECT_EQ(q.shared_bytes, 14336 * 2 + 32 * 7 * 4);
+    // refusals: off the claimed path, both at once, [gate | up] narrower than 2K, a misaligned
+    // norm weight, a negative eps, an x that does not fit
+    auto two = qkv;
+    two.tokens = 2;
+    EXPECT_NE(plan_gemv_fp8(two, h200()).valid.find("claimed path only"), std::string::npos);
+    auto few = qkv;
+    few.n = 768;
+    EXPECT_NE(plan_gemv_fp8(few, h200()).valid.find("run it on its own"), std::string::npos);
+    auto both = down;
+    both.norm_weight = k_norm;
+    EXPECT_NE(plan_gemv_fp8(both, h200()).valid.find("one prologue"), std::string::npos);
+    auto narrow = down;
+    narrow.ld_x = 14336;
+    EXPECT_NE(plan_gemv_fp8(narrow, h200()).valid.find("2K"), std::string::npos);
+    auto odd = qkv;
+    odd.norm_weight = k_norm_misaligned;
+    EXPECT_NE(plan_gemv_fp8(odd, h200()).valid.find("aligned"), std::string::npos);
+    auto negative = qkv;
+    negative.norm_eps = -1;
+    EXPECT_NE(plan_gemv_fp8(negative, h200()).valid.find("eps"), std::string::npos);
+    auto wide = fp8_of(1, 4096, 32768);
+    wide.norm_weight = k_norm;
+    EXPECT_NE(plan_gemv_fp8(wide, h200()).valid.find("shared memory"), std::string::npos);
 }
 
 TEST(kernel_plans_fp8, the_balanced_split_needs_one_token_4_rows_a_block_and_2_kb_rows) {

@@ -1816,3 +1816,46 @@ stage_s36_c() {
     s36_decode qwen3-30b-a3b default
     S27_PROFILE_LIMIT=110 S27_LAUNCHES=300 s27_step_profile llama3-8b native_fused s36_llama_profile
 }
+
+# Session 37's first call: the FP8 GEMV on gemv_claim (the bf16 GEMV's claimed steps, moved to
+# kernels/gemv_claim.cuh and templated over the weight format) with the RMSNorm and SwiGLU
+# prologues, so the fp8 decoder's native_fused path launches what the bf16 one does. The FP8 GEMV,
+# the claim, the GEMV and both decoders' gpu tests; memcheck and racecheck over the new FP8 claim
+# tests; fp8_linear's shapes with the claim (the default) and without it
+# (FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW past every row: the balanced path, the prologues refused);
+# llama3-8b with fp8 weights, native_fused claimed then balanced then claimed; the bf16 decoder
+# once (the refactor: the same PTX, so the same figure).
+# Predicted: 4096 x 4096 8.5 -> 7.5 µs, 14336 x 4096 20.2 -> 18, 4096 x 14336 19.6 -> 17.5, the
+# LM head 139 -> 133; llama3-8b fp8 native_fused about 330 -> 390 tokens/s at ctx 512 (three
+# launches a layer fewer, the bf16 step's fixed costs on half the bytes).
+s37_fp8_ops() {
+    local tag=$1 t0=$SECONDS
+    timeout 90 $BIN run --workload fp8_linear \
+        --shape 1x4096x4096,1x6144x4096,1x14336x4096,1x28672x4096,1x4096x14336,1x128256x4096 \
+        --dtype bf16 --variants native_bf16,native_fp8_row --device cuda \
+        --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s37-fp8-$tag --quiet \
+        >"$OUT/s37_fp8_ops_$tag.txt" 2>&1
+    echo "fp8_linear ($tag, FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=${FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW:-unset}): exit $? after $((SECONDS - t0)) s"
+    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s37_fp8_ops_$tag.txt" | head -14
+}
+s37_fp8_decode() {
+    local tag=$1 t0=$SECONDS
+    timeout 100 $BIN decode --model llama3-8b --weights fp8_row --variants native_fused --mode graph \
+        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+        --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_decode_$tag.txt" 2>&1
+    echo "decode llama3-8b fp8_row ($tag, FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=${FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW:-unset}): exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|FAIL" "$OUT/s37_fp8_decode_$tag.txt" | head -6
+}
+stage_s37_a() {
+    s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*:native.gemv*:decode_native_cuda.*' 200 \
+        "$OUT/s37_a_tests.txt"
+    grep -E "rel L2 from" "$OUT/s37_a_tests.txt" | head -6
+    s37_fp8_ops claim
+    FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=1000000000 s37_fp8_ops balanced
+    s37_fp8_decode claim
+    FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=1000000000 s37_fp8_decode balanced
+    s37_fp8_decode claim2
+    s36_decode llama3-8b s37
+    s32_sanitizer memcheck s37_a 'gemv_fp8.claimed*:gemv_fp8.a_prologue*' 120
+    s32_sanitizer racecheck s37_a 'gemv_fp8.claimed*' 150
+}

@@ -8,12 +8,14 @@
 // in shared memory; the bias is added in fp32 before the one rounding to the output dtype.
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/gemv.hpp"
+#include "fourfold/kernels/gemv_claim.cuh"
 #include "fourfold/kernels/reduce.cuh"
 
 namespace fourfold::kernels {
 namespace {
 
 using namespace device;
+using namespace gemv_common; // the prologues, gemv_claim
 
 // The bias of the row lane `lane` writes (lane r * tok + t writes row row0 + r), loaded before
 // the row's weights so that its latency hides under theirs (read after the reduction, it was
@@ -287,78 +289,6 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     }
 }
 
-// The prologues' x in shared memory (PRO below): every thread of the block takes its share,
-// `xv` then points at `normed`; the caller syncs the block before the steps read it.
-template <typename T, int TOK>
-__device__ __forceinline__ void prologue_swiglu(const uint4* (&xv)[TOK], uint4* normed, int kv) {
-    constexpr int VEC = 16 / sizeof(T);
-    using P = packet<T, VEC>;
-    // B vectors of gate and of up a thread in flight before the first is used: one L2 round
-    // trip a batch, where the loop a vector at a time paid one a vector (K = 14,336: 7 a
-    // thread, +4.4 µs over no prologue, ba3b4f3)
-    constexpr int B = 3;
-#pragma unroll
-    for (int t = 0; t < TOK; ++t) {
-        for (int v0 = threadIdx.x; v0 < kv; v0 += B * blockDim.x) {
-            uint4 gq[B], uq[B];
-#pragma unroll
-            for (int b = 0; b < B; ++b) {
-                const int v = v0 + b * static_cast<int>(blockDim.x);
-                if (v < kv) {
-                    gq[b] = __ldg(xv[t] + v);
-                    uq[b] = __ldg(xv[t] + kv + v);
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < B; ++b) {
-                const int v = v0 + b * static_cast<int>(blockDim.x);
-                if (v < kv) {
-                    float g[VEC], up[VEC];
-                    P::unpack(gq[b], g);
-                    P::unpack(uq[b], up);
-#pragma unroll
-                    for (int j = 0; j < VEC; ++j)
-                        g[j] = silu(g[j]) * up[j];
-                    normed[t * kv + v] = P::pack(g);
-                }
-            }
-        }
-        xv[t] = normed + t * kv;
-    }
-}
-
-template <typename T, int TOK>
-__device__ __forceinline__ void prologue_norm(const uint4* (&xv)[TOK], uint4* normed, int kv,
-                                              const T* __restrict__ norm_weight, float norm_eps) {
-    constexpr int VEC = 16 / sizeof(T);
-    using P = packet<T, VEC>;
-    __shared__ float scratch[32];
-    const uint4* nv = reinterpret_cast<const uint4*>(norm_weight);
-#pragma unroll
-    for (int t = 0; t < TOK; ++t) {
-        float ss = 0.f;
-        for (int v = threadIdx.x; v < kv; v += blockDim.x) {
-            float xf[VEC];
-            P::unpack(__ldg(xv[t] + v), xf);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                ss = fmaf(xf[j], xf[j], ss);
-        }
-        ss = block_sum(ss, scratch);
-        const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
-        for (int v = threadIdx.x; v < kv; v += blockDim.x) {
-            float xf[VEC], nf[VEC];
-            P::unpack(__ldg(xv[t] + v), xf);
-            P::unpack(__ldg(nv + v), nf);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                xf[j] = xf[j] * inv * nf[j];
-            normed[t * kv + v] = P::pack(xf);
-        }
-        xv[t] = normed + t * kv;
-    }
-}
-
 // Rows split evenly over the warps of a block. Block b takes the contiguous rows
 // [b N / B, (b + 1) N / B) (their counts differ by one at most); their steps (U = 4 vectors a
 // lane, 2 KB a warp) laid end to end are cut into 8 equal runs, one a warp, so every warp of the
@@ -369,20 +299,7 @@ __device__ __forceinline__ void prologue_norm(const uint4* (&xv)[TOK], uint4* no
 // one block barrier that last warp adds them in warp order (deterministic) and writes the row.
 // Why: with rows as the unit of work, N rows over W resident warps take ceil(N / W) row times
 // where N / W would do (14336 rows: 4 where 3.4 would; 6144: 2 where 1.45 would).
-//
-// PRO, a prologue that makes the x the steps read, once per block, in shared memory (T x K
-// elements, the launch's dynamic shared memory), read there as x is read otherwise:
-// k_pro_norm: x holds un-normalised rows (the residual stream) and the GEMV multiplies RMSNorm(x)
-// by W: every block first sums each token's squares over K (a fixed thread order and reduction
-// tree, so every block derives the same 1 / rms), then writes round_T(x * inv * norm_weight), the
-// value and the one rounding kernels/rmsnorm.cu writes, to shared memory (T x K elements, the
-// launch's dynamic shared memory), where the steps read it as they read x otherwise: the norm's
-// launch, its write and the GEMV's read of it go. (Normalising each x element again for every row,
-// the first version, cost 5-80 µs a call: ALU work per weight element, H200, build a9a4870.)
-// k_pro_swiglu: x holds [gate | up] rows of 2K elements and the GEMV multiplies
-// round_T(silu(gate) * up), kernels/swiglu.cu's value and rounding: the SwiGLU's launch goes.
-constexpr int k_pro_none = 0, k_pro_norm = 1, k_pro_swiglu = 2;
-
+// PRO: the prologue (gemv_claim.cuh's k_pro_*).
 template <typename T, int TOK, int PRO>
 __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_balanced(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -539,123 +456,6 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
             v += tail[j][lane];
         v += bias_of(hr);
         y[lane * ld_y + r0 + hr] = element<T>::from_float(v);
-    }
-}
-
-// One token, one block of 32 warps an SM, its 2 KB steps claimed at run time (gemv_plan::claimed).
-// Block b takes the rows [b N / B, (b + 1) N / B) as gemv_balanced's blocks do, laid end to end
-// as steps (U = 4 vectors a lane); warp w's first step is w, each later one comes from a shared
-// counter (one atomicAdd, a step ahead of the loads it names, so its round trip hides under the
-// multiply). A step's sum over its lanes goes to a shared slot of its own, and after one block
-// barrier each row's slots are added in step order (deterministic, whichever warp took a step)
-// and the row is written with its bias. Why: the warps of a static partition do not finish
-// together (session 25's probe, gemv_balanced: ends spread over 1-17 µs within one SM, which SMs
-// are slow changing from shape to shape); warps that claim steps end within about a step of each
-// other. The prologue runs once an SM, not four times.
-template <typename T, int PRO>
-__global__ void __launch_bounds__(k_gemv_claim_threads, 1)
-    gemv_claim(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-               T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_w,
-               const T* __restrict__ norm_weight, float norm_eps) {
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int U = 4;
-    constexpr int warps = k_gemv_claim_threads / 32;
-    using P = packet<T, VEC>;
-    __shared__ int claimed;
-    extern __shared__ uint4 smem[]; // PRO: the x the steps read (kv vectors); then a float a step
-    allow_dependents();
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const std::int64_t r0 = blockIdx.x * n / gridDim.x;
-    const int rows = static_cast<int>((blockIdx.x + 1) * n / gridDim.x - r0);
-    const int kv = static_cast<int>(nkv);           // the plan keeps n and k below 2^31
-    const int steps = (kv + 32 * U - 1) / (32 * U); // a row's steps
-    const int total = rows * steps;                 // the plan sizes the slots for it
-    float* sums = reinterpret_cast<float*>(smem + (PRO != k_pro_none ? kv : 0));
-    const uint4* w0 = reinterpret_cast<const uint4*>(w + r0 * ld_w);
-    const std::int64_t ldv = ld_w / VEC;
-    auto fetch = [&](uint4(&dst)[U], int i) {
-        const int row = i / steps, s = i - row * steps;
-        const uint4* wr = w0 + row * ldv;
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = s * 32 * U + u * 32 + lane;
-            dst[u] = v < kv ? load_streaming(wr + v) : make_uint4(0, 0, 0, 0);
-        }
-    };
-    auto claim = [&] {
-        int c = 0;
-        if (lane == 0)
-            c = atomicAdd(&claimed, 1);
-        return __shfl_sync(0xffffffffu, c, 0);
-    };
-    if (threadIdx.x == 0)
-        claimed = warps;
-    // the warp's first step into L2 while the kernel before may still run, then wait
-    if (warp < total && lane % 8 == 0) {
-        const int row = warp / steps, s = warp - row * steps;
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = s * 32 * U + u * 32 + lane;
-            if (v < kv)
-                prefetch_l2(w0 + row * ldv + v);
-        }
-    }
-    dependency_wait();
-    int i = warp;
-    uint4 cur[U], nxt[U];
-    // the first step into registers before the norm prologue (as gemv_balanced does)
-    if (PRO != k_pro_swiglu && i < total)
-        fetch(cur, i);
-    const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
-    if constexpr (PRO == k_pro_swiglu) {
-        prologue_swiglu<T, 1>(xv, smem, kv);
-        if (i < total)
-            fetch(cur, i);
-    }
-    if constexpr (PRO == k_pro_norm)
-        prologue_norm<T, 1>(xv, smem, kv, norm_weight, norm_eps);
-    __syncthreads(); // x in shared memory, the counter set
-    int next = i < total ? claim() : total;
-    while (i < total) {
-        const bool more = next < total;
-        if (more)
-            fetch(nxt, next);
-        const int after = more ? claim() : total;
-        const int s = i % steps;
-        float acc = 0.f;
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = s * 32 * U + u * 32 + lane;
-            if (v >= kv)
-                continue; // (the loads were zero alike)
-            float wf[VEC], xf[VEC];
-            P::unpack(cur[u], wf);
-            if constexpr (PRO != k_pro_none) {
-                const uint4 r = xv[0][v]; // one 16-byte shared load (see gemv_balanced)
-                P::unpack(r, xf);
-            } else
-                P::unpack(__ldg(xv[0] + v), xf);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                acc = fmaf(wf[j], xf[j], acc);
-        }
-        acc = warp_sum(acc);
-        if (lane == 0)
-            sums[i] = acc;
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-            cur[u] = nxt[u];
-        i = next;
-        next = after;
-    }
-    __syncthreads();
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-        float v = 0.f;
-        for (int s = 0; s < steps; ++s)
-            v += sums[r * steps + s];
-        if (bias)
-            v += element<T>::to_float(bias[r0 + r]);
-        y[r0 + r] = element<T>::from_float(v);
     }
 }
 
@@ -828,13 +628,15 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
         if constexpr (TOK == 1)
             if (p.claimed) {
                 auto run = [&](auto kernel) {
-                    return status_of(launch_serialised_after_smem(kernel, grid, block,
-                                                                  p.shared_bytes, stream, dep, x, w,
-                                                                  b, y, a.n, nkv, a.ld_w, nw, eps));
+                    return status_of(launch_serialised_after_smem(
+                        kernel, grid, block, p.shared_bytes, stream, dep, x, w, b, y, a.n, nkv,
+                        a.ld_w, nw, eps, static_cast<const float*>(nullptr), std::int64_t{0},
+                        false));
                 };
-                return p.fused_norm     ? run(gemv_claim<T, k_pro_norm>)
-                       : p.fused_swiglu ? run(gemv_claim<T, k_pro_swiglu>)
-                                        : run(gemv_claim<T, k_pro_none>);
+                using F = same_weights<T>;
+                return p.fused_norm     ? run(gemv_claim<F, k_pro_norm>)
+                       : p.fused_swiglu ? run(gemv_claim<F, k_pro_swiglu>)
+                                        : run(gemv_claim<F, k_pro_none>);
             }
         if (p.fused_norm || p.fused_swiglu)
             return status_of(

@@ -16,6 +16,7 @@
 // contract says so (the op benchmark's inputs are buffers like x): after the wait, where they
 // cost one load each a row, under the weights' latency.
 #include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/gemv_claim.cuh"
 #include "fourfold/kernels/gemv_fp8.hpp"
 #include "fourfold/kernels/reduce.cuh"
 
@@ -56,6 +57,34 @@ __device__ __forceinline__ void unpack_bf16(const uint4& v, float* f) {
         f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
     }
 }
+
+// gemv_claim's weight format for e4m3 weights (gemv_claim.cuh): a 16-byte vector is 16 weights,
+// multiplied by two 16-byte vectors of bf16 x in two halves of 8, in fma_vector's order; the
+// row's scale multiplies its sum once, before the bias.
+struct e4m3_weights {
+    using X = bf16;
+    using W = std::uint8_t;
+    static constexpr int x_vectors = 2;
+    static constexpr bool scaled = true;
+    template <bool SHARED>
+    __device__ static __forceinline__ float dot(float acc, const uint4& wv,
+                                                const uint4* __restrict__ xv, int v) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            float wf[8], xf[8];
+            half == 0 ? unpack_e4m3(wv.x, wv.y, wf) : unpack_e4m3(wv.z, wv.w, wf);
+            if constexpr (SHARED) {
+                const uint4 r = xv[2 * v + half]; // one 16-byte shared load (gemv_claim.cuh)
+                unpack_bf16(r, xf);
+            } else
+                unpack_bf16(__ldg(xv + 2 * v + half), xf);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+                acc = fmaf(wf[j], xf[j], acc);
+        }
+        return acc;
+    }
+};
 
 // The scale and bias of the row lane `lane` writes (lane r * tok + t writes row row0 + r),
 // loaded before the row's weights so that their latency hides under the weights' (the bf16
@@ -532,6 +561,20 @@ launch_status launch_vec(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_
 template <int TOK>
 launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_t stream) {
     if constexpr (TOK == 1) {
+        if (p.claimed) {
+            using namespace gemv_common;
+            const auto t = typed(a);
+            auto run = [&](auto kernel) {
+                return status_of(launch_serialised_after_smem(
+                    kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
+                    stream, p.dependent_launch, t.x, t.w, t.bias, t.y, a.n, a.k / 16, a.ld_w,
+                    static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
+                    a.scale, a.inc_scale, t.per_row));
+            };
+            return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
+                   : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)
+                                    : run(gemv_claim<e4m3_weights, k_pro_none>);
+        }
         if (p.balanced) {
             const auto t = typed(a);
             return status_of(launch_serialised_after(

@@ -14,7 +14,10 @@
 // 16, a view at an odd offset, a stride along K) take a scalar path that the plan names. One
 // token from 4 rows a block of the wave on, with rows of 2 KB or more, takes the bf16 GEMV's
 // balanced split: each block of one wave a contiguous run of rows, its warps equal runs of
-// their 2 KB steps. From sm_90 every path is a programmatic dependent launch.
+// their 2 KB steps; where a float a step fits in shared memory, the steps are claimed at run
+// time by the warps of one 1024-thread block an SM instead (gemv_claim, the bf16 GEMV's kernel
+// over e4m3 weights), which can also make x by an RMSNorm or a SwiGLU in front. From sm_90 every
+// path is a programmatic dependent launch.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <optional>
@@ -44,6 +47,14 @@ struct gemv_fp8_args {
     std::int64_t inc_scale =
         1; // per row: the stride between rows' scales (a (1, N) or (N, 1) view)
     fp8_scaling scaling = fp8_scaling::per_tensor;
+    // The bf16 GEMV's prologues (gemv_args), on the claimed path only (one token; the plan
+    // refuses them elsewhere, and the caller then runs the norm or the SwiGLU on its own):
+    // RMSNorm(x) with this bf16 weight [K] and eps, or x as [gate | up] rows of 2K (ld_x >= 2K)
+    // and their SwiGLU, made once a block in shared memory with kernels/rmsnorm.cu's and
+    // kernels/swiglu.cu's value and rounding.
+    const void* norm_weight = nullptr;
+    double norm_eps = 1e-6;
+    bool swiglu_x = false;
 };
 
 struct gemv_fp8_plan {
@@ -51,6 +62,13 @@ struct gemv_fp8_plan {
     // one token: one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut
     // into 8 equal runs, one a warp; rows cut between runs summed in shared memory
     bool balanced = false;
+    // balanced, one token: one block of k_gemv_claim_threads an SM whose warps claim the block's
+    // 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16 GEMV); shared_bytes
+    // holds a float a step, after the prologue's x
+    bool claimed = false;
+    bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
+    bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
+    std::int64_t shared_bytes = 0; // dynamic shared memory a block takes
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before it reads x, the scale or the bias (kernels/elements.cuh)

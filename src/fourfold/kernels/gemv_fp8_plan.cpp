@@ -1,7 +1,9 @@
 // The host half of the FP8 weight-only GEMV: path, rows per warp, split-K, grid.
+#include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace fourfold::kernels {
 
@@ -10,9 +12,10 @@ const char* to_string(fp8_scaling s) {
 }
 
 std::string gemv_fp8_plan::describe() const {
-    std::string s = !vectorised    ? "scalar loads (one e4m3 a lane)"
-                    : balanced     ? "16-byte loads (16 e4m3), rows split evenly over each block's "
-                                     "warps"
+    std::string s = !vectorised ? "scalar loads (one e4m3 a lane)"
+                    : claimed   ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
+                    : balanced  ? "16-byte loads (16 e4m3), rows split evenly over each block's "
+                                  "warps"
                     : k_split == 1 ? "16-byte loads (16 e4m3), rows streamed back to back"
                                    : "16-byte loads (16 e4m3), a block per row block";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
@@ -20,10 +23,23 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
+    if (fused_norm)
+        s += ", RMSNorm fused in front";
+    if (fused_swiglu)
+        s += ", SwiGLU fused in front";
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
 }
+
+namespace {
+// Rows (bytes) from which one token's steps are claimed; FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW overrides
+// it for this session's A/B (session 37: the claimed against the balanced path on one machine).
+std::int64_t claim_min_row_bytes() {
+    const char* v = std::getenv("FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW");
+    return v && *v ? std::atoll(v) : 2048;
+}
+} // namespace
 
 gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
     gemv_fp8_plan p;
@@ -41,6 +57,19 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
     }
     if (!a.scale) {
         p.valid = "the scale is missing (one float per tensor, or n per row, on the device)";
+        return p;
+    }
+    const char* prologue = a.norm_weight ? "RMSNorm" : a.swiglu_x ? "SwiGLU" : nullptr;
+    if (a.norm_weight && a.swiglu_x) {
+        p.valid = "one prologue at a time: a fused RMSNorm or a fused SwiGLU";
+        return p;
+    }
+    if (a.norm_weight && (alignment_of(a.norm_weight) < 16 || !(a.norm_eps >= 0))) {
+        p.valid = "a fused RMSNorm's weight must be 16-byte aligned and its eps >= 0";
+        return p;
+    }
+    if (a.swiglu_x && a.ld_x < 2 * a.k) {
+        p.valid = "a fused SwiGLU reads [gate | up] rows of 2K elements: ld_x must be >= 2K";
         return p;
     }
     // The bf16 GEMV measured 1.1-1.5 us a call won on its FMA paths, which these mirror.
@@ -116,6 +145,31 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         p.k_split = 1;
         p.blocks = static_cast<std::int64_t>(capacity);
         p.row_blocks = p.blocks;
+        // The steps claimed at run time by one block of 32 warps an SM (gemv_claim, the bf16
+        // GEMV's kernel: measured there, session 36, llama3-8b +5.1 %), where a float a step of
+        // the largest block's rows fits beside the prologue's x.
+        const std::int64_t x_bytes = prologue ? a.k * 2 : 0;
+        const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
+        if (a.k >= claim_min_row_bytes() && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
+            p.claimed = true;
+            p.blocks = p.row_blocks = d.sm_count;
+            p.threads = k_gemv_claim_threads;
+            p.shared_bytes = x_bytes + slots;
+            p.fused_norm = a.norm_weight != nullptr;
+            p.fused_swiglu = a.swiglu_x;
+        } else if (prologue) {
+            p.valid = std::string("a fused ") + prologue +
+                      " keeps K bf16 values and a float a 2 KB "
+                      "step of a block's rows in shared memory, at most " +
+                      std::to_string(k_gemv_norm_max_shared_bytes) + " bytes; " +
+                      std::to_string(x_bytes + slots) + " here: run it on its own";
+        }
+        return p;
+    }
+    if (prologue) {
+        p.valid = std::string("a fused ") + prologue +
+                  " takes the claimed path only (one token, 16-byte rows of 2 KB or more, at "
+                  "least 4 rows a block of the wave): run it on its own";
         return p;
     }
     const std::int64_t per_block = 8 / p.k_split;

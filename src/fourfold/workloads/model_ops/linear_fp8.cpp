@@ -22,11 +22,12 @@ static_assert(k_native_fp8_linear_max_tokens == kernels::k_gemv_fp8_max_tokens);
 namespace {
 
 void check_inputs(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
-                  const at::Tensor& bias) {
+                  const at::Tensor& bias, bool swiglu) {
     auto fail = [](const std::string& what) { throw std::invalid_argument("linear_fp8: " + what); };
-    if (x.dim() != 2 || wq.dim() != 2 || x.size(1) != wq.size(1))
-        fail(fmt::format("x must be [tokens, K] and the weight [N, K]; got {} and {}",
-                         fmt::join(x.sizes(), "x"), fmt::join(wq.sizes(), "x")));
+    if (x.dim() != 2 || wq.dim() != 2 || x.size(1) != (swiglu ? 2 : 1) * wq.size(1))
+        fail(fmt::format("x must be [tokens, {}] and the weight [N, K]; got {} and {}",
+                         swiglu ? "2K (gate | up)" : "K", fmt::join(x.sizes(), "x"),
+                         fmt::join(wq.sizes(), "x")));
     if (x.scalar_type() != at::kBFloat16)
         fail(fmt::format("x must be bf16, not {}", c10::toString(x.scalar_type())));
 #if FOURFOLD_HAS_FLOAT8
@@ -59,29 +60,45 @@ std::int64_t scale_stride(const at::Tensor& scale) {
 } // namespace
 #endif
 
-at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
-                      const at::Tensor& bias, const call_context& ctx) {
+namespace {
+
+// linear_fp8 with a prologue: RMSNorm(x) by `norm` (bf16 [K]) and eps, or the SwiGLU of x's
+// [gate | up] rows; an undefined tensor where the plan does not take the fusion asked for.
+at::Tensor linear_fp8_with(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
+                           const at::Tensor& bias, const call_context& ctx,
+                           const at::Tensor& norm = {}, double eps = 0, bool swiglu = false) {
 #if FOURFOLD_WITH_KERNELS
-    check_inputs(x, wq, scale, bias);
-    auto y = at::empty({x.size(0), wq.size(0)}, x.options());
+    check_inputs(x, wq, scale, bias, swiglu);
+    if (norm.defined() && (norm.dim() != 1 || norm.size(0) != x.size(1) || norm.stride(0) != 1 ||
+                           norm.scalar_type() != at::kBFloat16 || norm.device() != x.device()))
+        throw std::invalid_argument("linear_fp8: the norm weight must be a contiguous bf16 [K] on "
+                                    "x's device");
     kernels::gemv_fp8_args a;
     a.x = x.data_ptr();
     a.w = wq.data_ptr();
     a.scale = scale.data_ptr<float>();
     a.bias = bias.defined() ? bias.data_ptr() : nullptr;
-    a.y = y.data_ptr();
     a.tokens = x.size(0);
     a.n = wq.size(0);
     a.k = wq.size(1);
     a.ld_x = x.stride(0);
     a.ld_w = wq.stride(0);
-    a.ld_y = y.stride(0);
     a.inc_x = x.stride(1);
     a.inc_w = wq.stride(1);
     a.scaling =
         scale.numel() == 1 ? kernels::fp8_scaling::per_tensor : kernels::fp8_scaling::per_row;
     a.inc_scale = scale_stride(scale);
+    if (norm.defined()) {
+        a.norm_weight = norm.data_ptr();
+        a.norm_eps = eps;
+    }
+    a.swiglu_x = swiglu;
     const auto plan = kernels::plan_gemv_fp8(a, native::limits(ctx));
+    if ((norm.defined() && !plan.fused_norm) || (swiglu && !plan.fused_swiglu))
+        return {};
+    auto y = at::empty({x.size(0), wq.size(0)}, x.options());
+    a.y = y.data_ptr();
+    a.ld_y = y.stride(0);
     if (ctx.wants_facts()) {
         const int code = kernels::gemv_fp8_code_version(ctx.device().spec().index);
         ctx.fact("kernel",
@@ -92,7 +109,11 @@ at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tenso
                       {"blocks", plan.blocks},
                       {"threads_per_block", plan.threads},
                       {"scaling", kernels::to_string(a.scaling)},
+                      {"claimed", plan.claimed},
                       {"bias", bias.defined() ? "fused" : "none"},
+                      {"prologue", plan.fused_norm     ? "RMSNorm fused"
+                                   : plan.fused_swiglu ? "SwiGLU fused"
+                                                       : "none"},
                       {"code", fmt::format("sm_{}", code)},
                       {"e4m3_conversion", code >= 89 ? "cvt.rn.f16x2.e4m3x2, two values an "
                                                        "instruction"
@@ -107,8 +128,32 @@ at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tenso
     (void)scale;
     (void)bias;
     (void)ctx;
+    (void)norm;
+    (void)eps;
+    (void)swiglu;
     throw std::logic_error("linear_fp8 ran in a build without native kernels");
 #endif
+}
+
+} // namespace
+
+at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
+                      const at::Tensor& bias, const call_context& ctx) {
+    return linear_fp8_with(x, wq, scale, bias, ctx);
+}
+
+at::Tensor linear_fp8_rms_normed(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
+                                 const at::Tensor& wq, const at::Tensor& scale,
+                                 const call_context& ctx) {
+    if (!norm_weight.defined())
+        throw std::invalid_argument("linear_fp8_rms_normed: the norm weight is undefined");
+    return linear_fp8_with(x, wq, scale, at::Tensor(), ctx, norm_weight, eps);
+}
+
+at::Tensor linear_fp8_swiglu(const at::Tensor& gate_up, const at::Tensor& wq,
+                             const at::Tensor& scale, const at::Tensor& bias,
+                             const call_context& ctx) {
+    return linear_fp8_with(gate_up, wq, scale, bias, ctx, at::Tensor(), 0, true);
 }
 
 std::pair<at::Tensor, at::Tensor> quantise_fp8_row(const at::Tensor& w) {

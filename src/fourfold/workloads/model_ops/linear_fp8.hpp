@@ -29,6 +29,22 @@ inline constexpr std::int64_t k_native_fp8_linear_max_tokens = 8;
 at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& wq, const at::Tensor& scale,
                       const at::Tensor& bias, const call_context& ctx);
 
+// y = RMSNorm(x) (s . Wq)^T in one launch of the FP8 GEMV: x [tokens, K] bf16 un-normalised (a
+// decoder's residual stream), norm_weight bf16 [K], the norm's value and rounding those of
+// kernels/rmsnorm.cu, made inside every block. An undefined tensor where the GEMV's plan does
+// not take the fusion (one token on the claimed path only: gemv_fp8.hpp); the caller then runs
+// the norm on its own.
+at::Tensor linear_fp8_rms_normed(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
+                                 const at::Tensor& wq, const at::Tensor& scale,
+                                 const call_context& ctx);
+
+// y = swiglu(gate_up) (s . Wq)^T (+ b) in one launch of the FP8 GEMV: gate_up [tokens, 2K] bf16
+// (gate columns first), kernels/swiglu.cu's value and rounding made inside every block. An
+// undefined tensor where the plan does not take the fusion.
+at::Tensor linear_fp8_swiglu(const at::Tensor& gate_up, const at::Tensor& wq,
+                             const at::Tensor& scale, const at::Tensor& bias,
+                             const call_context& ctx);
+
 // The weight-only quantisation fp8_linear's per-row variants and the decoder's fp8_row weights
 // use: w [N, K] (any floating dtype, any device) -> {wq float8_e4m3fn [N, K], scale float32 [N]}
 // on w's device, scale = max(amax of row n / 448, 1e-12), wq = w / scale rounded to e4m3

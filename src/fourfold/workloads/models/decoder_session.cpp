@@ -407,8 +407,11 @@ std::string gemv_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Ten
 }
 
 std::string gemv_fp8_plan_of(const at::Tensor& x, const at::Tensor& w, const at::Tensor& scale,
-                             const at::Tensor& bias, const call_context& ctx) {
+                             const at::Tensor& bias, const call_context& ctx,
+                             const at::Tensor& norm = {}, bool swiglu = false) {
     kernels::gemv_fp8_args a;
+    a.norm_weight = norm.defined() ? norm.data_ptr() : nullptr;
+    a.swiglu_x = swiglu;
     a.x = x.data_ptr();
     a.w = w.data_ptr();
     a.scale = scale.data_ptr<float>();
@@ -492,18 +495,24 @@ void decoder_session::step_native() {
             log.add("", "");
         return decoder_linear(x, w, scale, bias, m_paths.linear, &ctx);
     };
-    // RMSNorm(x (+ pending)) W^T: one launch (the norm inside the GEMV's blocks) where there is
-    // no residual to add or row to gather and the GEMV's plan takes it, else the norm, then W.
-    // The FP8 GEMV has no prologue: an fp8 weight always takes the norm, then W.
+    // RMSNorm(x (+ pending)) W^T: one launch (the norm inside the GEMV's blocks, bf16 or FP8)
+    // where there is no residual to add or row to gather and the GEMV's plan takes it, else the
+    // norm, then W.
     auto normed_linear = [&](at::Tensor& x, const at::Tensor& pending, const at::Tensor& weight,
                              bool gather, const at::Tensor& w, const at::Tensor& scale,
                              const char* what) {
         if (!gather && !pending.defined() && m_paths.linear == op_path::native &&
-            m_paths.fuse_prologues && !scale.defined()) {
-            auto y = model_ops::native_linear_rms_normed(x, weight, c.rms_eps, w, ctx);
+            m_paths.fuse_prologues) {
+            const bool fp8 = scale.defined();
+            auto y = fp8 ? model_ops::linear_fp8_rms_normed(x, weight, c.rms_eps, w, scale, ctx)
+                         : model_ops::native_linear_rms_normed(x, weight, c.rms_eps, w, ctx);
             if (y.defined()) {
-                log.add(log.on() ? fmt::format("gemv {} (RMSNorm fused)", what) : "",
-                        log.on() ? gemv_plan_of(x, w, Tensor(), ctx, weight) : "");
+                if (log.on())
+                    log.add(fmt::format("{} {} (RMSNorm fused)", fp8 ? "gemv_fp8" : "gemv", what),
+                            fp8 ? gemv_fp8_plan_of(x, w, scale, Tensor(), ctx, weight)
+                                : gemv_plan_of(x, w, Tensor(), ctx, weight));
+                else
+                    log.add("", "");
                 return y;
             }
         }
@@ -602,14 +611,20 @@ void decoder_session::step_native() {
         }
         const auto gu = normed_linear(x, Tensor(), lw.post_attention_norm, false, lw.gate_up,
                                       lw.gate_up_scale, "gate_up");
-        // SwiGLU inside the down projection's GEMV where its plan takes it (bf16 weights)
-        if (m_paths.linear == op_path::native && m_paths.fuse_prologues &&
-            !lw.down_scale.defined()) {
-            auto down = model_ops::native_linear_swiglu(gu, lw.down, x.view({c.hidden}), ctx);
+        // SwiGLU inside the down projection's GEMV (bf16 or FP8) where its plan takes it
+        if (m_paths.linear == op_path::native && m_paths.fuse_prologues) {
+            const bool fp8 = lw.down_scale.defined();
+            const auto residual = x.view({c.hidden});
+            auto down =
+                fp8 ? model_ops::linear_fp8_swiglu(gu, lw.down, lw.down_scale, residual, ctx)
+                    : model_ops::native_linear_swiglu(gu, lw.down, residual, ctx);
             if (down.defined()) {
                 if (log.on())
-                    log.add("gemv down (SwiGLU fused, + residual as bias)",
-                            gemv_plan_of(gu, lw.down, x.view({c.hidden}), ctx, Tensor(), true));
+                    log.add(fmt::format("{} down (SwiGLU fused, + residual as bias)",
+                                        fp8 ? "gemv_fp8" : "gemv"),
+                            fp8 ? gemv_fp8_plan_of(gu, lw.down, lw.down_scale, residual, ctx,
+                                                   Tensor(), true)
+                                : gemv_plan_of(gu, lw.down, residual, ctx, Tensor(), true));
                 else
                     log.add("", "");
                 x = down;
