@@ -333,10 +333,13 @@ TEST(gemv_fp8, a_chain_of_dependent_launches_matches_eager_captured_and_float64)
         const char* path;                 // every link's, or the vector links' of a mixed chain
     };
     const std::vector<chain> chains{
-        {1, {4096, 4096, 4096, 4096, 4096, 4096, 4096}, 0, "split evenly"},
-        // 16 blocks a wave: balanced links of 600 and 1000 rows (rows cut between warps, a last
-        // step of one vector) between scalar ones (K = 600, 1000)
-        {1, {2064, 600, 2064, 1000, 2064}, 4, "split evenly"},
+        {1, {4096, 4096, 4096, 4096, 4096, 4096, 4096}, 0, "claimed"},
+        // 4 SMs: claimed links of 600 and 1000 rows (8-row tiles cut at a block's end, a last
+        // step of 16 columns) between scalar ones (K = 600, 1000)
+        {1, {2064, 600, 2064, 1000, 2064}, 4, "claimed"},
+        // 2 SMs, 40,000 rows of 2 KB and 2048 of 40,000 bytes: a block's slots pass the shared
+        // memory of either claimed path, so the wave of 8 blocks splits its rows evenly
+        {1, {2048, 40000, 2048}, 2, "split evenly"},
         {1, {1024, 1024, 1024, 1024, 1024}, 0, "a block per row block"},
         {4, {4096, 4096, 4096, 4096, 4096}, 0, "streamed"},
         {8, {2048, 2048, 2048, 2048, 2048}, 0, "a block per row block"},

@@ -1859,3 +1859,25 @@ stage_s37_a() {
     s32_sanitizer memcheck s37_a 'gemv_fp8.claimed*:gemv_fp8.a_prologue*' 120
     s32_sanitizer racecheck s37_a 'gemv_fp8.claimed*' 150
 }
+
+# Session 37's second call: the FP8 GEMV's claimed steps on the tensor cores (gemv_fp8_mma: e4m3
+# to f16x2, x staged as f16 times 2^-e, m16n8k16 MMAs over 8-row tiles of 256-column steps),
+# the default; FOURFOLD_GEMV_FP8_MMA=0 the claimed steps on the fp32 FMA path (s37_a's default),
+# FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW past every row the balanced path (main's). Tests, sanitizers over
+# the new kernel's tests and the chain, fp8_linear's shapes and llama3-8b fp8 native_fused each way.
+# Predicted (the FMA path issues about 76 instructions a warp per 512 weight bytes, the MMA path
+# about 20): 28672 x 4096 34.8 -> 31 µs, the LM head 139 -> 128, 4096 x 4096 8.3 -> 7; llama3-8b
+# fp8 native_fused 350 -> about 385 tokens/s at ctx 512.
+stage_s37_b() {
+    s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*-decoder_fp8_cuda.native_follows*' 200 "$OUT/s37_b_tests.txt"
+    grep -E "rel L2 from|fp8_linear 1x" "$OUT/s37_b_tests.txt" | head -8
+    s37_fp8_ops mma
+    FOURFOLD_GEMV_FP8_MMA=0 s37_fp8_ops fma
+    FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=1000000000 s37_fp8_ops balanced
+    s37_fp8_decode mma
+    FOURFOLD_GEMV_FP8_MMA=0 s37_fp8_decode fma
+    FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=1000000000 s37_fp8_decode balanced
+    s37_fp8_decode mma2
+    s32_sanitizer memcheck s37_b 'gemv_fp8.claimed*:gemv_fp8.a_prologue*:gemv_fp8.a_chain*' 150
+    s32_sanitizer racecheck s37_b 'gemv_fp8.claimed*' 150
+}

@@ -368,6 +368,207 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(1))
     }
 }
 
+// Two e4m3 pairs (the low and the high half of `word`) as two f16x2 words, exactly (e4m3 is a
+// subset of fp16): the tensor-core path's B fragment.
+__device__ __forceinline__ void e4m3x4_to_half2x2(unsigned word, unsigned& lo, unsigned& hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\t"
+        "cvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(word));
+#else
+    const __half2_raw a =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<unsigned short>(word & 0xffffu), __NV_E4M3);
+    const __half2_raw b =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<unsigned short>(word >> 16), __NV_E4M3);
+    lo = static_cast<unsigned>(a.x) | (static_cast<unsigned>(a.y) << 16);
+    hi = static_cast<unsigned>(b.x) | (static_cast<unsigned>(b.y) << 16);
+#endif
+}
+
+// d += a (16 x 16, f16) b (16 x 8, f16), fp32 accumulators (mma.sync m16n8k16)
+__device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned (&a)[4],
+                                        const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The largest |v| over the block (NaN ignored, as fmaxf does), in every thread.
+__device__ __forceinline__ float block_abs_max(float v, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0)
+        scratch[warp] = v;
+    __syncthreads();
+    return warp_max(lane < static_cast<int>(blockDim.x / 32) ? scratch[lane] : 0.f);
+}
+
+// One token on the tensor cores, its steps claimed at run time (gemv_fp8_plan::tensor_cores).
+// The fp32 FMA path converts each e4m3 value to fp32 (cvt to f16x2, then one conversion a value)
+// and each bf16 x value by a shift: about 76 instructions a warp per 512 weight bytes, which at the
+// bytes' rate asks for more than the SM issues (H200, session 37: the FP8 GEMV moved 2.0-3.8 TB/s
+// where the bf16 one moves 2.7-4.5). Here the values go to the MMA as they come: W^T is its B
+// operand (8 weight rows a tile, n = the row), x its A operand (m = the token; rows past the
+// token are whatever the lane holds, their outputs unused), so a 16-byte vector of weights is 8
+// conversions (e4m3x2 to f16x2, exact) and 4 m16n8k16 MMAs: about 20 instructions per 512 bytes.
+// x goes to shared memory once an SM as f16 times 2^-e, e chosen so that the largest |x| lies in
+// [2^14, 2^15) (bf16 values are exact in f16 there; values 2^28 below the largest lose bits to
+// f16's subnormals, at most 2^-39 of the largest), the prologue's value (x, RMSNorm(x) or
+// SwiGLU(x), rounded to bf16 as the kernels of its own round it) before that. Products are exact
+// and summed in fp32 by the MMA; each row's sum is multiplied by 2^e (exact), its scale, plus its
+// bias, rounded once to bf16.
+// Work: block b takes the rows [b N / B, (b + 1) N / B) in tiles of 8, each tile's K in steps of
+// 256 columns (lane (g, c) = (lane / 4, lane % 4) loads 16 bytes of row g at columns
+// 64 u + 16 c of the step, u = 0..3: 2 KB a warp, every byte of the step once); its 32 warps claim
+// the steps from a shared counter (gemv_claim's scheme), each step's 8 row sums go to shared
+// slots of their own, and after one barrier each row adds its steps in order (deterministic).
+// The MMA's k slots of lane c are columns 16 c + 4 q + {0, 1} and {2, 3} of vector u for MMA q,
+// in A (x) and B (W) alike, so the sums are the dot products.
+template <int PRO>
+__global__ void __launch_bounds__(k_gemv_claim_threads, 1)
+    gemv_fp8_mma(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
+                 const bf16* __restrict__ bias, bf16* __restrict__ y, std::int64_t n,
+                 std::int64_t k, std::int64_t ld_w, const bf16* __restrict__ norm_weight,
+                 float norm_eps, const float* __restrict__ scale, std::int64_t inc_scale,
+                 bool per_row) {
+    using namespace gemv_common;
+    constexpr int U = 4;
+    constexpr int warps = k_gemv_claim_threads / 32;
+    using P = packet<bf16, 8>;
+    __shared__ int claimed;
+    __shared__ float scratch[32];
+    extern __shared__ uint4 smem[]; // x as f16, whole steps (zeros past K); then 8 floats a step
+    allow_dependents();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, c = lane % 4;
+    const std::int64_t r0 = blockIdx.x * n / gridDim.x;
+    const int rows = static_cast<int>((blockIdx.x + 1) * n / gridDim.x - r0);
+    const int kk = static_cast<int>(k);       // the plan keeps n and k below 2^31
+    const int steps = (kk + 255) / 256;       // a tile's steps
+    const int total = (rows + 7) / 8 * steps; // the plan sizes the slots for it
+    const int kv = kk / 8;                    // x's 16-byte vectors (K % 16 == 0)
+    const int xkv = steps * 32;               // and with the padding to whole steps
+    float* sums = reinterpret_cast<float*>(smem + xkv);
+    auto fetch = [&](uint4(&dst)[U], int i) {
+        const int tile = i / steps, s = i - tile * steps;
+        const int row = tile * 8 + g;
+        const bool ok = row < rows;
+        const std::uint8_t* wr = w + (r0 + (ok ? row : 0)) * ld_w;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int col = s * 256 + u * 64 + 16 * c;
+            dst[u] = ok && col < kk ? load_streaming(reinterpret_cast<const uint4*>(wr + col))
+                                    : make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto claim = [&] {
+        int v = 0;
+        if (lane == 0)
+            v = atomicAdd(&claimed, 1);
+        return __shfl_sync(0xffffffffu, v, 0);
+    };
+    // the warp's first step into L2 while the kernel before may still run (lanes c = 0: the two
+    // 128-byte lines of each row's 256 bytes), then wait
+    if (warp < total && c == 0) {
+        const int tile = warp / steps, s = warp - tile * steps, row = tile * 8 + g;
+        if (row < rows)
+            for (int u = 0; u < U; u += 2)
+                if (s * 256 + u * 64 < kk)
+                    prefetch_l2(
+                        reinterpret_cast<const uint4*>(w + (r0 + row) * ld_w + s * 256 + u * 64));
+    }
+    dependency_wait();
+    int i = warp;
+    uint4 cur[U], nxt[U];
+    if (PRO != k_pro_swiglu && i < total)
+        fetch(cur, i);
+    // the bf16 x the GEMV multiplies into shared memory (each thread its vectors v = threadIdx.x
+    // + j blockDim.x, in the prologues as here), zeros to whole steps
+    const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
+    if constexpr (PRO == k_pro_swiglu) {
+        prologue_swiglu<bf16, 1>(xv, smem, kv);
+        if (i < total)
+            fetch(cur, i);
+    } else if constexpr (PRO == k_pro_norm) {
+        prologue_norm<bf16, 1>(xv, smem, kv, norm_weight, norm_eps);
+    } else {
+        for (int v = threadIdx.x; v < kv; v += blockDim.x)
+            smem[v] = __ldg(xv[0] + v);
+    }
+    for (int v = kv + threadIdx.x; v < xkv; v += blockDim.x)
+        smem[v] = make_uint4(0, 0, 0, 0);
+    // then as f16 times 2^-e
+    float amax = 0.f;
+    for (int v = threadIdx.x; v < kv; v += blockDim.x) {
+        float f[8];
+        P::unpack(smem[v], f);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            amax = fmaxf(amax, fabsf(f[j]));
+    }
+    amax = block_abs_max(amax, scratch);
+    const int e = amax > 0.f && isfinite(amax) ? ilogbf(amax) - 14 : 0;
+    for (int v = threadIdx.x; v < kv; v += blockDim.x) {
+        float f[8];
+        P::unpack(smem[v], f);
+        unsigned h[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const __half2 p = __floats2half2_rn(ldexpf(f[2 * j], -e), ldexpf(f[2 * j + 1], -e));
+            h[j] = *reinterpret_cast<const unsigned*>(&p);
+        }
+        smem[v] = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+    if (threadIdx.x == 0)
+        claimed = warps;
+    __syncthreads(); // x in shared memory, the counter set
+    int next = i < total ? claim() : total;
+    while (i < total) {
+        const bool more = next < total;
+        if (more)
+            fetch(nxt, next);
+        const int after = more ? claim() : total;
+        const int s = i % steps;
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int xi = s * 32 + u * 8 + 2 * c;
+            const uint4 xa = load_shared_16(smem + xi), xb = load_shared_16(smem + xi + 1);
+            const unsigned xq[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+            const unsigned wq[4] = {cur[u].x, cur[u].y, cur[u].z, cur[u].w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const unsigned a[4] = {xq[2 * q], xq[2 * q], xq[2 * q + 1], xq[2 * q + 1]};
+                unsigned b[2];
+                e4m3x4_to_half2x2(wq[q], b[0], b[1]);
+                mma_f16(d, a, b);
+            }
+        }
+        if (g == 0) { // token 0: rows 2c and 2c + 1 of the tile
+            sums[i * 8 + 2 * c] = d[0];
+            sums[i * 8 + 2 * c + 1] = d[1];
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            cur[u] = nxt[u];
+        i = next;
+        next = after;
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        const float* rs = sums + (r / 8) * steps * 8 + r % 8;
+        float v = 0.f;
+        for (int s = 0; s < steps; ++s)
+            v += rs[s * 8];
+        const float sc = per_row ? scale[(r0 + r) * inc_scale] : scale[0];
+        v = fmaf(ldexpf(v, e), sc, bias ? __bfloat162float(bias[r0 + r]) : 0.f);
+        y[r0 + r] = __float2bfloat16_rn(v);
+    }
+}
+
 // Reduces acc over the lanes and the KS warps of a row group (in shared memory), then writes y.
 template <int TOK, int R>
 __device__ __forceinline__ void finish_split(float (&acc)[R][TOK], float (*part)[R * TOK], int warp,
@@ -561,6 +762,27 @@ launch_status launch_vec(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_
 template <int TOK>
 launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_t stream) {
     if constexpr (TOK == 1) {
+        if (p.tensor_cores) {
+            using namespace gemv_common;
+            const auto t = typed(a);
+            auto run = [&](auto kernel) {
+                if (p.shared_bytes > 48 * 1024) {
+                    const cudaError_t e =
+                        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(p.shared_bytes));
+                    if (e != cudaSuccess)
+                        return status_of(e);
+                }
+                return status_of(launch_serialised_after_smem(
+                    kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
+                    stream, p.dependent_launch, t.x, t.w, t.bias, t.y, a.n, a.k, a.ld_w,
+                    static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
+                    a.scale, a.inc_scale, t.per_row));
+            };
+            return p.fused_norm     ? run(gemv_fp8_mma<k_pro_norm>)
+                   : p.fused_swiglu ? run(gemv_fp8_mma<k_pro_swiglu>)
+                                    : run(gemv_fp8_mma<k_pro_none>);
+        }
         if (p.claimed) {
             using namespace gemv_common;
             const auto t = typed(a);

@@ -66,6 +66,10 @@ struct gemv_fp8_plan {
     // 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16 GEMV); shared_bytes
     // holds a float a step, after the prologue's x
     bool claimed = false;
+    // claimed, on the tensor cores (gemv_fp8_mma): 8-row tiles of 256-column steps, x staged as
+    // f16 in shared memory (with whichever prologue), e4m3 to f16 and m16n8k16 MMAs; shared_bytes
+    // then holds x (K rounded up to whole steps, 2 bytes a value) and 8 floats a step
+    bool tensor_cores = false;
     bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes

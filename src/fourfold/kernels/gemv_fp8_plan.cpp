@@ -13,9 +13,12 @@ const char* to_string(fp8_scaling s) {
 
 std::string gemv_fp8_plan::describe() const {
     std::string s = !vectorised ? "scalar loads (one e4m3 a lane)"
-                    : claimed   ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
-                    : balanced  ? "16-byte loads (16 e4m3), rows split evenly over each block's "
-                                  "warps"
+                    : tensor_cores
+                        ? "16-byte loads (16 e4m3), f16 MMAs over 8-row tiles, 256-column "
+                          "steps claimed by a block's warps"
+                    : claimed  ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
+                    : balanced ? "16-byte loads (16 e4m3), rows split evenly over each block's "
+                                 "warps"
                     : k_split == 1 ? "16-byte loads (16 e4m3), rows streamed back to back"
                                    : "16-byte loads (16 e4m3), a block per row block";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
@@ -38,6 +41,11 @@ namespace {
 std::int64_t claim_min_row_bytes() {
     const char* v = std::getenv("FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW");
     return v && *v ? std::atoll(v) : 2048;
+}
+// FOURFOLD_GEMV_FP8_MMA=0: the claimed steps on the fp32 FMA path (session 37's A/B)
+bool claim_on_tensor_cores() {
+    const char* v = std::getenv("FOURFOLD_GEMV_FP8_MMA");
+    return !(v && std::string(v) == "0");
 }
 } // namespace
 
@@ -148,9 +156,23 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // The steps claimed at run time by one block of 32 warps an SM (gemv_claim, the bf16
         // GEMV's kernel: measured there, session 36, llama3-8b +5.1 %), where a float a step of
         // the largest block's rows fits beside the prologue's x.
+        const std::int64_t block_rows = (a.n + d.sm_count - 1) / d.sm_count;
+        const std::int64_t steps_mma = (a.k + 255) / 256;
+        const std::int64_t mma_bytes =
+            steps_mma * 256 * 2 + (block_rows + 7) / 8 * steps_mma * 8 * 4;
         const std::int64_t x_bytes = prologue ? a.k * 2 : 0;
-        const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
-        if (a.k >= claim_min_row_bytes() && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
+        const std::int64_t slots = block_rows * ((nkv + 127) / 128) * 4;
+        if (a.k >= claim_min_row_bytes() && claim_on_tensor_cores() &&
+            mma_bytes <= d.max_smem_per_block) {
+            p.claimed = true;
+            p.tensor_cores = true;
+            p.blocks = p.row_blocks = d.sm_count;
+            p.threads = k_gemv_claim_threads;
+            p.shared_bytes = mma_bytes;
+            p.fused_norm = a.norm_weight != nullptr;
+            p.fused_swiglu = a.swiglu_x;
+        } else if (a.k >= claim_min_row_bytes() &&
+                   x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;
             p.blocks = p.row_blocks = d.sm_count;
             p.threads = k_gemv_claim_threads;
