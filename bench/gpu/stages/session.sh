@@ -1881,3 +1881,34 @@ stage_s37_b() {
     s32_sanitizer memcheck s37_b 'gemv_fp8.claimed*:gemv_fp8.a_prologue*:gemv_fp8.a_chain*' 150
     s32_sanitizer racecheck s37_b 'gemv_fp8.claimed*' 150
 }
+
+# Session 37's third call: the step after next asked of L2 as a warp claims it (gemv_claim and
+# gemv_fp8_mma; FOURFOLD_GEMV_AHEAD=0 turns it off), and the MMA path's two accumulators (8
+# dependent MMAs a step, not 16). Why: s37_b measured the three FP8 paths within 5 % of each
+# other at 3.2-3.6 TB/s on 117 MB where the bf16 GEMV moves 3.9-4.1 on the same bytes; a warp
+# holds one step in flight while it multiplies and two while it waits, so the longer an FP8 step's
+# dependent chain (64 FMAs, or 16 MMAs), the fewer bytes in flight. Predicted: FP8 28672 x 4096
+# 36 -> 32 µs, LM head 144 -> 132; bf16 o and q/k/v -0.5 µs, gate/up unchanged (99 % already);
+# llama3-8b fp8 native_fused about 350 -> 375, bf16 about +1 %.
+s37_fp8_ops4() {
+    local tag=$1 t0=$SECONDS
+    timeout 60 $BIN run --workload fp8_linear --shape 1x4096x4096,1x28672x4096,1x4096x14336,1x128256x4096 \
+        --dtype bf16 --variants native_fp8_row --device cuda --ledgers op_time,correctness \
+        --min-time 0.1 --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_ops_$tag.txt" 2>&1
+    echo "fp8_linear ($tag, AHEAD=${FOURFOLD_GEMV_AHEAD:-unset} MMA=${FOURFOLD_GEMV_FP8_MMA:-unset}): exit $? after $((SECONDS - t0)) s"
+    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s37_fp8_ops_$tag.txt" | head -8
+}
+stage_s37_c() {
+    s25_gtests 'gemv_fp8*:gemv_claim_cuda.*:native.gemv*:decoder_fp8_cuda.norms*' 200 "$OUT/s37_c_tests.txt"
+    s36_ops ahead
+    FOURFOLD_GEMV_AHEAD=0 s36_ops plain
+    s37_fp8_ops4 mma_ahead
+    FOURFOLD_GEMV_AHEAD=0 s37_fp8_ops4 mma_plain
+    FOURFOLD_GEMV_FP8_MMA=0 s37_fp8_ops4 fma_ahead
+    FOURFOLD_GEMV_FP8_MMA=0 FOURFOLD_GEMV_AHEAD=0 s37_fp8_ops4 fma_plain
+    s36_decode llama3-8b ahead
+    FOURFOLD_GEMV_AHEAD=0 s36_decode llama3-8b plain
+    s37_fp8_decode mma_ahead
+    FOURFOLD_GEMV_FP8_MMA=0 s37_fp8_decode fma_ahead
+    FOURFOLD_GEMV_FP8_MMA=0 FOURFOLD_GEMV_AHEAD=0 s37_fp8_decode fma_plain
+}

@@ -433,7 +433,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
                  const bf16* __restrict__ bias, bf16* __restrict__ y, std::int64_t n,
                  std::int64_t k, std::int64_t ld_w, const bf16* __restrict__ norm_weight,
                  float norm_eps, const float* __restrict__ scale, std::int64_t inc_scale,
-                 bool per_row) {
+                 bool per_row, bool ahead) {
     using namespace gemv_common;
     constexpr int U = 4;
     constexpr int warps = k_gemv_claim_threads / 32;
@@ -531,8 +531,17 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
         if (more)
             fetch(nxt, next);
         const int after = more ? claim() : total;
+        // ahead: the step after next asked of L2 now (gemv_claim's)
+        if (ahead && after < total && c == 0) {
+            const int tile = after / steps, sa = after - tile * steps, row = tile * 8 + g;
+            if (row < rows)
+                for (int u = 0; u < U; u += 2)
+                    if (sa * 256 + u * 64 < kk)
+                        prefetch_l2(w + (r0 + row) * ld_w + sa * 256 + u * 64);
+        }
         const int s = i % steps;
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        // two accumulators (even and odd u): 8 dependent MMAs a step, not 16
+        float d[4] = {0.f, 0.f, 0.f, 0.f}, d2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int xi = s * 32 + u * 8 + 2 * c;
@@ -544,12 +553,12 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
                 const unsigned a[4] = {xq[2 * q], xq[2 * q], xq[2 * q + 1], xq[2 * q + 1]};
                 unsigned b[2];
                 e4m3x4_to_half2x2(wq[q], b[0], b[1]);
-                mma_f16(d, a, b);
+                mma_f16(u % 2 == 0 ? d : d2, a, b);
             }
         }
         if (g == 0) { // token 0: rows 2c and 2c + 1 of the tile
-            sums[i * 8 + 2 * c] = d[0];
-            sums[i * 8 + 2 * c + 1] = d[1];
+            sums[i * 8 + 2 * c] = d[0] + d2[0];
+            sums[i * 8 + 2 * c + 1] = d[1] + d2[1];
         }
 #pragma unroll
         for (int u = 0; u < U; ++u)
@@ -777,7 +786,7 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
                     stream, p.dependent_launch, t.x, t.w, t.bias, t.y, a.n, a.k, a.ld_w,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
-                    a.scale, a.inc_scale, t.per_row));
+                    a.scale, a.inc_scale, t.per_row, p.prefetch_ahead));
             };
             return p.fused_norm     ? run(gemv_fp8_mma<k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_fp8_mma<k_pro_swiglu>)
@@ -791,7 +800,7 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
                     stream, p.dependent_launch, t.x, t.w, t.bias, t.y, a.n, a.k / 16, a.ld_w,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
-                    a.scale, a.inc_scale, t.per_row));
+                    a.scale, a.inc_scale, t.per_row, p.prefetch_ahead));
             };
             return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)

@@ -70,6 +70,9 @@ struct gemv_fp8_plan {
     // f16 in shared memory (with whichever prologue), e4m3 to f16 and m16n8k16 MMAs; shared_bytes
     // then holds x (K rounded up to whole steps, 2 bytes a value) and 8 floats a step
     bool tensor_cores = false;
+    // claimed: each warp asks L2 for the step after its next one as it claims it (a third step
+    // in flight without registers); FOURFOLD_GEMV_AHEAD=0 turns it off (session 37's A/B)
+    bool prefetch_ahead = false;
     bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes

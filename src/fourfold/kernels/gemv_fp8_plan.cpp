@@ -26,6 +26,8 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
+    if (prefetch_ahead)
+        s += ", the step after next asked of L2";
     if (fused_norm)
         s += ", RMSNorm fused in front";
     if (fused_swiglu)
@@ -48,6 +50,12 @@ bool claim_on_tensor_cores() {
     return !(v && std::string(v) == "0");
 }
 } // namespace
+
+// FOURFOLD_GEMV_AHEAD=0: no step asked of L2 ahead (session 37's A/B)
+static bool gemv_prefetch_ahead() {
+    const char* v = std::getenv("FOURFOLD_GEMV_AHEAD");
+    return !(v && v[0] == '0');
+}
 
 gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
     gemv_fp8_plan p;
@@ -165,6 +173,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         if (a.k >= claim_min_row_bytes() && claim_on_tensor_cores() &&
             mma_bytes <= d.max_smem_per_block) {
             p.claimed = true;
+            p.prefetch_ahead = gemv_prefetch_ahead();
             p.tensor_cores = true;
             p.blocks = p.row_blocks = d.sm_count;
             p.threads = k_gemv_claim_threads;
@@ -174,6 +183,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         } else if (a.k >= claim_min_row_bytes() &&
                    x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;
+            p.prefetch_ahead = gemv_prefetch_ahead();
             p.blocks = p.row_blocks = d.sm_count;
             p.threads = k_gemv_claim_threads;
             p.shared_bytes = x_bytes + slots;
