@@ -1912,3 +1912,21 @@ stage_s37_c() {
     FOURFOLD_GEMV_FP8_MMA=0 s37_fp8_decode fma_ahead
     FOURFOLD_GEMV_FP8_MMA=0 FOURFOLD_GEMV_AHEAD=0 s37_fp8_decode fma_plain
 }
+
+# Session 37's fourth call: what stays (the prefetch ahead and the MMA path removed): the FP8
+# GEMV claims its steps only with a prologue (the fp8 decoder's fused norms and SwiGLU), the
+# static partition otherwise. Tests, memcheck and racecheck over the claimed FP8 test, fp8_linear's
+# shapes (the balanced path: s37_b's figures), llama3-8b fp8 and bf16 native_fused, qwen3 bf16.
+# Predicted: llama3-8b fp8 about 351 / 335 tokens/s (s37_b's claimed 350.4 with o claimed too,
+# o balanced +0.2 µs a layer), bf16 about 244 / 235, qwen3 about 341 / 330.
+stage_s37_d() {
+    s25_gtests 'gemv_fp8*:gemv_claim_cuda.*:native.gemv*:decode_native_cuda.*:decoder_fp8_cuda.*-decoder_fp8_cuda.native_follows*' \
+        240 "$OUT/s37_d_tests.txt"
+    grep -E "rel L2 from" "$OUT/s37_d_tests.txt" | head -8
+    s32_sanitizer memcheck s37_d 'gemv_fp8.claimed*:gemv_fp8.a_prologue*' 100
+    s32_sanitizer racecheck s37_d 'gemv_fp8.claimed*' 120
+    s37_fp8_decode default
+    s36_decode llama3-8b s37d
+    s37_fp8_ops4 default
+    s36_decode qwen3-30b-a3b s37d
+}

@@ -630,8 +630,8 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                 auto run = [&](auto kernel) {
                     return status_of(launch_serialised_after_smem(
                         kernel, grid, block, p.shared_bytes, stream, dep, x, w, b, y, a.n, nkv,
-                        a.ld_w, nw, eps, static_cast<const float*>(nullptr), std::int64_t{0}, false,
-                        p.prefetch_ahead));
+                        a.ld_w, nw, eps, static_cast<const float*>(nullptr), std::int64_t{0},
+                        false));
                 };
                 using F = same_weights<T>;
                 return p.fused_norm     ? run(gemv_claim<F, k_pro_norm>)

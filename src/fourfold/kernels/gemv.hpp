@@ -60,9 +60,6 @@ struct gemv_plan {
     // balanced, one token: one block of k_gemv_claim_threads an SM whose warps claim the block's
     // 2 KB steps from a shared counter (gemv_claim); shared_bytes then holds a float a step too
     bool claimed = false;
-    // claimed: each warp asks L2 for the step after its next one as it claims it (a third step
-    // in flight without registers); FOURFOLD_GEMV_AHEAD=0 turns it off (session 37's A/B)
-    bool prefetch_ahead = false;
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)

@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
                const typename F::X* __restrict__ bias, typename F::X* __restrict__ y,
                std::int64_t n, std::int64_t nkv, std::int64_t ld_w,
                const typename F::X* __restrict__ norm_weight, float norm_eps,
-               const float* __restrict__ scale, std::int64_t inc_scale, bool per_row, bool ahead) {
+               const float* __restrict__ scale, std::int64_t inc_scale, bool per_row) {
     using X = typename F::X;
     constexpr int WVEC = 16 / sizeof(typename F::W);
     constexpr int U = 4;
@@ -213,16 +213,6 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
         if (more)
             fetch(nxt, next);
         const int after = more ? claim() : total;
-        // ahead: the step after next asked of L2 now (no registers), a third step in flight
-        if (ahead && after < total && lane % 8 == 0) {
-            const int row = after / steps, sa = after - row * steps;
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int v = sa * 32 * U + u * 32 + lane;
-                if (v < kv)
-                    prefetch_l2(w0 + row * ldv + v);
-            }
-        }
         const int s = i % steps;
         float acc = 0.f;
 #pragma unroll

@@ -14,10 +14,10 @@
 // 16, a view at an odd offset, a stride along K) take a scalar path that the plan names. One
 // token from 4 rows a block of the wave on, with rows of 2 KB or more, takes the bf16 GEMV's
 // balanced split: each block of one wave a contiguous run of rows, its warps equal runs of
-// their 2 KB steps; where a float a step fits in shared memory, the steps are claimed at run
-// time by the warps of one 1024-thread block an SM instead (gemv_claim, the bf16 GEMV's kernel
-// over e4m3 weights), which can also make x by an RMSNorm or a SwiGLU in front. From sm_90 every
-// path is a programmatic dependent launch.
+// their 2 KB steps. With an RMSNorm or a SwiGLU fused in front, the steps are claimed at run time
+// by the warps of one 1024-thread block an SM instead (gemv_claim, the bf16 GEMV's kernel over
+// e4m3 weights), which makes x in shared memory once an SM. From sm_90 every path is a
+// programmatic dependent launch.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <optional>
@@ -62,17 +62,10 @@ struct gemv_fp8_plan {
     // one token: one wave of blocks, each a contiguous run of rows whose 2 KB steps are cut
     // into 8 equal runs, one a warp; rows cut between runs summed in shared memory
     bool balanced = false;
-    // balanced, one token: one block of k_gemv_claim_threads an SM whose warps claim the block's
-    // 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16 GEMV); shared_bytes
-    // holds a float a step, after the prologue's x
+    // balanced with a prologue, one token: one block of k_gemv_claim_threads an SM whose warps
+    // claim the block's 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16
+    // GEMV); shared_bytes holds the prologue's x, then a float a step
     bool claimed = false;
-    // claimed, on the tensor cores (gemv_fp8_mma): 8-row tiles of 256-column steps, x staged as
-    // f16 in shared memory (with whichever prologue), e4m3 to f16 and m16n8k16 MMAs; shared_bytes
-    // then holds x (K rounded up to whole steps, 2 bytes a value) and 8 floats a step
-    bool tensor_cores = false;
-    // claimed: each warp asks L2 for the step after its next one as it claims it (a third step
-    // in flight without registers); FOURFOLD_GEMV_AHEAD=0 turns it off (session 37's A/B)
-    bool prefetch_ahead = false;
     bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes

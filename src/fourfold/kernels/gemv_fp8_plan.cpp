@@ -3,7 +3,6 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
-#include <cstdlib>
 
 namespace fourfold::kernels {
 
@@ -13,12 +12,9 @@ const char* to_string(fp8_scaling s) {
 
 std::string gemv_fp8_plan::describe() const {
     std::string s = !vectorised ? "scalar loads (one e4m3 a lane)"
-                    : tensor_cores
-                        ? "16-byte loads (16 e4m3), f16 MMAs over 8-row tiles, 256-column "
-                          "steps claimed by a block's warps"
-                    : claimed  ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
-                    : balanced ? "16-byte loads (16 e4m3), rows split evenly over each block's "
-                                 "warps"
+                    : claimed   ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
+                    : balanced  ? "16-byte loads (16 e4m3), rows split evenly over each block's "
+                                  "warps"
                     : k_split == 1 ? "16-byte loads (16 e4m3), rows streamed back to back"
                                    : "16-byte loads (16 e4m3), a block per row block";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
@@ -26,8 +22,6 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
-    if (prefetch_ahead)
-        s += ", the step after next asked of L2";
     if (fused_norm)
         s += ", RMSNorm fused in front";
     if (fused_swiglu)
@@ -35,26 +29,6 @@ std::string gemv_fp8_plan::describe() const {
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
-}
-
-namespace {
-// Rows (bytes) from which one token's steps are claimed; FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW overrides
-// it for this session's A/B (session 37: the claimed against the balanced path on one machine).
-std::int64_t claim_min_row_bytes() {
-    const char* v = std::getenv("FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW");
-    return v && *v ? std::atoll(v) : 2048;
-}
-// FOURFOLD_GEMV_FP8_MMA=0: the claimed steps on the fp32 FMA path (session 37's A/B)
-bool claim_on_tensor_cores() {
-    const char* v = std::getenv("FOURFOLD_GEMV_FP8_MMA");
-    return !(v && std::string(v) == "0");
-}
-} // namespace
-
-// FOURFOLD_GEMV_AHEAD=0: no step asked of L2 ahead (session 37's A/B)
-static bool gemv_prefetch_ahead() {
-    const char* v = std::getenv("FOURFOLD_GEMV_AHEAD");
-    return !(v && v[0] == '0');
 }
 
 gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
@@ -161,29 +135,18 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         p.k_split = 1;
         p.blocks = static_cast<std::int64_t>(capacity);
         p.row_blocks = p.blocks;
-        // The steps claimed at run time by one block of 32 warps an SM (gemv_claim, the bf16
-        // GEMV's kernel: measured there, session 36, llama3-8b +5.1 %), where a float a step of
-        // the largest block's rows fits beside the prologue's x.
-        const std::int64_t block_rows = (a.n + d.sm_count - 1) / d.sm_count;
-        const std::int64_t steps_mma = (a.k + 255) / 256;
-        const std::int64_t mma_bytes =
-            steps_mma * 256 * 2 + (block_rows + 7) / 8 * steps_mma * 8 * 4;
-        const std::int64_t x_bytes = prologue ? a.k * 2 : 0;
-        const std::int64_t slots = block_rows * ((nkv + 127) / 128) * 4;
-        if (a.k >= claim_min_row_bytes() && claim_on_tensor_cores() &&
-            mma_bytes <= d.max_smem_per_block) {
+        // With a prologue, the steps claimed at run time by one block of 32 warps an SM
+        // (gemv_claim over e4m3 weights, the prologue once an SM), where the prologue's x and a
+        // float a step of the largest block's rows fit in 48 KiB. Without one the static
+        // partition: measured on the H200 (session 37, 87d427c, the claimed steps against it on
+        // one machine) claiming lost on every shape alone (4096 x 4096 8.35 -> 8.50 µs, 28672 x
+        // 4096 36.1 -> 37.8, 4096 x 14336 19.3 -> 21.0, the LM head 148 -> 158), where the bf16
+        // GEMV's claimed steps gained; with the norms and the SwiGLU fused, llama3-8b fp8
+        // native_fused went 345.8 -> 350.4 tokens/s at ctx 512 (three launches a layer fewer).
+        const std::int64_t x_bytes = a.k * 2;
+        const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
+        if (prologue && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;
-            p.prefetch_ahead = gemv_prefetch_ahead();
-            p.tensor_cores = true;
-            p.blocks = p.row_blocks = d.sm_count;
-            p.threads = k_gemv_claim_threads;
-            p.shared_bytes = mma_bytes;
-            p.fused_norm = a.norm_weight != nullptr;
-            p.fused_swiglu = a.swiglu_x;
-        } else if (a.k >= claim_min_row_bytes() &&
-                   x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
-            p.claimed = true;
-            p.prefetch_ahead = gemv_prefetch_ahead();
             p.blocks = p.row_blocks = d.sm_count;
             p.threads = k_gemv_claim_threads;
             p.shared_bytes = x_bytes + slots;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 namespace fourfold::kernels {
 
@@ -21,8 +20,6 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
-    if (prefetch_ahead)
-        s += ", the step after next asked of L2";
     if (fused_norm)
         s += ", RMSNorm fused";
     if (fused_swiglu)
@@ -30,12 +27,6 @@ std::string gemv_plan::describe() const {
     if (!why_scalar.empty())
         s += " (scalar: " + why_scalar + ")";
     return s;
-}
-
-// FOURFOLD_GEMV_AHEAD=0: no step asked of L2 ahead (session 37's A/B)
-static bool gemv_prefetch_ahead() {
-    const char* v = std::getenv("FOURFOLD_GEMV_AHEAD");
-    return !(v && v[0] == '0');
 }
 
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
@@ -160,7 +151,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             const std::int64_t slots = rows * ((nkv_all + 127) / 128) * 4;
             if (p.shared_bytes + slots <= k_gemv_norm_max_shared_bytes) {
                 p.claimed = true;
-                p.prefetch_ahead = gemv_prefetch_ahead();
                 p.blocks = d.sm_count;
                 p.threads = k_gemv_claim_threads;
                 p.shared_bytes += slots;
