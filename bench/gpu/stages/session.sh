@@ -1860,6 +1860,8 @@ stage_s37_a() {
     s32_sanitizer racecheck s37_a 'gemv_fp8.claimed*' 150
 }
 
+# (Session 37's switches FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW, FOURFOLD_GEMV_FP8_MMA and FOURFOLD_GEMV_AHEAD
+# are gone since 40511c9: s37_a..s37_c now run main's default under every tag.)
 # Session 37's second call: the FP8 GEMV's claimed steps on the tensor cores (gemv_fp8_mma: e4m3
 # to f16x2, x staged as f16 times 2^-e, m16n8k16 MMAs over 8-row tiles of 256-column steps),
 # the default; FOURFOLD_GEMV_FP8_MMA=0 the claimed steps on the fp32 FMA path (s37_a's default),
