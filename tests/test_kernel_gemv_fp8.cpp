@@ -86,7 +86,7 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     EXPECT_EQ(plan_gemv_fp8(head, h200()).shared_bytes, 4096 * 2 + 972 * 2 * 4);
     auto down = fp8_of(1, 4096, 14336);
     down.swiglu_x = true;
-    down.ld_x = 2 * 14336;
+    down.ld_x = std::int64_t{2} * 14336;
     const auto q = plan_gemv_fp8(down, h200());
     ASSERT_TRUE(q.valid.empty()) << q.valid;
     EXPECT_TRUE(q.claimed && q.fused_swiglu && !q.fused_norm) << q.describe();
