@@ -1932,3 +1932,39 @@ stage_s37_d() {
     s37_fp8_ops4 default
     s36_decode qwen3-30b-a3b s37d
 }
+
+# Session 38's first call (2026-12-04): which part of the native path moves tiny-qwen3-moe's fp8
+# logits away from the dequantised reference (a diagnostic test, per token, per path), and why the
+# FP8 GEMV moves 3.3-3.6 TB/s where the bf16 one moves 4.1-4.5 on the same bytes: ncu's warp
+# states, pipes and instruction mix for both on 28672 x 4096, and the SASS of both kernels.
+s38_ncu_gemv() {
+    local tag=$1 workload=$2 variant=$3 regex=$4 t0=$SECONDS
+    timeout 90 ncu --clock-control none --launch-count 1 --kernel-name regex:"$regex" \
+        --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis \
+        --section InstructionStats --section SchedulerStats --section Occupancy \
+        --section MemoryWorkloadAnalysis --section LaunchStats \
+        $BIN run --workload "$workload" --shape 1x28672x4096 --dtype bf16 --variants "$variant" \
+        --device cuda --ledgers correctness --no-isolate --db /tmp/s38-ncu-$tag.db --quiet \
+        >"$OUT/s38_ncu_$tag.txt" 2>&1
+    echo "ncu $tag: exit $? after $((SECONDS - t0)) s"
+    grep -E "^  [a-z_].*\(|Duration|DRAM Throughput|Memory Throughput|Stall|Issue Slots Busy|Issued Ipc|No Eligible|Active Warps Per|Eligible Warps|Achieved Occ|Registers Per|Executed Ipc|Block Size|Grid Size" \
+        "$OUT/s38_ncu_$tag.txt" | head -40
+}
+s38_sass() {
+    local t0=$SECONDS
+    which cuobjdump nvdisasm
+    for k in gemv gemv_fp8; do
+        nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a -Isrc \
+            -cubin src/fourfold/kernels/$k.cu -o /tmp/$k.cubin && cuobjdump -sass /tmp/$k.cubin >/tmp/$k.sass
+        echo "$k: $(wc -l </tmp/$k.sass) SASS lines"
+    done
+    tar czf "$OUT/s38_sass.tgz" -C /tmp gemv.sass gemv_fp8.sass
+    echo "sass after $((SECONDS - t0)) s"
+}
+stage_s38_a() {
+    s25_gtests 'decoder_fp8_cuda.s38_diag_moe' 150 "$OUT/s38_a_diag.txt"
+    grep -E "^seed" "$OUT/s38_a_diag.txt" | cut -c1-400
+    s38_ncu_gemv fp8 fp8_linear native_fp8_row "gemv_fp8"
+    s38_ncu_gemv bf16 linear_decode native "gemv"
+    s38_sass
+}
