@@ -484,6 +484,72 @@ TEST(gemv_fp8, fp8_linear_records_both_errors_and_is_graph_captured) {
                      .contains("kernel_error"));
 }
 
+// fp8_linear with a prologue runs the decoder's fused launch (model_ops::linear_fp8_rms_normed,
+// linear_fp8_swiglu): the q/k/v shape with the RMSNorm, the down shape with the SwiGLU and the
+// residual as the bias; both native variants PASS both checks (against the bf16 original and
+// against the dequantised product, each after the prologue in float64), their facts say the
+// claimed path with the prologue fused, and their op figures are graph-timed beside at::linear's;
+// a shape off the claimed path is a skip with its reason.
+TEST(gemv_fp8, fp8_linear_with_a_prologue_times_the_decoders_fused_launch) {
+    REQUIRE_FP8_NATIVE(dev);
+    struct shape_case {
+        std::int64_t n, k;
+        const char* prologue;
+        bool bias;
+        const char* fused;
+    };
+    for (const auto& c : {shape_case{6144, 4096, "rms_norm", false, "RMSNorm fused"},
+                          shape_case{4096, 14336, "swiglu", true, "SwiGLU fused"}}) {
+        const auto what = fmt::format("{} x {} {}", c.n, c.k, c.prologue);
+        const auto r = run_jobs(*dev,
+                                {{"fp8_linear",
+                                  json{{"tokens", 1},
+                                       {"n", c.n},
+                                       {"k", c.k},
+                                       {"prologue", c.prologue},
+                                       {"bias", c.bias}},
+                                  dtype::bf16,
+                                  {"bf16", "native_bf16", "native_fp8_row"},
+                                  ""}},
+                                "op_time,correctness");
+        for (const char* v : {"bf16", "native_bf16", "native_fp8_row"}) {
+            const auto* k = find_record(r, ledger::correctness, v);
+            ASSERT_NE(k, nullptr) << what << " " << v;
+            ASSERT_EQ(k->status, record_status::ok) << what << " " << v << ": " << k->reason;
+            const auto& f = k->figures;
+            EXPECT_EQ(f["verdict"], "PASS") << what << " " << v << " " << f["metrics"].dump();
+            EXPECT_TRUE(f["facts"].contains("prologue_path")) << what << " " << v;
+            if (std::string(v) != "bf16") {
+                EXPECT_EQ(f["facts"]["kernel"]["prologue"], c.fused)
+                    << what << " " << v << " " << f["facts"].dump();
+            }
+            if (std::string(v) == "native_fp8_row") {
+                EXPECT_TRUE(f["facts"]["kernel"]["claimed"].get<bool>()) << f["facts"].dump();
+                EXPECT_EQ(f["metrics"]["kernel_error"]["verdict"], "PASS")
+                    << what << " " << f["metrics"]["kernel_error"].dump();
+            }
+            const auto* t = find_record(r, ledger::op_time, v);
+            ASSERT_NE(t, nullptr) << what << " " << v;
+            ASSERT_EQ(t->status, record_status::ok) << what << " " << v << ": " << t->reason;
+            EXPECT_EQ(t->figures["mode"], "graph") << what << " " << v;
+            std::cout << "fp8_linear 1x" << what << (c.bias ? " + bias " : " ") << v << ": median "
+                      << t->figures["stats"]["median"] << " us\n";
+        }
+    }
+    const auto small =
+        run_jobs(*dev,
+                 {{"fp8_linear",
+                   json{{"tokens", 1}, {"n", 64}, {"k", 256}, {"prologue", "swiglu"}},
+                   dtype::bf16,
+                   {"native_fp8_row"},
+                   ""}},
+                 "correctness");
+    const auto* s = find_record(small, ledger::correctness, "native_fp8_row");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->status, record_status::skipped);
+    EXPECT_NE(s->reason.find("claimed path only"), std::string::npos) << s->reason;
+}
+
 TEST(gemv_fp8, more_than_8_tokens_is_a_skip_with_its_reason) {
     REQUIRE_FP8_NATIVE(dev);
     const auto r = run_jobs(*dev,

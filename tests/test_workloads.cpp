@@ -331,6 +331,63 @@ TEST(fp8_linear, the_kernel_error_is_measured_against_the_dequantised_product) {
     }
 }
 
+// prologue=rms_norm / swiglu and bias (the fp8 decoder's projections as its native_fused step
+// runs them): the bf16 point computes the prologue with libtorch's ops and passes against the
+// float64 reference of the prologue's product; the bytes count the prologue's reads and the
+// bias; the native variants are skips here, and RMSNorm with a bias is one everywhere (the fused
+// kernels take none).
+TEST(fp8_linear, a_prologue_and_a_bias_are_computed_in_the_reference_and_counted) {
+    for (const char* pro : {"rms_norm", "swiglu"}) {
+        const bool norm = std::string(pro) == "rms_norm";
+        const json params{{"tokens", 2}, {"n", 96}, {"k", 256}, {"prologue", pro}, {"bias", !norm}};
+        const auto recs = expect_pass_or_reasoned_skip(
+            {{"fp8_linear", params, dtype::bf16, {"bf16", "dequant_row", "native_fp8_row"}, ""}},
+            1);
+        const auto* bf16 = find(recs, "bf16");
+        ASSERT_NE(bf16, nullptr) << pro;
+        ASSERT_EQ(bf16->status, record_status::ok) << pro << ": " << bf16->reason;
+        EXPECT_NE(bf16->figures["facts"]["prologue_path"].get<std::string>().find(norm ? "rsqrt"
+                                                                                       : "silu"),
+                  std::string::npos)
+            << bf16->figures["facts"].dump();
+        EXPECT_EQ(bf16->figures["facts"].contains("bias_path"), !norm) << pro;
+        const auto* native = find(recs, "native_fp8_row");
+        ASSERT_NE(native, nullptr) << pro;
+        EXPECT_EQ(native->status, record_status::skipped) << pro;
+
+        const auto c = case_of("fp8_linear", params, dtype::bf16);
+        // x [2, K or 2K] bf16, W 96 x 256 bf16, the norm's weight or the bias
+        const double x = 2.0 * 256 * 2 * (norm ? 1 : 2), w = 96.0 * 256 * 2;
+        EXPECT_DOUBLE_EQ(c->variant_cost("bf16").bytes_read, x + w + (norm ? 256 * 2 : 96 * 2))
+            << pro;
+        EXPECT_DOUBLE_EQ(c->variant_cost("native_fp8_row").bytes_read,
+                         x + w / 2 + 96 * 4 + (norm ? 256 * 2 : 96 * 2))
+            << pro;
+        const auto in = c->make_inputs(3);
+        EXPECT_EQ(in["x"].size(1), norm ? 256 : 512) << pro;
+        // the reference is the prologue's product: a plain x @ W^T is far from it
+        const auto ref = c->reference(in).chunk(0).values;
+        const auto plain = at::linear(in["x"].narrow(1, 0, 256).to(at::kDouble),
+                                      in["weight"].narrow(0, 0, ref.size(1)).to(at::kDouble));
+        EXPECT_GT((ref - plain).norm().item<double>(), 0.1 * ref.norm().item<double>()) << pro;
+    }
+    auto dev = cpu();
+    const auto r = run_jobs(
+        *dev,
+        {{"fp8_linear",
+          json{{"tokens", 1}, {"n", 64}, {"k", 256}, {"prologue", "rms_norm"}, {"bias", true}},
+          dtype::bf16,
+          {"bf16", "native_bf16", "native_fp8_row"},
+          ""}},
+        "correctness");
+    EXPECT_EQ(r.summary.exit_code(), 0);
+    for (const auto& rec : r.records)
+        if (rec.job.variant != "bf16") {
+            EXPECT_EQ(rec.status, record_status::skipped) << rec.job.variant;
+            EXPECT_FALSE(rec.reason.empty()) << rec.job.variant;
+        }
+}
+
 TEST(fp8_linear, storage_and_bytes_moved_follow_the_variant) {
     const auto c =
         case_of("fp8_linear", json{{"tokens", 16}, {"n", 1024}, {"k", 1024}}, dtype::bf16);

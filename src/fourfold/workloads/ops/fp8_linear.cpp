@@ -11,15 +11,22 @@
 // dequantised product against the original one, no kernel involved. `native_bf16` is the bf16
 // GEMV on the original weights in the same job: the FP8 GEMV's reference point.
 //
+// prologue=rms_norm / swiglu and bias=true (ops/projection_prologue.hpp): the projections of an
+// fp8 decoder as its native_fused step runs them, the norm or the SwiGLU fused into the FP8 GEMV
+// (model_ops::linear_fp8_rms_normed, linear_fp8_swiglu: the very launch the decoder makes), the
+// residual add as the bias; the other variants compute the prologue with libtorch's ops first.
+//
 // Quantisation of the weights is offline (in make_inputs, like a checkpoint converted once);
 // the activations of the _scaled_mm variants are quantised in the call (dynamic, amax / 448),
 // because a decode step produces them at run time.
 #include "fourfold/backend/dtype_map.hpp"
 #include "fourfold/backend/torch_features.hpp"
+#include "fourfold/core/error.hpp"
 #include "fourfold/measure/correctness.hpp"
 #include "fourfold/workloads/inputs.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
+#include "fourfold/workloads/ops/projection_prologue.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
@@ -63,22 +70,25 @@ bool per_row(const std::string& variant) {
 }
 
 // the input slots
-constexpr const char* k_x = "x";
+constexpr const char* k_x = "x"; // projection_prologue's names: "x", "norm_weight"
+constexpr const char* k_bias = "bias";
 constexpr const char* k_w = "weight";
 constexpr const char* k_wq_tensor = "weight_fp8_tensor";
 constexpr const char* k_scale_tensor = "scale_tensor";
 constexpr const char* k_wq_row = "weight_fp8_row";
 constexpr const char* k_scale_row = "scale_row";
 
-// The native variants' second check: the output against x (s * Wq)^T in float64 (the kernel's
-// own error), and that product against the reference with the original weights (the
-// quantisation's error alone). The reference chunks arrive along N; the output slices are kept
-// (views of the CPU output) until finish(), whose tolerance needs the whole output's RMS.
+// The native variants' second check: the output against x (s * Wq)^T (+ b) in float64 (the
+// kernel's own error), and that product against the reference with the original weights (the
+// quantisation's error alone); x64 is the prologue's float64 output where there is one. The
+// reference chunks arrive along N; the output slices are kept (views of the CPU output) until
+// finish(), whose tolerance needs the whole output's RMS.
 class dequantised_metrics final : public extra_metrics {
   public:
-    dequantised_metrics(const at::Tensor& x, at::Tensor wq, at::Tensor scale, bool per_row)
-        : m_x64(x.to(at::kDouble)), m_wq(std::move(wq)), m_scale(std::move(scale)),
-          m_per_row(per_row) {}
+    dequantised_metrics(at::Tensor x64, at::Tensor wq, at::Tensor scale, at::Tensor bias,
+                        bool per_row, std::string what)
+        : m_x64(std::move(x64)), m_wq(std::move(wq)), m_scale(std::move(scale)),
+          m_bias(std::move(bias)), m_per_row(per_row), m_what(std::move(what)) {}
 
     void add(const at::Tensor& out, const at::Tensor& ref, std::int64_t dim,
              std::int64_t start) override {
@@ -114,7 +124,7 @@ class dequantised_metrics final : public extra_metrics {
         json kernel_json = k.to_json();
         kernel_json["tolerance"] = kernel_tolerance().to_json();
         kernel_json["reference"] =
-            "x @ (s * Wq)^T in float64 on the CPU: the product with the dequantised weights";
+            m_what + " in float64 on the CPU: the product with the dequantised weights";
         r.metrics["kernel_error"] = kernel_json;
         r.metrics["quantisation_error"] =
             json{{"rel_l2", q_ref_sq > 0 ? std::sqrt(q_err_sq / q_ref_sq) : 0.0},
@@ -134,34 +144,41 @@ class dequantised_metrics final : public extra_metrics {
         std::int64_t dim, start;
     };
 
-    // x @ (s * Wq[start : start + length])^T in float64
+    // x @ (s * Wq[start : start + length])^T (+ b) in float64
     at::Tensor dequantised(std::int64_t start, std::int64_t length) const {
         auto w = m_wq.narrow(0, start, length).to(at::kFloat).to(at::kDouble);
         const auto s = m_scale.to(at::kDouble).reshape({-1});
         w = m_per_row ? w * s.narrow(0, start, length).unsqueeze(1) : w * s[0];
-        return at::linear(m_x64, w);
+        const auto b =
+            m_bias.defined() ? m_bias.narrow(0, start, length).to(at::kDouble) : at::Tensor();
+        return at::linear(m_x64, w, b);
     }
 
-    at::Tensor m_x64, m_wq, m_scale;
+    at::Tensor m_x64, m_wq, m_scale, m_bias;
     bool m_per_row;
+    std::string m_what;
     std::vector<slice> m_slices;
 };
 
 class fp8_linear_case final : public workload_case {
   public:
     explicit fp8_linear_case(const case_args& a)
-        : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")),
-          m_k(a.get_int("k")) {}
+        : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")), m_k(a.get_int("k")),
+          m_bias(a.get_bool("bias")), m_pro{a.get_text("prologue")} {}
 
     cost declared_cost() const override { return variant_cost("bf16"); }
 
     cost variant_cost(const std::string& variant) const override {
         const double t = static_cast<double>(m_tokens), n = static_cast<double>(m_n),
                      k = static_cast<double>(m_k);
-        return {2 * t * k + static_cast<double>(weight_storage_bytes(variant)), 2 * t * n,
-                2 * t * n * k,
-                "read bf16 activations and the variant's stored weight (and scales) once, write "
-                "the bf16 output once"};
+        return {2 * t * k + static_cast<double>(weight_storage_bytes(variant)) +
+                    (m_bias ? 2 * n : 0.0) + m_pro.extra_read_bytes(t, k, 2),
+                2 * t * n, 2 * t * n * k + (m_bias ? t * n : 0.0) + m_pro.extra_flops(t, k),
+                m_pro.none() ? "read bf16 activations, the variant's stored weight (and scales) "
+                               "and the bias once, write the bf16 output once"
+                             : "read bf16 activations (and the prologue's weight), the variant's "
+                               "stored weight (and scales) and the bias once, write the bf16 "
+                               "output once"};
     }
 
     measure::tolerance variant_tolerance(const std::string& variant) const override {
@@ -172,8 +189,10 @@ class fp8_linear_case final : public workload_case {
         const auto bf16 = backend::scalar_type_or_throw(args().type);
         const double bound = 1.0 / std::sqrt(static_cast<double>(m_k));
         input_set in;
-        in.add(k_x, seeded_normal({m_tokens, m_k}, sub_seed(seed, 0), 0.0, 1.0, bf16))
-            .add(k_w, seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, bf16));
+        m_pro.add_inputs(in, m_tokens, m_k, seed, bf16); // k_x, and the norm's weight
+        in.add(k_w, seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, bf16));
+        if (m_bias)
+            in.add(k_bias, seeded_uniform({m_n}, sub_seed(seed, 2), -bound, bound, bf16));
 #if FOURFOLD_HAS_FLOAT8
         const auto w = in[k_w].to(at::kFloat);
         const auto scale_tensor = (w.abs().amax() / k_e4m3_max).clamp_min(1e-12).reshape({1});
@@ -191,14 +210,18 @@ class fp8_linear_case final : public workload_case {
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto x64 = in[k_x].to(at::kDouble);
+        const auto x64 = m_pro.apply_f64(in);
         const auto& w = in[k_w];
-        return chunked_reference(1, m_n, (m_k + m_tokens) * 8,
-                                 "x @ W^T in float64 on the CPU with the original bf16 weights",
-                                 [x64, w](std::int64_t start, std::int64_t length) {
-                                     return at::linear(x64,
-                                                       w.narrow(0, start, length).to(at::kDouble));
-                                 });
+        const auto b = bias(in);
+        return chunked_reference(
+            1, m_n, (m_k + m_tokens + 1) * 8,
+            m_pro.reference_text(m_bias ? "W^T + b" : "W^T") +
+                " in float64 on the CPU with the original bf16 weights",
+            [x64, w, b](std::int64_t start, std::int64_t length) {
+                const auto bc =
+                    b.defined() ? b.narrow(0, start, length).to(at::kDouble) : at::Tensor();
+                return at::linear(x64, w.narrow(0, start, length).to(at::kDouble), bc);
+            });
     }
 
     std::unique_ptr<extra_metrics> make_variant_metrics(const std::string& variant,
@@ -206,8 +229,10 @@ class fp8_linear_case final : public workload_case {
         if (!is_native_fp8(variant))
             return nullptr;
         const bool row = per_row(variant);
-        return std::make_unique<dequantised_metrics>(in[k_x], in[row ? k_wq_row : k_wq_tensor],
-                                                     in[row ? k_scale_row : k_scale_tensor], row);
+        return std::make_unique<dequantised_metrics>(
+            m_pro.apply_f64(in), in[row ? k_wq_row : k_wq_tensor],
+            in[row ? k_scale_row : k_scale_tensor], bias(in), row,
+            m_pro.reference_text(m_bias ? "(s * Wq)^T + b" : "(s * Wq)^T"));
     }
 
     std::optional<std::string> unsupported(const std::string& variant,
@@ -216,6 +241,9 @@ class fp8_linear_case final : public workload_case {
             return fmt::format("the native GEMV takes 1 to {} tokens (a decode step); {} tokens "
                                "is a GEMM",
                                model_ops::k_native_linear_max_tokens, m_tokens);
+        if (variant.rfind("native", 0) == 0 && m_pro.rms_norm() && m_bias)
+            return std::string("the native GEMVs fuse an RMSNorm without a bias (no decoder "
+                               "projection has both)");
         if (is_bf16(variant))
             return std::nullopt;
         if (const auto why = dev.caps().missing("float8"))
@@ -269,39 +297,88 @@ class fp8_linear_case final : public workload_case {
         }
         if (!is_bf16(variant))
             f["scaling"] = per_row(variant) ? "per_row" : "per_tensor";
+        const bool native = variant.rfind("native", 0) == 0;
+        if (!m_pro.none())
+            f["prologue_path"] = native ? "fused into the GEMV (the native decoder's launch): "
+                                          "every block computes its x once, in shared memory"
+                                        : m_pro.stock_path();
+        if (m_bias)
+            f["bias_path"] = native || variant == "bf16" || variant.rfind("dequant", 0) == 0
+                                 ? (native ? "fused: added in fp32 before the output's one "
+                                             "rounding"
+                                           : "at::linear: bias inside the library's GEMM call")
+                                 : "added after _scaled_mm (a separate add)";
         return f;
     }
 
     at::Tensor bf16(const call_context&, const input_set& in) const {
-        return at::linear(in[k_x], in[k_w]);
+        return at::linear(m_pro.apply(in), in[k_w], bias(in));
     }
 
     at::Tensor dequant_tensor(const call_context&, const input_set& in) const {
-        return dequant_linear(in[k_x], in[k_wq_tensor], in[k_scale_tensor]);
+        return dequant_linear(m_pro.apply(in), in[k_wq_tensor], in[k_scale_tensor], bias(in));
     }
     at::Tensor dequant_row(const call_context&, const input_set& in) const {
-        return dequant_linear(in[k_x], in[k_wq_row], in[k_scale_row].t());
+        return dequant_linear(m_pro.apply(in), in[k_wq_row], in[k_scale_row].t(), bias(in));
     }
 
     at::Tensor scaled_mm_tensor(const call_context&, const input_set& in) const {
-        return scaled_linear(in[k_x], in[k_wq_tensor], in[k_scale_tensor], false);
+        return with_bias(scaled_linear(m_pro.apply(in), in[k_wq_tensor], in[k_scale_tensor], false),
+                         in);
     }
     at::Tensor scaled_mm_row(const call_context&, const input_set& in) const {
-        return scaled_linear(in[k_x], in[k_wq_row], in[k_scale_row], true);
+        return with_bias(scaled_linear(m_pro.apply(in), in[k_wq_row], in[k_scale_row], true), in);
     }
 
+    // The native variants fuse the prologue into their GEMV where its plan takes it (the
+    // decoder's native_fused launch); where it does not, a skip with the reason.
     at::Tensor native_bf16(const call_context& ctx, const input_set& in) const {
-        return model_ops::linear(in[k_x], in[k_w], at::Tensor(), model_ops::op_path::native, &ctx);
+        if (m_pro.none())
+            return model_ops::linear(in[k_x], in[k_w], bias(in), model_ops::op_path::native, &ctx);
+        return fused_or_skip(
+            m_pro.rms_norm()
+                ? model_ops::native_linear_rms_normed(in[k_x], in["norm_weight"],
+                                                      projection_prologue::k_norm_eps, in[k_w], ctx)
+                : model_ops::native_linear_swiglu(in[k_x], in[k_w], bias(in), ctx),
+            "bf16");
     }
     at::Tensor native_fp8_tensor(const call_context& ctx, const input_set& in) const {
-        return model_ops::linear_fp8(in[k_x], in[k_wq_tensor], in[k_scale_tensor], at::Tensor(),
-                                     ctx);
+        return native_fp8(ctx, in, in[k_wq_tensor], in[k_scale_tensor]);
     }
     at::Tensor native_fp8_row(const call_context& ctx, const input_set& in) const {
-        return model_ops::linear_fp8(in[k_x], in[k_wq_row], in[k_scale_row], at::Tensor(), ctx);
+        return native_fp8(ctx, in, in[k_wq_row], in[k_scale_row]);
     }
 
   private:
+    at::Tensor bias(const input_set& in) const {
+        return m_bias ? in[k_bias] : at::Tensor();
+    }
+    at::Tensor with_bias(const at::Tensor& y, const input_set& in) const {
+        return m_bias ? y + in[k_bias] : y;
+    }
+
+    at::Tensor native_fp8(const call_context& ctx, const input_set& in, const at::Tensor& wq,
+                          const at::Tensor& scale) const {
+        if (m_pro.none())
+            return model_ops::linear_fp8(in[k_x], wq, scale, bias(in), ctx);
+        return fused_or_skip(m_pro.rms_norm()
+                                 ? model_ops::linear_fp8_rms_normed(in[k_x], in["norm_weight"],
+                                                                    projection_prologue::k_norm_eps,
+                                                                    wq, scale, ctx)
+                                 : model_ops::linear_fp8_swiglu(in[k_x], wq, scale, bias(in), ctx),
+                             "FP8");
+    }
+
+    at::Tensor fused_or_skip(const at::Tensor& y, const char* which) const {
+        if (!y.defined())
+            throw unsupported_here(fmt::format(
+                "the native {} GEMV fuses a prologue on its claimed path only (one token, rows "
+                "of 2 KB or more, at least 4 rows a block of the wave, the prologue's x in 48 "
+                "KiB); {} x {} x {} takes another",
+                which, m_tokens, m_n, m_k));
+        return y;
+    }
+
     std::int64_t scale_bytes(const std::string& variant) const {
         if (is_bf16(variant))
             return 0;
@@ -312,8 +389,8 @@ class fp8_linear_case final : public workload_case {
     }
 
     static at::Tensor dequant_linear(const at::Tensor& x, const at::Tensor& wq,
-                                     const at::Tensor& scale) {
-        return at::linear(x, (wq.to(at::kFloat) * scale).to(x.scalar_type()));
+                                     const at::Tensor& scale, const at::Tensor& bias) {
+        return at::linear(x, (wq.to(at::kFloat) * scale).to(x.scalar_type()), bias);
     }
 
     static at::Tensor scaled_linear(const at::Tensor& x, const at::Tensor& wq,
@@ -332,6 +409,8 @@ class fp8_linear_case final : public workload_case {
     }
 
     std::int64_t m_tokens, m_n, m_k;
+    bool m_bias;
+    projection_prologue m_pro;
 };
 
 FOURFOLD_WORKLOAD(fp8_linear_case, "fp8_linear")
@@ -340,6 +419,8 @@ FOURFOLD_WORKLOAD(fp8_linear_case, "fp8_linear")
     .param_int("tokens", 16, "tokens (rows of x)", 1, 1 << 16)
     .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
+    .param_bool("bias", false, "add a bias vector (the fp8 decoder's residual add)")
+    .param_text("prologue", "none", {"none", "rms_norm", "swiglu"}, projection_prologue::k_help)
     .dtypes({dtype::bf16})
     .variant("bf16", &fp8_linear_case::bf16, "at::linear on bf16 weights (the reference point)",
              false, {.ops = {"linear"}})

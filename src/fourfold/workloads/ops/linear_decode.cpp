@@ -10,7 +10,7 @@
 #include "fourfold/workloads/inputs.hpp"
 #include "fourfold/workloads/linear_shapes.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
-#include "fourfold/workloads/model_ops/swiglu.hpp"
+#include "fourfold/workloads/ops/projection_prologue.hpp"
 #include "fourfold/workloads/workload.hpp"
 
 #include <ATen/ATen.h>
@@ -21,32 +21,21 @@ namespace fourfold::workloads {
 namespace {
 
 constexpr std::int64_t k_native_max_tokens = model_ops::k_native_linear_max_tokens;
-constexpr double k_norm_eps = 1e-5; // Llama 3's rms_norm_eps
-
-// RMSNorm of each row of x with weight nw, rounded once to x's dtype (kernels/rmsnorm.cu's value).
-at::Tensor rms_normed(const at::Tensor& x, const at::Tensor& nw) {
-    const auto xf = x.to(at::kFloat);
-    const auto inv = at::rsqrt(xf.pow(2).mean(-1, true) + k_norm_eps);
-    return (xf * inv * nw.to(at::kFloat)).to(x.scalar_type());
-}
-
 class linear_decode_case final : public workload_case {
   public:
     explicit linear_decode_case(const case_args& a)
         : workload_case(a), m_tokens(a.get_int("tokens")), m_n(a.get_int("n")), m_k(a.get_int("k")),
-          m_bias(a.get_bool("bias")), m_pro(a.get_text("prologue")) {}
+          m_bias(a.get_bool("bias")), m_pro{a.get_text("prologue")} {}
 
     cost declared_cost() const override {
         const double e = static_cast<double>(size_bytes(args().type));
         const double t = static_cast<double>(m_tokens), n = static_cast<double>(m_n),
                      k = static_cast<double>(m_k);
-        const double x_elems = t * k * (m_pro == "swiglu" ? 2.0 : 1.0);
-        return {e * (x_elems + n * k + (m_bias ? n : 0.0) + (m_pro == "rms_norm" ? k : 0.0)),
-                e * t * n,
-                2.0 * t * n * k + (m_bias ? t * n : 0.0) + (m_pro != "none" ? 3.0 * t * k : 0.0),
-                m_pro == "none" ? "read activations, weight and bias once, write the output once"
-                                : "read activations (and the prologue's weight), weight and bias "
-                                  "once, write the output once"};
+        return {e * (t * k + n * k + (m_bias ? n : 0.0)) + m_pro.extra_read_bytes(t, k, e),
+                e * t * n, 2.0 * t * n * k + (m_bias ? t * n : 0.0) + m_pro.extra_flops(t, k),
+                m_pro.none() ? "read activations, weight and bias once, write the output once"
+                             : "read activations (and the prologue's weight), weight and bias "
+                               "once, write the output once"};
     }
 
     input_set make_inputs(std::uint64_t seed) const override {
@@ -54,32 +43,20 @@ class linear_decode_case final : public workload_case {
         // Kaiming-uniform weights keep the outputs near unit scale for any K.
         const double bound = 1.0 / std::sqrt(static_cast<double>(m_k));
         input_set in;
-        in.add("x", seeded_normal({m_tokens, m_pro == "swiglu" ? 2 * m_k : m_k}, sub_seed(seed, 0),
-                                  0.0, 1.0, type))
-            .add("weight", seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, type));
+        m_pro.add_inputs(in, m_tokens, m_k, seed, type);
+        in.add("weight", seeded_uniform({m_n, m_k}, sub_seed(seed, 1), -bound, bound, type));
         if (m_bias)
             in.add("bias", seeded_uniform({m_n}, sub_seed(seed, 2), -bound, bound, type));
-        if (m_pro == "rms_norm")
-            in.add("norm_weight", seeded_uniform({m_k}, sub_seed(seed, 3), 0.5, 1.5, type));
         return in;
     }
 
     reference_plan reference(const input_set& in) const override {
-        const auto& x = in["x"];
         const auto& w = in["weight"];
         const auto b = m_bias ? in["bias"] : at::Tensor();
-        auto x64 = x.to(at::kDouble);
-        if (m_pro == "rms_norm")
-            x64 = x64 * at::rsqrt(x64.pow(2).mean(-1, true) + k_norm_eps) *
-                  in["norm_weight"].to(at::kDouble);
-        if (m_pro == "swiglu")
-            x64 = model_ops::swiglu(x64);
+        const auto x64 = m_pro.apply_f64(in);
         // chunks of output features: the float64 weight rows dominate the working set
         return chunked_reference(
-            1, m_n, (m_k + m_tokens + 1) * 8,
-            m_pro == "rms_norm" ? "RMSNorm(x) @ W^T + b in float64 on the CPU"
-            : m_pro == "swiglu" ? "(silu(gate) * up) @ W^T + b in float64 on the CPU"
-                                : "x @ W^T + b in float64 on the CPU",
+            1, m_n, (m_k + m_tokens + 1) * 8, m_pro.reference_text("W^T + b in float64 on the CPU"),
             [x64, w, b](std::int64_t start, std::int64_t length) {
                 const auto wc = w.narrow(0, start, length).to(at::kDouble);
                 const auto bc =
@@ -103,14 +80,15 @@ class linear_decode_case final : public workload_case {
     // fused into the one rounding of the output.
     // With a prologue it is fused in front (one launch), where the GEMV's plan takes it.
     at::Tensor native(const call_context& ctx, const input_set& in) const {
-        if (m_pro == "none")
+        if (m_pro.none())
             return model_ops::linear(in["x"], in["weight"], bias(in), model_ops::op_path::native,
                                      &ctx);
-        if (m_pro == "rms_norm" && m_bias)
+        if (m_pro.rms_norm() && m_bias)
             throw unsupported_here("the native GEMV fuses RMSNorm without a bias (no decoder "
                                    "projection has both)");
-        auto y = m_pro == "rms_norm"
-                     ? model_ops::native_linear_rms_normed(in["x"], in["norm_weight"], k_norm_eps,
+        auto y = m_pro.rms_norm()
+                     ? model_ops::native_linear_rms_normed(in["x"], in["norm_weight"],
+                                                           projection_prologue::k_norm_eps,
                                                            in["weight"], ctx)
                      : model_ops::native_linear_swiglu(in["x"], in["weight"], bias(in), ctx);
         if (!y.defined())
@@ -134,13 +112,11 @@ class linear_decode_case final : public workload_case {
     // Which real layer this shape is (E1's shape table), and how the bias is applied.
     json variant_facts(const std::string& variant) const override {
         json f{{"weight_storage_bytes", m_n * m_k * size_bytes(args().type)}};
-        if (m_pro != "none")
+        if (!m_pro.none())
             f["prologue_path"] =
                 variant == "native"
                     ? "fused into the GEMV: every block computes its x once, in shared memory"
-                : m_pro == "rms_norm" ? "libtorch ops (float32 mean of squares, rsqrt, scale), "
-                                        "then the linear"
-                                      : "at::silu(gate) * up, then the linear";
+                    : m_pro.stock_path();
         if (m_bias)
             f["bias_path"] =
                 variant == "stock"    ? "at::linear: addmm, bias inside the library's GEMM call"
@@ -156,15 +132,11 @@ class linear_decode_case final : public workload_case {
 
   private:
     at::Tensor bias(const input_set& in) const { return m_bias ? in["bias"] : at::Tensor(); }
-    at::Tensor x_of(const input_set& in) const {
-        return m_pro == "rms_norm" ? rms_normed(in["x"], in["norm_weight"])
-               : m_pro == "swiglu" ? model_ops::swiglu(in["x"])
-                                   : in["x"];
-    }
+    at::Tensor x_of(const input_set& in) const { return m_pro.apply(in); }
 
     std::int64_t m_tokens, m_n, m_k;
     bool m_bias;
-    std::string m_pro;
+    projection_prologue m_pro;
 };
 
 FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
@@ -174,10 +146,7 @@ FOURFOLD_WORKLOAD(linear_decode_case, "linear_decode")
     .param_int("n", 4096, "output features (rows of W)", 1, 1 << 22)
     .param_int("k", 4096, "input features (columns of W)", 1, 1 << 22)
     .param_bool("bias", false, "add a bias vector")
-    .param_text("prologue", "none", {"none", "rms_norm", "swiglu"},
-                "what comes in front of the product, as a decoder's projections take their "
-                "input: rms_norm (a weight of K, eps 1e-5: q/k/v, MLP, LM head) or swiglu (x "
-                "is [tokens, 2K] gate/up rows: the MLP's down projection)")
+    .param_text("prologue", "none", {"none", "rms_norm", "swiglu"}, projection_prologue::k_help)
     .dtypes({dtype::bf16, dtype::fp16, dtype::fp32})
     .variant("stock", &linear_decode_case::stock,
              "at::linear (fused bias where the library has it)", false, {.ops = {"linear"}})
