@@ -1933,10 +1933,13 @@ stage_s37_d() {
     s36_decode qwen3-30b-a3b s37d
 }
 
-# Session 38's first call (2026-12-04): which part of the native path moves tiny-qwen3-moe's fp8
-# logits away from the dequantised reference (a diagnostic test, per token, per path), and why the
-# FP8 GEMV moves 3.3-3.6 TB/s where the bf16 one moves 4.1-4.5 on the same bytes: ncu's warp
-# states, pipes and instruction mix for both on 28672 x 4096, and the SASS of both kernels.
+# Session 38 (2026-12-04) prepared this call; its device time was spent before its first step, so
+# the next session runs it: which part of the native path moves tiny-qwen3-moe's fp8 logits away
+# from the dequantised reference (decoder_fp8_cuda's part-at-a-time test, per token), fp8_linear's
+# prologue cases (the decoder's fused FP8 launches as op figures, beside the fused bf16 GEMV and
+# at::linear), and why the FP8 GEMV moves 3.3-3.6 TB/s where the bf16 one moves 4.1-4.5 on the
+# same bytes: ncu's warp states, pipes and instruction mix for both on 28672 x 4096, and the SASS
+# of both kernels. About 5 minutes with the build.
 s38_ncu_gemv() {
     local tag=$1 workload=$2 variant=$3 regex=$4 t0=$SECONDS
     timeout 90 ncu --clock-control none --launch-count 1 --kernel-name regex:"$regex" \
@@ -1961,10 +1964,47 @@ s38_sass() {
     tar czf "$OUT/s38_sass.tgz" -C /tmp gemv.sass gemv_fp8.sass
     echo "sass after $((SECONDS - t0)) s"
 }
+s38_fp8_prologue_ops() {
+    local t0=$SECONDS
+    : >"$OUT/s38_fp8_pro.txt"
+    for spec in "1x6144x4096 rms_norm 0" "1x28672x4096 rms_norm 0" "1x128256x4096 rms_norm 0" \
+        "1x4096x14336 swiglu 1"; do
+        set -- $spec
+        timeout 60 $BIN run --workload fp8_linear --shape "$1" --param prologue=$2 --param bias=$3 \
+            --dtype bf16 --variants bf16,native_bf16,native_fp8_row --device cuda \
+            --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s38-fp8-pro --quiet \
+            >>"$OUT/s38_fp8_pro.txt" 2>&1
+    done
+    echo "fp8_linear with prologues: after $((SECONDS - t0)) s"
+    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s38_fp8_pro.txt" | head -16
+}
 stage_s38_a() {
-    s25_gtests 'decoder_fp8_cuda.s38_diag_moe' 150 "$OUT/s38_a_diag.txt"
-    grep -E "^seed" "$OUT/s38_a_diag.txt" | cut -c1-400
+    s25_gtests 'decoder_fp8_cuda.*:gemv_fp8.fp8_linear*' 240 "$OUT/s38_a_tests.txt"
+    grep -E "^seed|rel L2 from|^fp8_linear" "$OUT/s38_a_tests.txt" | cut -c1-400
+    s38_fp8_prologue_ops
     s38_ncu_gemv fp8 fp8_linear native_fp8_row "gemv_fp8"
     s38_ncu_gemv bf16 linear_decode native "gemv"
     s38_sass
+}
+
+# The pad's word path on trial (session 38, FOURFOLD_PAD_WORDS=1; predicted 96x5x130x130 bf16
+# 13.79 -> about 11 µs, the small bf16 cases about 1 µs each less): the pad gpu tests (the word
+# path's own against stock's bits), memcheck and racecheck over them, then the article suite's
+# pads without and with the switch, twice, on one machine. About 3 minutes after the build.
+s38_article_pad() {
+    local tag=$1 t0=$SECONDS
+    timeout 40 $BIN run --suite article --workload pad --device cuda --min-time 0.1 --label "s38-pad-$tag" \
+        --db "$DB" --quiet >"$OUT/s38_pad_$tag.txt" 2>&1
+    echo "article pad ($tag, FOURFOLD_PAD_WORDS=${FOURFOLD_PAD_WORDS:-unset}): exit $? after $((SECONDS - t0)) s"
+    grep -E "^pad .*native.*graph|FAIL" "$OUT/s38_pad_$tag.txt" | head -10
+}
+stage_s38_b() {
+    s25_gtests 'native.pad*:native.kernels_are*:native.memory*' 90 "$OUT/s38_b_tests.txt"
+    grep -E "word path asked|native: median" "$OUT/s38_b_tests.txt" | head -6
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s38_b 'native.pad*' 60
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer racecheck s38_b 'native.pad_on_the_word*' 60
+    s38_article_pad regs1
+    FOURFOLD_PAD_WORDS=1 s38_article_pad words1
+    s38_article_pad regs2
+    FOURFOLD_PAD_WORDS=1 s38_article_pad words2
 }
