@@ -237,6 +237,48 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
 #endif
 }
 
+// The ring of 4 steps in flight (session 38's trial, FOURFOLD_GEMV_FP8_RING=1) on the balanced
+// path's shapes: rows of 2 to 15 steps of 1 KB, the last one partial (K = 4112: 257 vectors),
+// runs that cut rows, both scale kinds, with and without bias: within the kernel's budget of the
+// float64 dequantised product, the plan's facts naming the ring, the same bits on every run.
+TEST(gemv_fp8, a_ring_of_steps_in_flight_matches_float64_and_repeats_its_bits) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    ::setenv("FOURFOLD_GEMV_FP8_RING", "1", 1);
+    const auto d = dev->torch_device();
+    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+    int cases = 0;
+    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4112}, std::int64_t{14320}})
+        for (const bool per_row : {false, true})
+            for (const bool bias : {false, true}) {
+                at::manual_seed(k + per_row);
+                const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+                const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+                const auto q = quantise(w, per_row);
+                const auto x = at::randn({1, k}).to(at::kBFloat16);
+                const auto b = bias ? at::randn({n}).mul(bound).to(at::kBFloat16) : at::Tensor();
+                const auto ref = dequantised_product(x, q.wq, q.scale, b);
+                const auto wq = q.wq.to(d), scale = q.scale.to(d), xg = x.to(d);
+                const auto bg = bias ? b.to(d) : at::Tensor();
+                json facts;
+                const auto y = run_fp8(*dev, xg, wq, scale, bg, &facts);
+                const auto what =
+                    fmt::format("{}x{} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
+                                bias ? " + bias" : "", facts.dump());
+                EXPECT_NE(facts["kernel"]["path"].get<std::string>().find("ring of 4"),
+                          std::string::npos)
+                    << what;
+                expect_kernel_error_within_budget(y, ref, what);
+                for (int again = 0; again < 2; ++again)
+                    EXPECT_TRUE(at::equal(run_fp8(*dev, xg, wq, scale, bg), y))
+                        << what << ", run " << again;
+                ++cases;
+            }
+    ::unsetenv("FOURFOLD_GEMV_FP8_RING");
+    EXPECT_EQ(cases, 12);
+#endif
+}
+
 // Off the claimed path (several tokens, too few rows) the fused forms give an undefined tensor,
 // and the caller runs the norm or the SwiGLU on its own.
 TEST(gemv_fp8, a_prologue_off_the_claimed_path_is_an_undefined_tensor) {

@@ -3,6 +3,7 @@
 // limits alone (no GPU needed, so CI checks them).
 #include "fourfold/kernels/gemv_fp8.hpp"
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <utility>
 #include <vector>
@@ -214,4 +215,22 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
     EXPECT_NE(plan_gemv_fp8(no_scale, h200()).valid.find("scale"), std::string::npos);
     EXPECT_STREQ(to_string(fp8_scaling::per_row), "per_row");
     EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
+}
+
+// Session 38's trial of a ring of 4 steps in flight: only where FOURFOLD_GEMV_FP8_RING=1 asks,
+// only on the balanced path without a prologue (the claimed and streamed paths keep theirs).
+TEST(kernel_plans_fp8, the_ring_of_steps_is_taken_only_where_asked_and_balanced) {
+    ::unsetenv("FOURFOLD_GEMV_FP8_RING");
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).ring_stages, 0);
+    ::setenv("FOURFOLD_GEMV_FP8_RING", "1", 1);
+    const auto p = plan_gemv_fp8(fp8_of(1, 28672, 4096), h200());
+    EXPECT_TRUE(p.balanced);
+    EXPECT_EQ(p.ring_stages, 4);
+    EXPECT_NE(p.describe().find("ring of 4"), std::string::npos) << p.describe();
+    auto qkv = fp8_of(1, 6144, 4096);
+    qkv.norm_weight = k_norm;
+    EXPECT_EQ(plan_gemv_fp8(qkv, h200()).ring_stages, 0);                    // claimed
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).ring_stages, 0);  // streamed
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).ring_stages, 0); // two tokens
+    ::unsetenv("FOURFOLD_GEMV_FP8_RING");
 }

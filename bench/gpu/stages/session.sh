@@ -1940,6 +1940,11 @@ stage_s37_d() {
 # at::linear), and why the FP8 GEMV moves 3.3-3.6 TB/s where the bf16 one moves 4.1-4.5 on the
 # same bytes: ncu's warp states, pipes and instruction mix for both on 28672 x 4096, and the SASS
 # of both kernels. About 5 minutes with the build.
+# the stage's logs in one archive (the call brings back few files)
+s38_pack() {
+    (cd "$OUT" && ls s38_* s37_* 2>/dev/null | grep -v '\.tgz$' | tar czf "s38_$1_logs.tgz" -T - &&
+        ls s38_* s37_* | grep -v '\.tgz$' | xargs rm -f)
+}
 s38_ncu_gemv() {
     local tag=$1 workload=$2 variant=$3 regex=$4 t0=$SECONDS
     timeout 90 ncu --clock-control none --launch-count 1 --kernel-name regex:"$regex" \
@@ -1985,6 +1990,7 @@ stage_s38_a() {
     s38_ncu_gemv fp8 fp8_linear native_fp8_row "gemv_fp8"
     s38_ncu_gemv bf16 linear_decode native "gemv"
     s38_sass
+    s38_pack a
 }
 
 # The pad's word path on trial (session 38, FOURFOLD_PAD_WORDS=1; predicted 96x5x130x130 bf16
@@ -2007,4 +2013,22 @@ stage_s38_b() {
     FOURFOLD_PAD_WORDS=1 s38_article_pad words1
     s38_article_pad regs2
     FOURFOLD_PAD_WORDS=1 s38_article_pad words2
+    s38_pack b
+}
+
+# The FP8 GEMV's ring of 4 steps in flight on trial (session 38, FOURFOLD_GEMV_FP8_RING=1; the
+# balanced path only: predicted 28672 x 4096 35 -> about 31 µs, the LM head 147 -> about 130, if
+# bytes in flight are what holds the FP8 GEMV at 3.3-3.6 TB/s): its gpu test, memcheck, the four
+# shapes without and with the ring twice on one machine, and llama3-8b fp8 (only its o projection
+# is balanced in the decoder) without and with. About 4 minutes after the build.
+stage_s38_c() {
+    s25_gtests 'gemv_fp8.a_ring*:gemv_fp8.matches*' 150 "$OUT/s38_c_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s38_c 'gemv_fp8.a_ring*' 90
+    s37_fp8_ops4 balanced1
+    FOURFOLD_GEMV_FP8_RING=1 s37_fp8_ops4 ring1
+    s37_fp8_ops4 balanced2
+    FOURFOLD_GEMV_FP8_RING=1 s37_fp8_ops4 ring2
+    s37_fp8_decode balanced
+    FOURFOLD_GEMV_FP8_RING=1 s37_fp8_decode ring
+    s38_pack c
 }

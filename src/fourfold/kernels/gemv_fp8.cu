@@ -368,6 +368,150 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(1))
     }
 }
 
+// gemv_fp8_balanced with a ring of S steps of U vectors a lane in flight (session 38, on trial:
+// FOURFOLD_GEMV_FP8_RING=1 asks for U = 2, S = 4, plan_gemv_fp8). The balanced kernel holds one
+// 2 KB step in flight while it multiplies the one before (two while it waits): the model that
+// fits session 37's figures is that the FP8 step's longer multiply (64 dependent FMAs and 96
+// conversions a lane against bf16's 32 and 32) leaves less in flight on average. Here a warp
+// issues step i + S - 1 before it multiplies step i: S - 1 steps in flight while it multiplies,
+// the same registers (S x U = 8 vectors) as U = 4, S = 2. Rows, runs, cut rows and the epilogue
+// as gemv_fp8_balanced; a row's scale and bias are loaded (lane 0) as its first step is
+// multiplied, a step or more ahead of its write (the plan's rows have 128 vectors or more: 2
+// steps of 64 at least). The step to fetch is derived from the one multiplied (64 registers).
+template <int U, int S>
+__global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(1))
+    gemv_fp8_ring(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
+                  const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
+                  const bf16* __restrict__ bias, bf16* __restrict__ y, std::int64_t n,
+                  std::int64_t nkv, std::int64_t ld_w) {
+    __shared__ float head[8], tail[8];
+    __shared__ int head_row[8], tail_row[8]; // rows of this block, from r0
+    allow_dependents();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const std::int64_t blocks = gridDim.x;
+    const std::int64_t r0 = blockIdx.x * n / blocks;
+    const int rows = static_cast<int>((blockIdx.x + 1) * n / blocks - r0);
+    const int kv = static_cast<int>(nkv);
+    const int steps = (kv + 32 * U - 1) / (32 * U);
+    const int total = rows * steps;
+    const int lo = static_cast<int>(std::int64_t{warp} * total / 8);
+    const int hi = static_cast<int>(std::int64_t{warp + 1} * total / 8);
+    if (lane == 0) {
+        head_row[warp] = -1;
+        tail_row[warp] = -1;
+    }
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + r0 * ld_w);
+    const std::int64_t ldv = ld_w / 16;
+    auto fetch = [&](uint4(&dst)[U][1], int row, int s) {
+        const uint4* wr = w0 + row * ldv;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = s * 32 * U + u * 32 + lane;
+            dst[u][0] = v < kv ? load_streaming(wr + v) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto epilogue_of = [&](int row) {
+        row_epilogue e;
+        if (lane == 0 && row < rows) {
+            e.scale = per_row ? scale[(r0 + row) * inc_scale] : scale[0];
+            if (bias)
+                e.bias = __bfloat162float(bias[r0 + row]);
+        }
+        return e;
+    };
+    auto advance = [&](int& row, int& s) {
+        if (++s == steps) {
+            s = 0;
+            ++row;
+        }
+    };
+    // step (row, s) + S - 1
+    auto ahead = [&](int& row, int& s) {
+        s += S - 1;
+        while (s >= steps) {
+            s -= steps;
+            ++row;
+        }
+    };
+    // the run's first S - 1 steps into L2 while the kernel before may still run, then wait
+    for (int i = lo; i < lo + S - 1 && i < hi; ++i)
+        if (lane % 8 == 0)
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int v = (i % steps) * 32 * U + u * 32 + lane;
+                if (v < kv)
+                    prefetch_l2(w0 + (i / steps) * ldv + v);
+            }
+    dependency_wait();
+    const uint4* const xv[1] = {reinterpret_cast<const uint4*>(x)};
+    row_epilogue ep_head;
+    if (lo < hi) {
+        uint4 buf[S][U][1];
+        int row = lo / steps, s = lo % steps; // the step to multiply
+        {
+            int frow = row, fs = s;
+#pragma unroll
+            for (int k = 0; k < S - 1; ++k)
+                if (lo + k < hi) {
+                    fetch(buf[k], frow, fs);
+                    advance(frow, fs);
+                }
+        }
+        const int first_row = row;
+        const bool first_cut = s != 0;
+        row_epilogue ep_cur = epilogue_of(row);
+        float acc[1][1] = {{0.f}};
+        for (int i0 = lo; i0 < hi; i0 += S) {
+#pragma unroll
+            for (int k = 0; k < S; ++k) {
+                const int i = i0 + k;
+                if (i >= hi)
+                    break;
+                if (i + S - 1 < hi) { // into the stage multiplied last
+                    int frow = row, fs = s;
+                    ahead(frow, fs);
+                    fetch(buf[(k + S - 1) % S], frow, fs);
+                }
+                if (s == 0 && i != lo)
+                    ep_cur = epilogue_of(row);
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int v = s * 32 * U + u * 32 + lane;
+                    if (v < kv)
+                        fma_vector<1, 1>(acc, buf[k][u], xv, v);
+                }
+                const bool more = i + 1 < hi;
+                const bool row_ends = s == steps - 1;
+                if (row_ends || !more) {
+                    const float sum = warp_sum(acc[0][0]);
+                    if (lane == 0) {
+                        if (row_ends && !(row == first_row && first_cut)) {
+                            y[r0 + row] = finish_value(sum, ep_cur);
+                        } else if (row_ends) {
+                            head[warp] = sum;
+                            head_row[warp] = row;
+                            ep_head = ep_cur;
+                        } else {
+                            tail[warp] = sum;
+                            tail_row[warp] = row;
+                        }
+                    }
+                    acc[0][0] = 0.f;
+                }
+                advance(row, s);
+            }
+        }
+    }
+    __syncthreads();
+    const int hr = head_row[warp];
+    if (hr >= 0 && lane == 0) {
+        float v = head[warp];
+        for (int j = warp - 1; j >= 0 && tail_row[j] == hr; --j)
+            v += tail[j];
+        y[r0 + hr] = finish_value(v, ep_head);
+    }
+}
+
 // Reduces acc over the lanes and the KS warps of a row group (in shared memory), then writes y.
 template <int TOK, int R>
 __device__ __forceinline__ void finish_split(float (&acc)[R][TOK], float (*part)[R * TOK], int warp,
@@ -574,6 +718,13 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
             return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)
                                     : run(gemv_claim<e4m3_weights, k_pro_none>);
+        }
+        if (p.balanced && p.ring_stages == 4) {
+            const auto t = typed(a);
+            return status_of(launch_serialised_after(
+                gemv_fp8_ring<2, 4>, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), stream,
+                p.dependent_launch, t.x, t.w, a.scale, a.inc_scale, t.per_row, t.bias, t.y, a.n,
+                a.k / 16, a.ld_w));
         }
         if (p.balanced) {
             const auto t = typed(a);
