@@ -58,6 +58,13 @@ at::Tensor teacher_forced(std::shared_ptr<const decoder_weights> w, const at::Te
     return at::cat(rows, 0).to(at::kCPU).to(at::kDouble);
 }
 
+// The float64 reference logits of the dequantised model for the rows teacher_forced returns.
+at::Tensor dequantised_reference(const decoder_weights& w, const at::Tensor& tokens) {
+    const auto cpu = w.to_cpu();
+    return reference_logits_f64(cpu, reference_hidden_f64(cpu, tokens.cpu()), 0, cpu.config.vocab)
+        .narrow(0, 5, tokens.size(0) - 5);
+}
+
 double rel_l2(const at::Tensor& a, const at::Tensor& b) {
     return (a - b).norm().item<double>() / b.norm().item<double>();
 }
@@ -216,10 +223,7 @@ TEST(decoder_fp8_cuda, native_follows_the_dequantised_reference_like_stock_eager
     for (const char* name : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"}) {
         const auto w = fp8_weights(name, *dev, 5);
         const auto tokens = tokens_for(*w, 40, *dev);
-        const auto cpu = w->to_cpu();
-        const auto ref =
-            reference_logits_f64(cpu, reference_hidden_f64(cpu, tokens.cpu()), 0, cpu.config.vocab)
-                .narrow(0, 5, tokens.size(0) - 5);
+        const auto ref = dequantised_reference(*w, tokens);
         const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
         const auto eager = teacher_forced(w, tokens, native_decoder_paths(), *dev, false);
         const auto graph = teacher_forced(w, tokens, native_decoder_paths(), *dev, true);
@@ -258,10 +262,7 @@ TEST(decoder_fp8_cuda, norms_and_swiglu_fused_into_the_fp8_gemv_follow_the_refer
     const auto w = std::make_shared<const decoder_weights>(
         random_weights(c, at::kBFloat16, dev->torch_device(), 7, weight_format::fp8_row, 2));
     const auto tokens = tokens_for(*w, 24, *dev);
-    const auto cpu = w->to_cpu();
-    const auto ref =
-        reference_logits_f64(cpu, reference_hidden_f64(cpu, tokens.cpu()), 0, cpu.config.vocab)
-            .narrow(0, 5, tokens.size(0) - 5);
+    const auto ref = dequantised_reference(*w, tokens);
     auto fused = native_decoder_paths();
     fused.fuse_prologues = true;
     const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
@@ -316,10 +317,7 @@ TEST(decoder_fp8_cuda, tiny_qwen3_moe_native_parts_one_at_a_time_follow_the_refe
     for (const std::uint64_t seed : {5, 6}) {
         const auto w = fp8_weights("tiny-qwen3-moe", *dev, seed);
         const auto tokens = tokens_for(*w, 40, *dev);
-        const auto cpu = w->to_cpu();
-        const auto ref =
-            reference_logits_f64(cpu, reference_hidden_f64(cpu, tokens.cpu()), 0, cpu.config.vocab)
-                .narrow(0, 5, tokens.size(0) - 5);
+        const auto ref = dequantised_reference(*w, tokens);
         const auto stock = teacher_forced(w, tokens, decoder_paths{}, *dev, false);
         const double stock_err = rel_l2(stock, ref);
         std::printf("seed %d %-44s rel L2 %.4g | %s\n", static_cast<int>(seed), "stock", stock_err,
