@@ -1975,7 +1975,7 @@ s38_fp8_prologue_ops() {
     for spec in "1x6144x4096 rms_norm 0" "1x28672x4096 rms_norm 0" "1x128256x4096 rms_norm 0" \
         "1x4096x14336 swiglu 1"; do
         set -- $spec
-        timeout 60 $BIN run --workload fp8_linear --shape "$1" --param prologue=$2 --param bias=$3 \
+        timeout 90 $BIN run --workload fp8_linear --shape "$1" --param prologue=$2 --param bias=$3 \
             --dtype bf16 --variants bf16,native_bf16,native_fp8_row --device cuda \
             --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s38-fp8-pro --quiet \
             >>"$OUT/s38_fp8_pro.txt" 2>&1
