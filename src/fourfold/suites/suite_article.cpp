@@ -151,7 +151,8 @@ void pad_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
         }
 }
 
-// E3: the baseline's 16 x 4096 x 4096 and decode-sized (1 token) Llama-3-8B projections.
+// E3: the baseline's 16 x 4096 x 4096 and decode-sized (1 token) Llama-3-8B projections, and
+// the 1-token ones the fp8 decoder runs with their prologue fused.
 void fp8_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
     if (on_cpu(dev)) {
         jobs.push_back({"fp8_linear",
@@ -166,6 +167,24 @@ void fp8_jobs(const backend::device& dev, std::vector<job_spec>& jobs) {
                  {4096, 4096}, {14336, 4096}, {4096, 14336}})
             jobs.push_back(
                 {"fp8_linear", json{{"tokens", tokens}, {"n", n}, {"k", k}}, dtype::bf16, {}, ""});
+    // the launches the fp8 llama3-8b decoder's native_fused step makes: q/k/v and gate/up with
+    // the RMSNorm in front, down with the SwiGLU in front and the residual as its bias
+    jobs.push_back({"fp8_linear",
+                    json{{"tokens", 1}, {"n", 6144}, {"k", 4096}, {"prologue", "rms_norm"}},
+                    dtype::bf16,
+                    {},
+                    "Llama-3-8B q/k/v as the fp8 decoder runs it: RMSNorm fused"});
+    jobs.push_back({"fp8_linear",
+                    json{{"tokens", 1}, {"n", 28672}, {"k", 4096}, {"prologue", "rms_norm"}},
+                    dtype::bf16,
+                    {},
+                    "Llama-3-8B gate/up as the fp8 decoder runs it: RMSNorm fused"});
+    jobs.push_back(
+        {"fp8_linear",
+         json{{"tokens", 1}, {"n", 4096}, {"k", 14336}, {"prologue", "swiglu"}, {"bias", true}},
+         dtype::bf16,
+         {},
+         "Llama-3-8B down as the fp8 decoder runs it: SwiGLU fused, the residual as the bias"});
 }
 
 // E2 end to end: the MoE model's decode tokens/s at the report's two context lengths, both MoE
