@@ -218,7 +218,8 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
 }
 
 // Session 38's trial of a ring of 4 steps in flight: only where FOURFOLD_GEMV_FP8_RING=1 asks,
-// only on the balanced path without a prologue (the claimed and streamed paths keep theirs).
+// on the balanced and claimed paths (a claimed block's shared memory then holds a float a 1 KB
+// step); the streamed and multi-token paths keep theirs.
 TEST(kernel_plans_fp8, the_ring_of_steps_is_taken_only_where_asked_and_balanced) {
     ::unsetenv("FOURFOLD_GEMV_FP8_RING");
     EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).ring_stages, 0);
@@ -229,7 +230,10 @@ TEST(kernel_plans_fp8, the_ring_of_steps_is_taken_only_where_asked_and_balanced)
     EXPECT_NE(p.describe().find("ring of 4"), std::string::npos) << p.describe();
     auto qkv = fp8_of(1, 6144, 4096);
     qkv.norm_weight = k_norm;
-    EXPECT_EQ(plan_gemv_fp8(qkv, h200()).ring_stages, 0);                    // claimed
+    const auto claimed = plan_gemv_fp8(qkv, h200());
+    EXPECT_TRUE(claimed.claimed);
+    EXPECT_EQ(claimed.ring_stages, 4);
+    EXPECT_EQ(claimed.shared_bytes, 4096 * 2 + 47 * 4 * 4); // 47 rows of 4 steps of 1 KB
     EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).ring_stages, 0);  // streamed
     EXPECT_EQ(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).ring_stages, 0); // two tokens
     ::unsetenv("FOURFOLD_GEMV_FP8_RING");

@@ -1970,18 +1970,18 @@ s38_sass() {
     echo "sass after $((SECONDS - t0)) s"
 }
 s38_fp8_prologue_ops() {
-    local t0=$SECONDS
-    : >"$OUT/s38_fp8_pro.txt"
+    local tag=${1:-default} t0=$SECONDS
+    : >"$OUT/s38_fp8_pro_$tag.txt"
     for spec in "1x6144x4096 rms_norm 0" "1x28672x4096 rms_norm 0" "1x128256x4096 rms_norm 0" \
         "1x4096x14336 swiglu 1"; do
         set -- $spec
         timeout 90 $BIN run --workload fp8_linear --shape "$1" --param prologue=$2 --param bias=$3 \
             --dtype bf16 --variants bf16,native_bf16,native_fp8_row --device cuda \
-            --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s38-fp8-pro --quiet \
-            >>"$OUT/s38_fp8_pro.txt" 2>&1
+            --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label "s38-fp8-pro-$tag" --quiet \
+            >>"$OUT/s38_fp8_pro_$tag.txt" 2>&1
     done
-    echo "fp8_linear with prologues: after $((SECONDS - t0)) s"
-    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s38_fp8_pro.txt" | head -16
+    echo "fp8_linear with prologues ($tag, RING=${FOURFOLD_GEMV_FP8_RING:-unset}): after $((SECONDS - t0)) s"
+    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s38_fp8_pro_$tag.txt" | head -16
 }
 stage_s38_a() {
     s25_gtests 'decoder_fp8_cuda.*:gemv_fp8.fp8_linear*' 240 "$OUT/s38_a_tests.txt"
@@ -2017,18 +2017,27 @@ stage_s38_b() {
 }
 
 # The FP8 GEMV's ring of 4 steps in flight on trial (session 38, FOURFOLD_GEMV_FP8_RING=1; the
-# balanced path only: predicted 28672 x 4096 35 -> about 31 µs, the LM head 147 -> about 130, if
-# bytes in flight are what holds the FP8 GEMV at 3.3-3.6 TB/s): its gpu test, memcheck, the four
-# shapes without and with the ring twice on one machine, and llama3-8b fp8 (only its o projection
-# is balanced in the decoder) without and with. About 4 minutes after the build.
+# balanced and the claimed paths: predicted 28672 x 4096 35 -> about 31 µs, the LM head 147 ->
+# about 130, llama3-8b fp8 353 -> about 375 tokens/s, if bytes in flight are what holds the FP8
+# GEMV at 3.3-3.6 TB/s): its gpu tests, memcheck and racecheck, the four shapes without and with
+# the ring twice on one machine (s38_d: the fused prologue cases and llama3-8b fp8). About 5
+# minutes after the build.
 stage_s38_c() {
-    s25_gtests 'gemv_fp8.a_ring*:gemv_fp8.matches*' 150 "$OUT/s38_c_tests.txt"
-    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s38_c 'gemv_fp8.a_ring*' 90
+    s25_gtests 'gemv_fp8.a_ring*:gemv_fp8.claimed*:gemv_fp8.matches*' 200 "$OUT/s38_c_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s38_c 'gemv_fp8.a_ring*:gemv_fp8.claimed*' 120
+    FOURFOLD_GEMV_FP8_RING=1 s32_sanitizer racecheck s38_c 'gemv_fp8.a_ring*' 90
     s37_fp8_ops4 balanced1
     FOURFOLD_GEMV_FP8_RING=1 s37_fp8_ops4 ring1
     s37_fp8_ops4 balanced2
     FOURFOLD_GEMV_FP8_RING=1 s37_fp8_ops4 ring2
-    s37_fp8_decode balanced
-    FOURFOLD_GEMV_FP8_RING=1 s37_fp8_decode ring
     s38_pack c
+}
+# s38_c's second half: the fused prologue cases (the claimed path) and llama3-8b fp8 without and
+# with the ring. About 4 minutes.
+stage_s38_d() {
+    s38_fp8_prologue_ops claim
+    FOURFOLD_GEMV_FP8_RING=1 s38_fp8_prologue_ops ring
+    s37_fp8_decode claim
+    FOURFOLD_GEMV_FP8_RING=1 s37_fp8_decode ring
+    s38_pack d
 }

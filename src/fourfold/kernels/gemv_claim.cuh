@@ -245,4 +245,120 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
     }
 }
 
+// gemv_claim with a ring of S stages of U vectors a lane (session 38, on trial for the FP8 GEMV:
+// FOURFOLD_GEMV_FP8_RING=1, see gemv_fp8_ring): a warp holds S - 1 claimed steps in flight while
+// it multiplies one, where gemv_claim holds one. Steps are U x 32 vectors (1 KB a warp for U = 2
+// e4m3), claimed one at a time from the block's counter as gemv_claim's are, each stage keeping
+// the index of the step it holds (total: none; a warp's claims only grow, so once one comes back
+// past the end every later one does). Sums, the epilogue and the prologues as gemv_claim's.
+template <typename F, int PRO, int U, int S>
+__global__ void __launch_bounds__(k_gemv_claim_threads, 1)
+    gemv_claim_ring(const typename F::X* __restrict__ x, const typename F::W* __restrict__ w,
+                    const typename F::X* __restrict__ bias, typename F::X* __restrict__ y,
+                    std::int64_t n, std::int64_t nkv, std::int64_t ld_w,
+                    const typename F::X* __restrict__ norm_weight, float norm_eps,
+                    const float* __restrict__ scale, std::int64_t inc_scale, bool per_row) {
+    using X = typename F::X;
+    constexpr int WVEC = 16 / sizeof(typename F::W);
+    constexpr int warps = k_gemv_claim_threads / 32;
+    __shared__ int claimed;
+    extern __shared__ uint4 smem[]; // PRO: the x the steps read (xkv vectors); then a float a step
+    allow_dependents();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const std::int64_t r0 = blockIdx.x * n / gridDim.x;
+    const int rows = static_cast<int>((blockIdx.x + 1) * n / gridDim.x - r0);
+    const int kv = static_cast<int>(nkv);
+    const int xkv = kv * F::x_vectors;
+    const int steps = (kv + 32 * U - 1) / (32 * U);
+    const int total = rows * steps;
+    float* sums = reinterpret_cast<float*>(smem + (PRO != k_pro_none ? xkv : 0));
+    const uint4* w0 = reinterpret_cast<const uint4*>(w + r0 * ld_w);
+    const std::int64_t ldv = ld_w / WVEC;
+    auto fetch = [&](uint4(&dst)[U], int i) {
+        if (i >= total)
+            return;
+        const int row = i / steps, s = i - row * steps;
+        const uint4* wr = w0 + row * ldv;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = s * 32 * U + u * 32 + lane;
+            dst[u] = v < kv ? load_streaming(wr + v) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto claim = [&] {
+        int c = 0;
+        if (lane == 0)
+            c = atomicAdd(&claimed, 1);
+        return min(__shfl_sync(0xffffffffu, c, 0), total);
+    };
+    if (threadIdx.x == 0)
+        claimed = warps;
+    if (warp < total && lane % 8 == 0) {
+        const int row = warp / steps, s = warp - row * steps;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = s * 32 * U + u * 32 + lane;
+            if (v < kv)
+                prefetch_l2(w0 + row * ldv + v);
+        }
+    }
+    dependency_wait();
+    uint4 buf[S][U];
+    int idx[S];
+    idx[0] = warp < total ? warp : total;
+    if (PRO != k_pro_swiglu)
+        fetch(buf[0], idx[0]);
+    const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
+    if constexpr (PRO == k_pro_swiglu) {
+        prologue_swiglu<X, 1>(xv, smem, xkv);
+        fetch(buf[0], idx[0]);
+    }
+    if constexpr (PRO == k_pro_norm)
+        prologue_norm<X, 1>(xv, smem, xkv, norm_weight, norm_eps);
+    __syncthreads(); // x in shared memory, the counter set
+#pragma unroll
+    for (int k = 1; k < S - 1; ++k) {
+        idx[k] = idx[k - 1] < total ? claim() : total;
+        fetch(buf[k], idx[k]);
+    }
+    while (idx[0] < total) {
+#pragma unroll
+        for (int k = 0; k < S; ++k) {
+            const int i = idx[k];
+            if (i >= total)
+                break; // every later stage is empty too
+            // the next claim into the stage multiplied last
+            const int f = (k + S - 1) % S; // constant once unrolled
+            idx[f] = idx[(k + S - 2) % S] < total ? claim() : total;
+            fetch(buf[f], idx[f]);
+            const int s = i % steps;
+            float acc = 0.f;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int v = s * 32 * U + u * 32 + lane;
+                if (v >= kv)
+                    continue;
+                acc = F::template dot<PRO != k_pro_none>(acc, buf[k][u], xv[0], v);
+            }
+            acc = warp_sum(acc);
+            if (lane == 0)
+                sums[i] = acc;
+            idx[k] = total; // consumed (refilled S - 1 steps later)
+        }
+        // the stages rotate by whole rounds: the next round starts at stage 0 again
+    }
+    __syncthreads();
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        float v = 0.f;
+        for (int s = 0; s < steps; ++s)
+            v += sums[r * steps + s];
+        if constexpr (F::scaled) {
+            const float sc = per_row ? scale[(r0 + r) * inc_scale] : scale[0];
+            v = fmaf(v, sc, bias ? element<X>::to_float(bias[r0 + r]) : 0.f);
+        } else if (bias)
+            v += element<X>::to_float(bias[r0 + r]);
+        y[r0 + r] = element<X>::from_float(v);
+    }
+}
+
 } // namespace fourfold::kernels::gemv_common

@@ -715,6 +715,10 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
                     a.scale, a.inc_scale, t.per_row));
             };
+            if (p.ring_stages == 4)
+                return p.fused_norm     ? run(gemv_claim_ring<e4m3_weights, k_pro_norm, 2, 4>)
+                       : p.fused_swiglu ? run(gemv_claim_ring<e4m3_weights, k_pro_swiglu, 2, 4>)
+                                        : run(gemv_claim_ring<e4m3_weights, k_pro_none, 2, 4>);
             return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)
                                     : run(gemv_claim<e4m3_weights, k_pro_none>);

@@ -68,8 +68,9 @@ struct gemv_fp8_plan {
     bool claimed = false;
     bool fused_norm = false;   // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false; // gemv_fp8_args::swiglu_x applied inside (claimed)
-    // balanced, no prologue: 4 = a ring of 4 steps of 1 KB a warp, 3 in flight while one is
-    // multiplied (gemv_fp8_ring; session 38, on trial: only where FOURFOLD_GEMV_FP8_RING=1 asks)
+    // balanced or claimed: 4 = a ring of 4 steps of 1 KB a warp, 3 in flight while one is
+    // multiplied (gemv_fp8_ring, gemv_claim_ring; session 38, on trial: only where
+    // FOURFOLD_GEMV_FP8_RING=1 asks)
     int ring_stages = 0;
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start

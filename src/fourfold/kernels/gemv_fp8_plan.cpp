@@ -147,8 +147,16 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // 4096 36.1 -> 37.8, 4096 x 14336 19.3 -> 21.0, the LM head 148 -> 158), where the bf16
         // GEMV's claimed steps gained; with the norms and the SwiGLU fused, llama3-8b fp8
         // native_fused went 345.8 -> 350.4 tokens/s at ctx 512 (three launches a layer fewer).
+        // session 38's trial of more steps in flight (unmeasured when it landed: the next
+        // session times both and keeps one): 4 stages of 1 KB steps, claimed or balanced
+        const char* ring = std::getenv("FOURFOLD_GEMV_FP8_RING");
+        const bool ring_asked = ring && std::strcmp(ring, "1") == 0;
+        const std::int64_t step_vectors = ring_asked ? 64 : 128;
         const std::int64_t x_bytes = a.k * 2;
-        const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
+        const std::int64_t slots =
+            (a.n + d.sm_count - 1) / d.sm_count * ((nkv + step_vectors - 1) / step_vectors) * 4;
+        if (ring_asked)
+            p.ring_stages = 4;
         if (prologue && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;
             p.blocks = p.row_blocks = d.sm_count;
@@ -156,13 +164,8 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
             p.shared_bytes = x_bytes + slots;
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
-        } else if (!prologue) {
-            // session 38's trial of more steps in flight (unmeasured when it landed: the next
-            // session times both and keeps one)
-            const char* ring = std::getenv("FOURFOLD_GEMV_FP8_RING");
-            if (ring && std::strcmp(ring, "1") == 0)
-                p.ring_stages = 4;
-        } else {
+        } else if (prologue) {
+            p.ring_stages = 0;
             p.valid = std::string("a fused ") + prologue +
                       " keeps K bf16 values and a float a 2 KB "
                       "step of a block's rows in shared memory, at most " +
