@@ -1942,8 +1942,11 @@ stage_s37_d() {
 # of both kernels. About 5 minutes with the build.
 # the stage's logs in one archive (the call brings back few files)
 s38_pack() {
-    (cd "$OUT" && ls s38_* s37_* 2>/dev/null | grep -v '\.tgz$' | tar czf "s38_$1_logs.tgz" -T - &&
-        ls s38_* s37_* | grep -v '\.tgz$' | xargs rm -f)
+    local files
+    files=$(cd "$OUT" && ls | grep -E '^s3[78]_' | grep -v '\.tgz$' || true)
+    [ -n "$files" ] || return 0
+    (cd "$OUT" && tar czf "s38_$1_logs.tgz" $files && rm -f $files)
+    echo "logs: $OUT/s38_$1_logs.tgz"
 }
 s38_ncu_gemv() {
     local tag=$1 workload=$2 variant=$3 regex=$4 t0=$SECONDS
