@@ -128,6 +128,27 @@ template <typename T> struct same_weights {
     }
 };
 
+// After the block's barrier: each row's step slots added in step order (deterministic), times its
+// scale for a scaled format, plus its bias, rounded once and written (gemv_claim's epilogue).
+template <typename F>
+__device__ __forceinline__ void write_rows(const float* sums, int rows, int steps, std::int64_t r0,
+                                           const float* __restrict__ scale, std::int64_t inc_scale,
+                                           bool per_row, const typename F::X* __restrict__ bias,
+                                           typename F::X* __restrict__ y) {
+    using X = typename F::X;
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        float v = 0.f;
+        for (int s = 0; s < steps; ++s)
+            v += sums[r * steps + s];
+        if constexpr (F::scaled) {
+            const float sc = per_row ? scale[(r0 + r) * inc_scale] : scale[0];
+            v = fmaf(v, sc, bias ? element<X>::to_float(bias[r0 + r]) : 0.f);
+        } else if (bias)
+            v += element<X>::to_float(bias[r0 + r]);
+        y[r0 + r] = element<X>::from_float(v);
+    }
+}
+
 // One token, one block of 32 warps an SM, its 2 KB steps claimed at run time (gemv_plan::claimed,
 // gemv_fp8_plan::claimed). Block b takes the rows [b N / B, (b + 1) N / B) as gemv_balanced's
 // blocks do, laid end to end as steps (U = 4 weight vectors a lane); warp w's first step is w,
@@ -232,17 +253,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
         next = after;
     }
     __syncthreads();
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-        float v = 0.f;
-        for (int s = 0; s < steps; ++s)
-            v += sums[r * steps + s];
-        if constexpr (F::scaled) {
-            const float sc = per_row ? scale[(r0 + r) * inc_scale] : scale[0];
-            v = fmaf(v, sc, bias ? element<X>::to_float(bias[r0 + r]) : 0.f);
-        } else if (bias)
-            v += element<X>::to_float(bias[r0 + r]);
-        y[r0 + r] = element<X>::from_float(v);
-    }
+    write_rows<F>(sums, rows, steps, r0, scale, inc_scale, per_row, bias, y);
 }
 
 // gemv_claim with a ring of S stages of U vectors a lane (session 38, on trial for the FP8 GEMV:
@@ -348,17 +359,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
         // the stages rotate by whole rounds: the next round starts at stage 0 again
     }
     __syncthreads();
-    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-        float v = 0.f;
-        for (int s = 0; s < steps; ++s)
-            v += sums[r * steps + s];
-        if constexpr (F::scaled) {
-            const float sc = per_row ? scale[(r0 + r) * inc_scale] : scale[0];
-            v = fmaf(v, sc, bias ? element<X>::to_float(bias[r0 + r]) : 0.f);
-        } else if (bias)
-            v += element<X>::to_float(bias[r0 + r]);
-        y[r0 + r] = element<X>::from_float(v);
-    }
+    write_rows<F>(sums, rows, steps, r0, scale, inc_scale, per_row, bias, y);
 }
 
 } // namespace fourfold::kernels::gemv_common
