@@ -6,6 +6,7 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -178,13 +179,14 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
     const double eps = 1e-5;
     int cases = 0;
     // and again with session 38's ring of steps on trial (FOURFOLD_GEMV_FP8_RING=1)
+    const fourfold::testing::env_switch ring_switch("FOURFOLD_GEMV_FP8_RING");
     for (const bool ring : {false, true})
         for (const std::int64_t k : {std::int64_t{4112}, std::int64_t{14320}})
             for (const bool per_row : {false, true}) {
                 if (ring)
-                    ::setenv("FOURFOLD_GEMV_FP8_RING", "1", 1);
+                    ring_switch.set("1");
                 else
-                    ::unsetenv("FOURFOLD_GEMV_FP8_RING");
+                    ring_switch.unset();
                 at::manual_seed(k + per_row);
                 const double bound = 1.0 / std::sqrt(static_cast<double>(k));
                 const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
@@ -244,7 +246,6 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
                         ++cases;
                     }
             }
-    ::unsetenv("FOURFOLD_GEMV_FP8_RING");
     EXPECT_EQ(cases, 40);
 #endif
 }
@@ -256,7 +257,7 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
 TEST(gemv_fp8, a_ring_of_steps_in_flight_matches_float64_and_repeats_its_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
-    ::setenv("FOURFOLD_GEMV_FP8_RING", "1", 1);
+    const fourfold::testing::env_switch ring_switch("FOURFOLD_GEMV_FP8_RING", "1");
     const auto d = dev->torch_device();
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
     int cases = 0;
@@ -286,7 +287,6 @@ TEST(gemv_fp8, a_ring_of_steps_in_flight_matches_float64_and_repeats_its_bits) {
                         << what << ", run " << again;
                 ++cases;
             }
-    ::unsetenv("FOURFOLD_GEMV_FP8_RING");
     EXPECT_EQ(cases, 12);
 #endif
 }

@@ -1,5 +1,6 @@
 // The host half of fourfold's native kernels: the plans a call would take, decided from the
 // shape, the alignment and the device's limits alone (no GPU needed, so CI checks them).
+#include "env_switch.hpp"
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/pad.hpp"
 #include "fourfold/kernels/softmax.hpp"
@@ -420,9 +421,9 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
 // 2-byte elements with even rows and aligned starts take it (16-byte units over the flat
 // output, a wave of 4 blocks an SM at most), anything else keeps its path and says why not.
 TEST(kernel_plans, pad_takes_the_word_path_only_where_asked_and_its_conditions_hold) {
-    ::unsetenv("FOURFOLD_PAD_WORDS");
+    const fourfold::testing::env_switch words("FOURFOLD_PAD_WORDS");
     EXPECT_FALSE(plan_pad(pad_of(), h200()).words);
-    ::setenv("FOURFOLD_PAD_WORDS", "1", 1);
+    words.set("1");
     const auto p = plan_pad(pad_of(), h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.words) << p.why_not_words;
@@ -461,7 +462,6 @@ TEST(kernel_plans, pad_takes_the_word_path_only_where_asked_and_its_conditions_h
     narrow.in_shape[4] = 4;
     narrow.after[4] = 1; // output rows of 6
     EXPECT_NE(plan_pad(narrow, h200()).why_not_words.find("under 8"), std::string::npos);
-    ::unsetenv("FOURFOLD_PAD_WORDS");
 }
 
 TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {

@@ -3,6 +3,7 @@
 // special values and offset views against stock, graph capture, the configuration in the
 // records' facts, memory beyond the output, and the stream a variant is handed. Each test skips
 // when no CUDA device is visible or the build has no native kernels.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/runner/plan.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
@@ -407,7 +408,7 @@ TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
 // take keep their path and equal stock too.
 TEST(native, pad_on_the_word_path_equals_stock) {
     REQUIRE_NATIVE(dev);
-    ::setenv("FOURFOLD_PAD_WORDS", "1", 1);
+    const fourfold::testing::env_switch words("FOURFOLD_PAD_WORDS", "1");
     struct shape {
         std::int64_t c, f, h, w, pt, ps;
         bool words;
@@ -455,7 +456,6 @@ TEST(native, pad_on_the_word_path_equals_stock) {
                      {"stock", "native"},
                      ""}},
                    "op_time,correctness");
-    ::unsetenv("FOURFOLD_PAD_WORDS");
     for (const auto& rec : r.records) {
         ASSERT_EQ(rec.status, record_status::ok) << rec.job.variant << ": " << rec.reason;
         if (rec.which == ledger::correctness)
