@@ -303,11 +303,10 @@ class fp8_linear_case final : public workload_case {
                                           "every block computes its x once, in shared memory"
                                         : m_pro.stock_path();
         if (m_bias)
-            f["bias_path"] = native || variant == "bf16" || variant.rfind("dequant", 0) == 0
-                                 ? (native ? "fused: added in fp32 before the output's one "
-                                             "rounding"
-                                           : "at::linear: bias inside the library's GEMM call")
-                                 : "added after _scaled_mm (a separate add)";
+            f["bias_path"] = native ? "fused: added in fp32 before the output's one rounding"
+                             : variant.rfind("scaled_mm", 0) == 0
+                                 ? "added after _scaled_mm (a separate add)"
+                                 : "at::linear: bias inside the library's GEMM call";
         return f;
     }
 
