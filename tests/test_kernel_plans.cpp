@@ -1,11 +1,9 @@
 // The host half of fourfold's native kernels: the plans a call would take, decided from the
 // shape, the alignment and the device's limits alone (no GPU needed, so CI checks them).
-#include "env_switch.hpp"
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/pad.hpp"
 #include "fourfold/kernels/softmax.hpp"
 
-#include <cstdlib>
 #include <gtest/gtest.h>
 #include <utility>
 #include <vector>
@@ -415,53 +413,6 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     EXPECT_FALSE(h.staged);
     EXPECT_NE(h.describe().find("not staged"), std::string::npos) << h.describe();
     EXPECT_NE(h.describe().find("is over"), std::string::npos) << h.describe();
-}
-
-// The word path (session 38's, on trial): only where FOURFOLD_PAD_WORDS=1 asks for it; there,
-// 2-byte elements with even rows and aligned starts take it (16-byte units over the flat
-// output, a wave of 4 blocks an SM at most), anything else keeps its path and says why not.
-TEST(kernel_plans, pad_takes_the_word_path_only_where_asked_and_its_conditions_hold) {
-    const fourfold::testing::env_switch words("FOURFOLD_PAD_WORDS");
-    EXPECT_FALSE(plan_pad(pad_of(), h200()).words);
-    words.set("1");
-    const auto p = plan_pad(pad_of(), h200());
-    ASSERT_TRUE(p.valid.empty()) << p.valid;
-    EXPECT_TRUE(p.words) << p.why_not_words;
-    EXPECT_FALSE(p.staged);
-    EXPECT_EQ(p.vec, 8);
-    EXPECT_EQ(p.threads, 256);
-    // 96 x 7 x 132 x 132 / 8 units, 4 a thread a round: 1428 blocks' worth, one wave of 4 x 132
-    EXPECT_EQ(p.blocks, 4 * 132);
-    EXPECT_TRUE(p.dependent_launch);
-    EXPECT_NE(p.describe().find("funnel shift"), std::string::npos) << p.describe();
-    // a small pad: as many blocks as its units need
-    auto small = pad_of();
-    small.in_shape[1] = 1;
-    small.in_shape[2] = 1;
-    small.before[2] = 0;
-    const auto s = plan_pad(small, h200());
-    EXPECT_TRUE(s.words) << s.why_not_words;
-    EXPECT_EQ(s.blocks, (132 * 132 / 8 + 1023) / 1024);
-    // refusals, each with its reason, and the path the plan takes instead
-    auto f32 = pad_of(k_aligned, elem::f32);
-    EXPECT_FALSE(plan_pad(f32, h200()).words);
-    EXPECT_TRUE(plan_pad(f32, h200()).staged);
-    auto odd = pad_of();
-    odd.after[4] = 2; // output rows of 133
-    EXPECT_NE(plan_pad(odd, h200()).why_not_words.find("odd length"), std::string::npos);
-    auto misaligned = pad_of(k_aligned + 8);
-    EXPECT_NE(plan_pad(misaligned, h200()).why_not_words.find("aligned"), std::string::npos);
-    auto strided = pad_of();
-    strided.in_stride[4] = 2;
-    EXPECT_NE(plan_pad(strided, h200()).why_not_words.find("strided"), std::string::npos);
-    auto odd_stride = pad_of();
-    odd_stride.in_stride[3] = 131; // a view of rows 131 elements apart
-    EXPECT_NE(plan_pad(odd_stride, h200()).why_not_words.find("odd input stride"),
-              std::string::npos);
-    auto narrow = pad_of();
-    narrow.in_shape[4] = 4;
-    narrow.after[4] = 1; // output rows of 6
-    EXPECT_NE(plan_pad(narrow, h200()).why_not_words.find("under 8"), std::string::npos);
 }
 
 TEST(kernel_plans, pad_refuses_cropping_and_outputs_past_two_to_the_31) {

@@ -3,7 +3,6 @@
 // special values and offset views against stock, graph capture, the configuration in the
 // records' facts, memory beyond the output, and the stream a variant is handed. Each test skips
 // when no CUDA device is visible or the build has no native kernels.
-#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/runner/plan.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
@@ -398,73 +397,6 @@ TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
             const auto stock = dc.call(*dev, "stock", in);
             EXPECT_TRUE(at::equal(native, stock)) << "pad of a view, " << to_string(t);
         }
-    }
-}
-
-// The word path (session 38's, on trial: FOURFOLD_PAD_WORDS=1): bf16 and fp16 pads whose rows
-// are even and aligned take it and equal stock's bits (an odd pad before: every output word a
-// funnel shift of two input words; an even one: words as they are; pads of 1, 2 and 3, units
-// across rows and planes, frames of constant), one case graph-timed; shapes and views it cannot
-// take keep their path and equal stock too.
-TEST(native, pad_on_the_word_path_equals_stock) {
-    REQUIRE_NATIVE(dev);
-    const fourfold::testing::env_switch words("FOURFOLD_PAD_WORDS", "1");
-    struct shape {
-        std::int64_t c, f, h, w, pt, ps;
-        bool words;
-    };
-    const std::vector<shape> shapes{
-        {96, 5, 130, 130, 2, 1, true}, {384, 3, 32, 32, 2, 1, true}, {192, 3, 64, 64, 2, 1, true},
-        {4, 2, 5, 10, 1, 2, true},     {5, 4, 9, 16, 0, 3, true},    {2, 3, 6, 6, 1, 1, true},
-        {4, 2, 7, 2, 3, 3, true},      {3, 2, 5, 7, 1, 1, false},    {1, 1, 1, 2, 0, 1, false}};
-    for (const auto t : {dtype::bf16, dtype::fp16})
-        for (const auto& s : shapes) {
-            if (too_big(s.c * (s.f + s.pt) * (s.h + 2 * s.ps) * (s.w + 2 * s.ps)))
-                continue;
-            const json params{{"channels", s.c}, {"frames", s.f},    {"height", s.h},
-                              {"width", s.w},    {"pad_time", s.pt}, {"pad_space", s.ps}};
-            const auto what = params.dump() + " " + std::string(to_string(t));
-            const auto dc = make_case(*dev, "pad", params, t);
-            const auto type = t == dtype::bf16 ? at::kBFloat16 : at::kHalf;
-            const auto o = at::TensorOptions().dtype(type).device(dev->torch_device());
-            workloads::input_set in;
-            in.add("x", at::randn({1, s.c, s.f, s.h, s.w}, o));
-            json facts;
-            const auto native = dc.call(*dev, "native", in, &facts);
-            const auto stock = dc.call(*dev, "stock", in);
-            EXPECT_TRUE(at::equal(native, stock)) << what;
-            const auto path = facts["kernel"]["path"].get<std::string>();
-            EXPECT_EQ(path.find("funnel shift") != std::string::npos, s.words) << what << path;
-        }
-    // views: at a one-element offset (not 4-byte aligned) and with strided rows: other paths
-    const auto dc =
-        make_case(*dev, "pad", json{{"channels", 6}, {"frames", 3}, {"height", 20}, {"width", 20}},
-                  dtype::bf16);
-    const auto o = at::TensorOptions().dtype(at::kBFloat16).device(dev->torch_device());
-    for (const auto& x : {at::randn({1, 6, 3, 20, 22}, o).narrow(4, 1, 20),
-                          at::randn({1, 6, 3, 20, 20}, o).transpose(3, 4),
-                          at::randn({1, 6, 3, 20, 22}, o).narrow(4, 2, 20)}) {
-        workloads::input_set in;
-        in.add("x", x);
-        EXPECT_TRUE(at::equal(dc.call(*dev, "native", in), dc.call(*dev, "stock", in))) << "a view";
-    }
-    const auto r =
-        run_native(*dev,
-                   {{"pad",
-                     json{{"channels", 96}, {"frames", 5}, {"height", 130}, {"width", 130}},
-                     dtype::bf16,
-                     {"stock", "native"},
-                     ""}},
-                   "op_time,correctness");
-    for (const auto& rec : r.records) {
-        ASSERT_EQ(rec.status, record_status::ok) << rec.job.variant << ": " << rec.reason;
-        if (rec.which == ledger::correctness)
-            EXPECT_EQ(rec.figures["verdict"], "PASS") << rec.job.variant;
-        if (rec.which == ledger::op_time)
-            std::cout << "pad 1x96x5x130x130 bf16 " << rec.job.variant
-                      << " (word path asked): " << rec.figures["stats"]["median"] << " us, "
-                      << rec.figures["facts"].value("kernel", json::object()).value("path", "")
-                      << '\n';
     }
 }
 

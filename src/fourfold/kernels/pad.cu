@@ -1,12 +1,10 @@
-// Constant pad kernels (see pad.hpp): pad_staged, input rows staged through shared memory,
-// pad_planes, a warp per few output rows of one plane loading into registers, and pad_words,
-// 2-byte elements as aligned input words realigned by a funnel shift. Index arithmetic
+// Constant pad kernels (see pad.hpp): pad_staged, input rows staged through shared memory, and
+// pad_planes, a warp per few output rows of one plane loading into registers. Index arithmetic
 // 32-bit with multiply-high division (the output has fewer than 2^31 elements).
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/pad.hpp"
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 namespace fourfold::kernels {
@@ -308,108 +306,6 @@ __global__ void __launch_bounds__(k_pad_tile_threads, k_pad_tile_blocks_per_sm)
     }
 }
 
-// The word path (2-byte elements; session 38, unmeasured: FOURFOLD_PAD_WORDS=1 selects it, see
-// pad_plan.cpp). The register path loads every input element alone (2 bytes: an input row
-// shifted by an odd pad starts at any 2-byte boundary) and a warp's 8 rows of 132 elements take
-// 3 rounds of loads for 2.06 rounds' work. Here the output is one flat run of 16-byte units
-// (8 elements, 4 words of 2), a thread's B units B x G apart (G threads in the grid) and all
-// their loads issued before any store. Where the input and output rows have even lengths and
-// every row starts 4-byte aligned, an output word never spans two rows and its two elements sit
-// in the input at the same parity for the whole tensor: the word itself (an even pad before),
-// or the high half of one input word and the low half of the next (an odd pad before: a funnel
-// shift). A unit's words come from at most two rows (rows of 8 elements or more): L_j, the
-// input word holding word j's first element, and L_4 for the second element of word 3; where a
-// row changes between words j and j + 1, word j's second element is a pad column (an odd pad
-// before means an odd pad after), so L_{j+1} from the next row is never used for it. 5 aligned
-// 4-byte loads a unit (4 for an even pad) where the register path issues 8 of 2 bytes.
-struct words_params {
-    divider by_w, by_h;  // by the output row's length, by the output plane's height
-    std::uint32_t units; // 16-byte output units
-};
-
-struct word_row {
-    bool ok;             // an input row (not a pad row or plane)
-    const unsigned* src; // its first word, where ok
-};
-template <typename T>
-__device__ __forceinline__ word_row row_of(const T* x, const pad_params& p, const words_params& wp,
-                                           std::uint32_t q) {
-    const std::uint32_t plane = wp.by_h.div(q);
-    const int ih = static_cast<int>(q - plane * p.od[3]) - p.pb[3];
-    const input_plane ip = locate_plane(p, plane);
-    const bool ok = ip.ok && static_cast<unsigned>(ih) < static_cast<unsigned>(p.id[3]);
-    return {ok, ok ? reinterpret_cast<const unsigned*>(x + ip.offset + ih * p.is[3]) : nullptr};
-}
-
-template <typename T>
-__global__ void __launch_bounds__(256, k_pad_words_blocks_per_sm)
-    pad_words(const T* __restrict__ x, T* __restrict__ y, pad_params p, words_params wp,
-              unsigned value2) {
-    constexpr int B = k_pad_words_units;
-    allow_dependents();
-    dependency_wait(); // x is read and y written from the start
-    const int width = static_cast<int>(p.od[4]);
-    const int win = p.id[4];
-    const int words_in = win / 2;
-    const int pb = p.pb[4];
-    const bool shifted = (pb & 1) != 0;
-    const std::uint32_t g = gridDim.x * blockDim.x;
-    for (std::uint32_t u0 = blockIdx.x * blockDim.x + threadIdx.x; u0 < wp.units; u0 += B * g) {
-        unsigned l[B][5];
-        unsigned valid[B]; // bit 2j: word j's first element from the input, 2j + 1: its second
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-            const std::uint32_t u = u0 + b * g;
-            valid[b] = 0;
-#pragma unroll
-            for (int j = 0; j < 5; ++j)
-                l[b][j] = 0;
-            if (u >= wp.units)
-                continue;
-            const std::uint32_t f = u * 8; // the plan keeps the output below 2^31 elements
-            const std::uint32_t q = wp.by_w.div(f);
-            const int c = static_cast<int>(f - q * p.od[4]);
-            const word_row r0 = row_of(x, p, wp, q);
-            const word_row r1 = c + 8 > width ? row_of(x, p, wp, q + 1) : r0;
-#pragma unroll
-            for (int j = 0; j < 5; ++j) {
-                const int cj = c + 2 * (j < 4 ? j : 3);
-                const bool next = cj >= width;
-                const bool ok = next ? r1.ok : r0.ok;
-                const unsigned* const src = next ? r1.src : r0.src;
-                const int iw = (next ? cj - width : cj) - pb + (j < 4 ? 0 : 1);
-                const int wi = iw >> 1; // floor: the word holding element iw
-                if (j < 4 && ok) {
-                    valid[b] |= (static_cast<unsigned>(iw) < static_cast<unsigned>(win) ? 1u : 0u)
-                                << (2 * j);
-                    valid[b] |=
-                        (static_cast<unsigned>(iw + 1) < static_cast<unsigned>(win) ? 1u : 0u)
-                        << (2 * j + 1);
-                }
-                if ((j < 4 || shifted) && ok &&
-                    static_cast<unsigned>(wi) < static_cast<unsigned>(words_in))
-                    l[b][j] = __ldg(src + wi);
-            }
-        }
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-            const std::uint32_t u = u0 + b * g;
-            if (u >= wp.units)
-                break;
-            unsigned o[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const unsigned raw = shifted ? __funnelshift_r(l[b][j], l[b][j + 1], 16) : l[b][j];
-                const unsigned lo = (valid[b] >> (2 * j)) & 1u ? raw : value2;
-                const unsigned hi = (valid[b] >> (2 * j + 1)) & 1u ? raw : value2;
-                o[j] = (lo & 0xffffu) | (hi & 0xffff0000u);
-            }
-            *reinterpret_cast<uint4*>(y + static_cast<std::size_t>(u) * 8) =
-                make_uint4(o[0], o[1], o[2], o[3]);
-        }
-    }
-}
-
 template <typename T> T constant_of(double v) {
     if constexpr (sizeof(T) == 4)
         return static_cast<float>(v);
@@ -439,22 +335,6 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
     const auto* x = static_cast<const T*>(a.x);
     auto* y = static_cast<T*>(a.y);
     const T value = constant_of<T>(a.value);
-    if (plan.words) {
-        if constexpr (sizeof(T) == 2) {
-            words_params wp;
-            wp.by_w = divider(p.od[4]);
-            wp.by_h = divider(p.od[3]);
-            wp.units = static_cast<std::uint32_t>(plan.out_elements / 8);
-            unsigned short bits;
-            static_assert(sizeof(bits) == sizeof(T));
-            std::memcpy(&bits, &value, sizeof(bits));
-            const unsigned value2 = bits * 0x10001u;
-            return status_of(launch_serialised_after(
-                pad_words<T>, dim3(static_cast<unsigned>(plan.blocks)), dim3(plan.threads), stream,
-                plan.dependent_launch, x, y, p, wp, value2));
-        }
-        return invalid("pad: the word path takes 2-byte elements");
-    }
     if (plan.staged) {
         tile_params tp;
         tp.by_tiles = divider(static_cast<std::uint32_t>(plan.tiles_per_plane));

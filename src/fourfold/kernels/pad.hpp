@@ -3,11 +3,10 @@
 // written exactly once, either the input value it maps to or the constant (where stock
 // constant_pad_nd on CUDA fills the whole output, then copies the input into its interior).
 // Pads are non-negative (no cropping). The output is contiguous; the input may have any
-// strides and any element alignment. Two paths (and a third on trial, the word path below): input
-// rows staged through shared memory by cp.async (bytes in flight without registers; for 4-byte
-// elements wherever the last dimension has stride 1 and a row fits a tile), else a warp per few
-// output rows loading each element into registers (2-byte elements: staged they measured slower,
-// pad_plan.cpp says by how much).
+// strides and any element alignment. Two paths: input rows staged through shared memory by
+// cp.async (bytes in flight without registers; for 4-byte elements wherever the last dimension
+// has stride 1 and a row fits a tile), else a warp per few output rows loading each element
+// into registers (2-byte elements: staged they measured slower, pad_plan.cpp says by how much).
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -25,9 +24,6 @@ inline constexpr int k_pad_blocks_per_sm = 5;
 inline constexpr int k_pad_tile_threads = 128;
 inline constexpr int k_pad_tile_blocks_per_sm = 16;
 inline constexpr std::int64_t k_pad_tile_bytes = std::int64_t{12} * 1024;
-// The word path (pad_words, 2-byte elements): blocks of 256 threads, 4 resident an SM.
-inline constexpr int k_pad_words_blocks_per_sm = 4;
-inline constexpr int k_pad_words_units = 4; // 16-byte units a thread has in flight
 // An input row above this goes the register path (a tile is at least one row).
 inline constexpr std::int64_t k_pad_max_staged_row_bytes = std::int64_t{32} * 1024;
 
@@ -61,10 +57,6 @@ struct pad_plan {
     std::int64_t row_slot_bytes = 0; // shared bytes a row takes where rows are copied alone
     std::int64_t shared_bytes = 0;   // dynamic shared memory a block takes
     bool dependent_launch = false;   // programmatic dependent launch (compute capability >= 9)
-    // the word path: 2-byte elements as aligned input words, 16-byte output units over the flat
-    // output (session 38, unmeasured: taken only where FOURFOLD_PAD_WORDS=1 asks for it)
-    bool words = false;
-    std::string why_not_words; // where it was asked for and not taken
     std::string valid;
     std::string describe() const;
 };

@@ -2,55 +2,10 @@
 #include "fourfold/kernels/pad.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
-namespace {
-
-// Session 38's switch for the word path (unmeasured when it landed): the next session times the
-// article suite's pads with and without it and keeps one path.
-bool words_requested() {
-    const char* v = std::getenv("FOURFOLD_PAD_WORDS");
-    return v && std::strcmp(v, "1") == 0;
-}
-
-// Why the word path cannot take these arguments ("" where it can): 2-byte elements whose rows,
-// in and out, have even lengths (an output word never spans two rows), every input row starting
-// 4-byte aligned (even strides outside the last dimension, an aligned base), output rows of 8
-// elements or more (a unit spans at most two), whole 16-byte units at a 16-byte aligned output.
-std::string why_not_words(const pad_args& a, std::int64_t width, std::int64_t total) {
-    const int last = a.dims - 1;
-    if (elem_bytes(a.type) != 2)
-        return "the word path takes 2-byte elements";
-    if (a.in_stride[last] != 1 && a.in_shape[last] > 1)
-        return "the input's last dimension is strided";
-    if (a.in_shape[last] % 2 != 0 || width % 2 != 0)
-        return "an input or output row of odd length";
-    if (width < 8)
-        return "output rows under 8 elements";
-    for (int i = 0; i < last; ++i)
-        if (a.in_shape[i] > 1 && a.in_stride[i] % 2 != 0)
-            return "an odd input stride";
-    if (alignment_of(a.x) < 4 || alignment_of(a.y) < 16)
-        return "the input is not 4-byte or the output not 16-byte aligned";
-    if (total % 8 != 0)
-        return "the output is not whole 16-byte units";
-    return "";
-}
-
-} // namespace
-
 std::string pad_plan::describe() const {
-    if (words) {
-        std::string s = "input words realigned by a funnel shift (2-byte elements), 16-byte "
-                        "units over the flat output, 4 a thread in flight";
-        s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
-        if (dependent_launch)
-            s += ", dependent launch";
-        return s;
-    }
     if (staged) {
         std::string s = "input rows staged in shared memory by cp.async, a block per " +
                         std::to_string(rows_per_tile) + " output row(s) of a plane (" +
@@ -116,22 +71,6 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         p.valid = "the input is not aligned to its element size";
         return p;
     }
-    if (es == 2 && words_requested()) {
-        p.why_not_words = why_not_words(a, width, total);
-        if (p.why_not_words.empty()) {
-            p.words = true;
-            p.vec = 8;
-            p.why_scalar.clear();
-            p.threads = 256;
-            const std::int64_t units = total / 8;
-            const std::int64_t per_block = std::int64_t{256} * k_pad_words_units; // a round
-            p.blocks = std::max<std::int64_t>(
-                1, std::min<std::int64_t>((units + per_block - 1) / per_block,
-                                          std::int64_t{d.sm_count} * k_pad_words_blocks_per_sm));
-            p.dependent_launch = d.cc_major >= 9;
-            return p;
-        }
-    }
     // the staged path wherever the input's last dimension is contiguous and a row fits a tile
     const std::int64_t width_in = a.in_shape[a.dims - 1];
     const std::int64_t height =
@@ -142,7 +81,10 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     else if (es < 4)
         // measured: 96x5x130x130 bf16 18.8 µs staged against the register path's 13.6-14.0, and
         // slower on every bf16 case of the article suite (fp32: 22.8 µs, 82.5 % of the copy
-        // bandwidth, ahead of stock on every case), H200, build 2262b7f
+        // bandwidth, ahead of stock on every case), H200, build 2262b7f. Input words realigned
+        // by a funnel shift into 16-byte output units over the flat output (pad_words, session
+        // 38) lost too: 96x5x130x130 13.8 -> 18.9-19.1 µs, 384x3x32x32 7.27 -> 7.7, 128x3x64x64
+        // 6.9 -> 7.7; it won only 192x3x64x64 (10.0 -> 7.8). Removed (H200, a7ed76d).
         p.why_registers = "2-byte elements stage slower than they load into registers";
     else if (width_in * es > k_pad_max_staged_row_bytes)
         p.why_registers = "an input row of " + std::to_string(width_in * es) + " B is over " +
