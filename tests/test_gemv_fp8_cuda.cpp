@@ -6,7 +6,6 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
-#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -178,116 +177,63 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
     const double eps = 1e-5;
     int cases = 0;
-    // and again with session 38's ring of steps on trial (FOURFOLD_GEMV_FP8_RING=1)
-    const fourfold::testing::env_switch ring_switch("FOURFOLD_GEMV_FP8_RING");
-    for (const bool ring : {false, true})
-        for (const std::int64_t k : {std::int64_t{4112}, std::int64_t{14320}})
-            for (const bool per_row : {false, true}) {
-                if (ring)
-                    ring_switch.set("1");
-                else
-                    ring_switch.unset();
-                at::manual_seed(k + per_row);
-                const double bound = 1.0 / std::sqrt(static_cast<double>(k));
-                const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
-                const auto q = quantise(w, per_row);
-                const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
-                const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
-                const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
-                const auto wq = q.wq.to(d), scale = q.scale.to(d);
-                for (const char* pro : {"none", "rms_norm", "swiglu"})
-                    for (const bool bias : {false, true}) {
-                        const std::string p = pro;
-                        if (p == "rms_norm" && bias)
-                            continue; // model_ops' normed GEMV takes no bias
-                        const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
-                        at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
-                        if (p == "none") {
-                            a = xd;
-                        } else if (p == "rms_norm") {
-                            const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
-                            a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
-                        } else {
-                            const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
-                            a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
-                        }
-                        const auto ref =
-                            dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
-                        const auto xg = xd.to(at::kBFloat16).to(d);
-                        const auto bg = bias ? b.to(d) : at::Tensor();
-                        auto run = [&](json* facts) {
-                            const workloads::call_context ctx(*dev, facts);
-                            namespace mo = workloads::model_ops;
-                            auto y = p == "rms_norm" ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps,
-                                                                                 wq, scale, ctx)
-                                     : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
-                                                     : mo::linear_fp8(xg, wq, scale, bg, ctx);
-                            dev->synchronize();
-                            return y.defined() ? y.cpu() : y;
-                        };
-                        json facts;
-                        const auto y = run(&facts);
-                        const auto what = fmt::format("{}x{} {} {}{}: {}", n, k,
-                                                      per_row ? "per row" : "per tensor", p,
-                                                      bias ? " + bias" : "", facts.dump());
-                        ASSERT_TRUE(y.defined()) << what;
-                        EXPECT_EQ(facts["kernel"]["claimed"].get<bool>(), p != "none") << what;
-                        EXPECT_EQ(facts["kernel"]["path"].get<std::string>().find("ring of 4") !=
-                                      std::string::npos,
-                                  ring)
-                            << what;
-                        EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
-                                                               : p == "swiglu" ? "SwiGLU fused"
-                                                                               : "none")
-                            << what;
-                        expect_kernel_error_within_budget(y, ref, what);
-                        for (int again = 0; again < 3; ++again)
-                            EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
-                        ++cases;
+    for (const std::int64_t k : {std::int64_t{4112}, std::int64_t{14320}})
+        for (const bool per_row : {false, true}) {
+            at::manual_seed(k + per_row);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+            const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+            const auto q = quantise(w, per_row);
+            const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
+            const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
+            const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
+            const auto wq = q.wq.to(d), scale = q.scale.to(d);
+            for (const char* pro : {"none", "rms_norm", "swiglu"})
+                for (const bool bias : {false, true}) {
+                    const std::string p = pro;
+                    if (p == "rms_norm" && bias)
+                        continue; // model_ops' normed GEMV takes no bias
+                    const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
+                    at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
+                    if (p == "none") {
+                        a = xd;
+                    } else if (p == "rms_norm") {
+                        const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
+                        a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
+                    } else {
+                        const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
+                        a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
                     }
-            }
-    EXPECT_EQ(cases, 40);
-#endif
-}
-
-// The ring of 4 steps in flight (session 38's trial, FOURFOLD_GEMV_FP8_RING=1) on the balanced
-// path's shapes: rows of 2 to 15 steps of 1 KB, the last one partial (K = 4112: 257 vectors),
-// runs that cut rows, both scale kinds, with and without bias: within the kernel's budget of the
-// float64 dequantised product, the plan's facts naming the ring, the same bits on every run.
-TEST(gemv_fp8, a_ring_of_steps_in_flight_matches_float64_and_repeats_its_bits) {
-    REQUIRE_FP8_NATIVE(dev);
-#if FOURFOLD_HAS_FLOAT8
-    const fourfold::testing::env_switch ring_switch("FOURFOLD_GEMV_FP8_RING", "1");
-    const auto d = dev->torch_device();
-    const std::int64_t n = 16 * dev->caps().compute_units + 13;
-    int cases = 0;
-    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4112}, std::int64_t{14320}})
-        for (const bool per_row : {false, true})
-            for (const bool bias : {false, true}) {
-                at::manual_seed(k + per_row);
-                const double bound = 1.0 / std::sqrt(static_cast<double>(k));
-                const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
-                const auto q = quantise(w, per_row);
-                const auto x = at::randn({1, k}).to(at::kBFloat16);
-                const auto b = bias ? at::randn({n}).mul(bound).to(at::kBFloat16) : at::Tensor();
-                const auto ref = dequantised_product(x, q.wq, q.scale, b);
-                const auto wq = q.wq.to(d), scale = q.scale.to(d), xg = x.to(d);
-                const auto bg = bias ? b.to(d) : at::Tensor();
-                json facts;
-                const auto y = run_fp8(*dev, xg, wq, scale, bg, &facts);
-                const auto what =
-                    fmt::format("{}x{} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
-                                bias ? " + bias" : "", facts.dump());
-                EXPECT_NE(facts["kernel"]["path"].get<std::string>().find("ring of 4"),
-                          std::string::npos)
-                    << what;
-                expect_kernel_error_within_budget(y, ref, what);
-                for (int again = 0; again < 2; ++again)
-                    EXPECT_TRUE(at::equal(run_fp8(*dev, xg, wq, scale, bg), y))
-                        << what << ", run " << again;
-                ++cases;
-            }
-    EXPECT_EQ(cases, 12);
+                    const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
+                    const auto xg = xd.to(at::kBFloat16).to(d);
+                    const auto bg = bias ? b.to(d) : at::Tensor();
+                    auto run = [&](json* facts) {
+                        const workloads::call_context ctx(*dev, facts);
+                        namespace mo = workloads::model_ops;
+                        auto y = p == "rms_norm"
+                                     ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
+                                 : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
+                                                 : mo::linear_fp8(xg, wq, scale, bg, ctx);
+                        dev->synchronize();
+                        return y.defined() ? y.cpu() : y;
+                    };
+                    json facts;
+                    const auto y = run(&facts);
+                    const auto what =
+                        fmt::format("{}x{} {} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
+                                    p, bias ? " + bias" : "", facts.dump());
+                    ASSERT_TRUE(y.defined()) << what;
+                    EXPECT_EQ(facts["kernel"]["claimed"].get<bool>(), p != "none") << what;
+                    EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
+                                                           : p == "swiglu" ? "SwiGLU fused"
+                                                                           : "none")
+                        << what;
+                    expect_kernel_error_within_budget(y, ref, what);
+                    for (int again = 0; again < 3; ++again)
+                        EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
+                    ++cases;
+                }
+        }
+    EXPECT_EQ(cases, 20);
 #endif
 }
 

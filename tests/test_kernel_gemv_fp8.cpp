@@ -1,7 +1,6 @@
 // The host half of the FP8 weight-only GEMV (kernels/gemv_fp8.hpp): the path, rows per warp,
 // split-K and grid a call would take, decided from the shape, the alignment and the device's
 // limits alone (no GPU needed, so CI checks them).
-#include "env_switch.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cstdlib>
@@ -216,25 +215,4 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
     EXPECT_NE(plan_gemv_fp8(no_scale, h200()).valid.find("scale"), std::string::npos);
     EXPECT_STREQ(to_string(fp8_scaling::per_row), "per_row");
     EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
-}
-
-// Session 38's trial of a ring of 4 steps in flight: only where FOURFOLD_GEMV_FP8_RING=1 asks,
-// on the balanced and claimed paths (a claimed block's shared memory then holds a float a 1 KB
-// step); the streamed and multi-token paths keep theirs.
-TEST(kernel_plans_fp8, the_ring_of_steps_is_taken_only_where_asked_and_balanced) {
-    const fourfold::testing::env_switch ring("FOURFOLD_GEMV_FP8_RING");
-    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).ring_stages, 0);
-    ring.set("1");
-    const auto p = plan_gemv_fp8(fp8_of(1, 28672, 4096), h200());
-    EXPECT_TRUE(p.balanced);
-    EXPECT_EQ(p.ring_stages, 4);
-    EXPECT_NE(p.describe().find("ring of 4"), std::string::npos) << p.describe();
-    auto qkv = fp8_of(1, 6144, 4096);
-    qkv.norm_weight = k_norm;
-    const auto claimed = plan_gemv_fp8(qkv, h200());
-    EXPECT_TRUE(claimed.claimed);
-    EXPECT_EQ(claimed.ring_stages, 4);
-    EXPECT_EQ(claimed.shared_bytes, 4096 * 2 + 47 * 4 * 4); // 47 rows of 4 steps of 1 KB
-    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).ring_stages, 0);  // streamed
-    EXPECT_EQ(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).ring_stages, 0); // two tokens
 }

@@ -66,12 +66,8 @@ struct gemv_fp8_plan {
     // claim the block's 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16
     // GEMV); shared_bytes holds the prologue's x, then a float a step
     bool claimed = false;
-    bool fused_norm = false;   // gemv_fp8_args::norm_weight applied inside (claimed)
-    bool fused_swiglu = false; // gemv_fp8_args::swiglu_x applied inside (claimed)
-    // balanced or claimed: 4 = a ring of 4 steps of 1 KB a warp, 3 in flight while one is
-    // multiplied (gemv_fp8_ring, gemv_claim_ring; session 38, on trial: only where
-    // FOURFOLD_GEMV_FP8_RING=1 asks)
-    int ring_stages = 0;
+    bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
+    bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,

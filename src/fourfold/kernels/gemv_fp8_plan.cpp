@@ -3,8 +3,6 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -22,8 +20,6 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
-    if (ring_stages > 0)
-        s += ", a ring of " + std::to_string(ring_stages) + " 1 KB steps a warp (on trial)";
     if (dependent_launch)
         s += ", dependent launch";
     if (fused_norm)
@@ -147,16 +143,11 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // 4096 36.1 -> 37.8, 4096 x 14336 19.3 -> 21.0, the LM head 148 -> 158), where the bf16
         // GEMV's claimed steps gained; with the norms and the SwiGLU fused, llama3-8b fp8
         // native_fused went 345.8 -> 350.4 tokens/s at ctx 512 (three launches a layer fewer).
-        // session 38's trial of more steps in flight (unmeasured when it landed: the next
-        // session times both and keeps one): 4 stages of 1 KB steps, claimed or balanced
-        const char* ring = std::getenv("FOURFOLD_GEMV_FP8_RING");
-        const bool ring_asked = ring && std::strcmp(ring, "1") == 0;
-        const std::int64_t step_vectors = ring_asked ? 64 : 128;
+        // (Session 38's ring of 4 steps of 1 KB in flight, balanced and claimed, lost on every
+        // shape: 28672 x 4096 35.2 -> 39.5 µs, the LM head 143 -> 161, llama3-8b fp8 353 -> 324
+        // tokens/s; removed.)
         const std::int64_t x_bytes = a.k * 2;
-        const std::int64_t slots =
-            (a.n + d.sm_count - 1) / d.sm_count * ((nkv + step_vectors - 1) / step_vectors) * 4;
-        if (ring_asked)
-            p.ring_stages = 4;
+        const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
         if (prologue && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;
             p.blocks = p.row_blocks = d.sm_count;
@@ -165,7 +156,6 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
         } else if (prologue) {
-            p.ring_stages = 0;
             p.valid = std::string("a fused ") + prologue +
                       " keeps K bf16 values and a float a 2 KB "
                       "step of a block's rows in shared memory, at most " +
