@@ -218,9 +218,27 @@ TEST(decoder_fp8_cuda, tiny_presets_pass_against_the_dequantised_reference_in_bo
     EXPECT_EQ(native_steps, 4); // 2 models x 2 modes
 }
 
+// A routed model's logits held per token: the median token no further from the reference than
+// 1.5x stock's median (plus 1e-3), and at most 2 of the tokens beyond 0.05. Where the router's
+// k-th and (k+1)-th experts nearly tie, a last-bit difference tips the choice either way, in
+// either path, and moves that one token's logits (and, through the KV cache, the later ones a
+// little): measured on the H200 (session 39, a7ed76d), tiny-qwen3-moe with fp8 weights, seed 5:
+// stock 0.006444 rel L2, every native part 0.042, all of it one token (0.235; the others
+// 0.004-0.010); seed 6: stock itself 0.0389 (one token at 0.229). A whole-sequence rel L2 is then
+// one token's, whichever path tipped.
+void expect_routed_follows(const at::Tensor& l, const at::Tensor& stock, const at::Tensor& ref,
+                           const std::string& what) {
+    const auto d = token_errors(l, ref);
+    EXPECT_LE(d.median().item<double>(),
+              1.5 * token_errors(stock, ref).median().item<double>() + 1e-3)
+        << what << "; per token: " << per_token(l, ref) << "; stock: " << per_token(stock, ref);
+    EXPECT_LE(d.gt(0.05).sum().item<std::int64_t>(), 2)
+        << what << "; per token: " << per_token(l, ref) << "; stock: " << per_token(stock, ref);
+}
+
 // Held against the float64 reference of the dequantised model (the twin's function): native no
-// further from it than 1.5x stock (plus 2e-3), the replayed step what the eager one computes,
-// the top token the same where stock leads clearly.
+// further from it than 1.5x stock (plus 2e-3; the routed model per token, as above), the replayed
+// step what the eager one computes, the top token the same where stock leads clearly.
 TEST(decoder_fp8_cuda, native_follows_the_dequantised_reference_like_stock_eager_and_replayed) {
     REQUIRE_FP8_NATIVE(dev);
     for (const char* name : {"tiny-llama", "tiny-qwen3", "tiny-qwen3-moe"}) {
@@ -234,9 +252,12 @@ TEST(decoder_fp8_cuda, native_follows_the_dequantised_reference_like_stock_eager
         std::printf("%s fp8_row: rel L2 from the dequantised float64 reference: stock %.4g, "
                     "native %.4g; native from stock %.4g\n",
                     name, stock_err, native_err, rel_l2(eager, stock));
-        EXPECT_LE(native_err, 1.5 * stock_err + 2e-3)
-            << name << "; per token, native: " << per_token(eager, ref)
-            << "; stock: " << per_token(stock, ref);
+        if (w->config.has_moe())
+            expect_routed_follows(eager, stock, ref, name);
+        else
+            EXPECT_LE(native_err, 1.5 * stock_err + 2e-3)
+                << name << "; per token, native: " << per_token(eager, ref)
+                << "; stock: " << per_token(stock, ref);
         EXPECT_LT(rel_l2(graph, eager), 1e-6) << name;
         const auto top = stock.topk(2, -1);
         const auto margin = std::get<0>(top).select(1, 0) - std::get<0>(top).select(1, 1);
@@ -298,14 +319,10 @@ TEST(decoder_fp8_cuda, norms_and_swiglu_fused_into_the_fp8_gemv_follow_the_refer
 
 // tiny-qwen3-moe with fp8 weights, one native part at a time (the rest stock): the native
 // projections with the stock MoE path, the native MoE block with the step's projections
-// dequantised, the stock step with the native MoE in the prefill, and the whole native step.
-// Session 37 found the whole native step at rel L2 0.042 against stock's 0.0064 (seed 5;
-// tiny-llama and tiny-qwen3 pass): one token whose expert choice moved (a near-tie of the
-// router's 2nd and 3rd expert, which a last-bit difference tips either way, in either path)
-// would give about that (0.25 / sqrt(35)), a defect in a part would move most tokens. So each
-// part is held per token: its median token no further from the reference than 1.5x stock's
-// median (plus 1e-3), and at most 2 of the 35 tokens beyond 0.05; the per-token errors are
-// printed, so that a failure says which part moves which tokens.
+// dequantised, the stock step with the native MoE in the prefill, and the whole native step, each
+// held per token (expect_routed_follows) and printed, so that a failure says which part moves
+// which tokens (session 37's failure, 0.042 against stock's 0.0064, was one tipped token: see
+// expect_routed_follows).
 TEST(decoder_fp8_cuda, tiny_qwen3_moe_native_parts_one_at_a_time_follow_the_reference) {
     REQUIRE_FP8_NATIVE(dev);
     using workloads::model_ops::moe_path;
@@ -333,11 +350,7 @@ TEST(decoder_fp8_cuda, tiny_qwen3_moe_native_parts_one_at_a_time_follow_the_refe
             const double err = rel_l2(l, ref);
             std::printf("seed %d %-44s rel L2 %.4g | %s\n", static_cast<int>(seed), name, err,
                         per_token(l, ref).c_str());
-            const auto d = token_errors(l, ref);
-            EXPECT_LE(d.median().item<double>(),
-                      1.5 * token_errors(stock, ref).median().item<double>() + 1e-3)
-                << name << ", seed " << seed;
-            EXPECT_LE(d.gt(0.05).sum().item<std::int64_t>(), 2) << name << ", seed " << seed;
+            expect_routed_follows(l, stock, ref, fmt::format("{}, seed {}", name, seed));
         }
     }
 }
