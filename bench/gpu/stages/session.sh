@@ -2044,3 +2044,37 @@ stage_s38_d() {
     FOURFOLD_GEMV_FP8_RING=1 s37_fp8_decode ring
     s38_pack d
 }
+
+# Session 39 (2026-12-04): the gpu tests of what session 39 changed (session 38's trials removed,
+# the routed model's fp8 test held per token), then where the FP8 GEMV's missing bandwidth comes
+# from: the same 117 MB as rows of 2, 4, 8 and 16 KB, FP8 and bf16 (session 37: FP8 28672 x 4096
+# 35 µs where bf16 14336 x 4096, the same bytes, takes 30). If the bf16 GEMV over 4 KB rows
+# (28672 x 2048) is as slow as FP8's, the row length (twice the rows, half the steps a row) costs
+# it, not the FP8 arithmetic. About 3 minutes after the build.
+s39_rows() {
+    local tag=$1 t0=$SECONDS
+    timeout 90 $BIN run --workload fp8_linear --shape 1x57344x2048,1x28672x4096,1x14336x8192,1x7168x16384 \
+        --dtype bf16 --variants native_fp8_row --device cuda --ledgers op_time,correctness \
+        --min-time 0.1 --db "$DB" --label s39-rows-$tag --quiet >"$OUT/s39_rows_fp8_$tag.txt" 2>&1
+    echo "fp8_linear over 117 MB ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s39_rows_fp8_$tag.txt" | head -8
+    timeout 90 $BIN run --workload linear_decode --shape 1x57344x1024,1x28672x2048,1x14336x4096,1x7168x8192 \
+        --dtype bf16 --variants native --device cuda --ledgers op_time,correctness \
+        --min-time 0.1 --db "$DB" --label s39-rows-$tag --quiet >"$OUT/s39_rows_bf16_$tag.txt" 2>&1
+    echo "linear_decode bf16 over 117 MB ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s39_rows_bf16_$tag.txt" | head -8
+}
+s39_pack() {
+    local files
+    files=$(cd "$OUT" && ls | grep -E '^s39_' | grep -v '\.tgz$' || true)
+    [ -n "$files" ] || return 0
+    (cd "$OUT" && tar czf "s39_$1_logs.tgz" $files && rm -f $files)
+    echo "logs: $OUT/s39_$1_logs.tgz"
+}
+stage_s39_a() {
+    s25_gtests 'decoder_fp8_cuda.*:gemv_fp8.*:native.pad*:native.kernels_are*' 300 "$OUT/s39_a_tests.txt"
+    grep -E "^seed|rel L2 from" "$OUT/s39_a_tests.txt" | cut -c1-300
+    s39_rows one
+    s39_rows two
+    s39_pack a
+}
