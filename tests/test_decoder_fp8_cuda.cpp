@@ -97,6 +97,24 @@ runner::job_spec fp8_job(const char* model, const char* mode) {
         ""};
 }
 
+// A routed model's logits held per token: the median token no further from the reference than
+// 1.5x stock's median (plus 1e-3), and at most 2 of the tokens beyond 0.05. Where the router's
+// k-th and (k+1)-th experts nearly tie, a last-bit difference tips the choice either way, in
+// either path, and moves that one token's logits (and, through the KV cache, the later ones a
+// little): measured on the H200 (session 39, a7ed76d), tiny-qwen3-moe with fp8 weights, seed 5:
+// stock 0.006444 rel L2, every native part 0.042, all of it one token (0.235; the others
+// 0.004-0.010); seed 6: stock itself 0.0389 (one token at 0.229). A whole-sequence rel L2 is then
+// one token's, whichever path tipped.
+void expect_routed_follows(const at::Tensor& l, const at::Tensor& stock, const at::Tensor& ref,
+                           const std::string& what) {
+    const auto d = token_errors(l, ref);
+    EXPECT_LE(d.median().item<double>(),
+              1.5 * token_errors(stock, ref).median().item<double>() + 1e-3)
+        << what << "; per token: " << per_token(l, ref) << "; stock: " << per_token(stock, ref);
+    EXPECT_LE(d.gt(0.05).sum().item<std::int64_t>(), 2)
+        << what << "; per token: " << per_token(l, ref) << "; stock: " << per_token(stock, ref);
+}
+
 } // namespace
 
 TEST(decoder_fp8_cuda, fp8_weights_are_the_quantised_bf16_weights_of_the_same_seed) {
@@ -216,24 +234,6 @@ TEST(decoder_fp8_cuda, tiny_presets_pass_against_the_dequantised_reference_in_bo
     }
     EXPECT_EQ(pass, 8);         // 2 models x 2 modes x 2 variants
     EXPECT_EQ(native_steps, 4); // 2 models x 2 modes
-}
-
-// A routed model's logits held per token: the median token no further from the reference than
-// 1.5x stock's median (plus 1e-3), and at most 2 of the tokens beyond 0.05. Where the router's
-// k-th and (k+1)-th experts nearly tie, a last-bit difference tips the choice either way, in
-// either path, and moves that one token's logits (and, through the KV cache, the later ones a
-// little): measured on the H200 (session 39, a7ed76d), tiny-qwen3-moe with fp8 weights, seed 5:
-// stock 0.006444 rel L2, every native part 0.042, all of it one token (0.235; the others
-// 0.004-0.010); seed 6: stock itself 0.0389 (one token at 0.229). A whole-sequence rel L2 is then
-// one token's, whichever path tipped.
-void expect_routed_follows(const at::Tensor& l, const at::Tensor& stock, const at::Tensor& ref,
-                           const std::string& what) {
-    const auto d = token_errors(l, ref);
-    EXPECT_LE(d.median().item<double>(),
-              1.5 * token_errors(stock, ref).median().item<double>() + 1e-3)
-        << what << "; per token: " << per_token(l, ref) << "; stock: " << per_token(stock, ref);
-    EXPECT_LE(d.gt(0.05).sum().item<std::int64_t>(), 2)
-        << what << "; per token: " << per_token(l, ref) << "; stock: " << per_token(stock, ref);
 }
 
 // Held against the float64 reference of the dequantised model (the twin's function): native no
