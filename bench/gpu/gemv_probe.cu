@@ -9,6 +9,13 @@
 //   l2_256     balanced with the loads' L2::256B prefetch hint
 //   dynamic    rows handed out by an atomic counter (a warp takes the next row when it starts one)
 //   cublas     cublasGemmEx, bf16 in and out, fp32 compute (stock's path for a 1-token linear)
+// With PROBE_FP8=1 (session 39), over the same bytes and the same partition, why the FP8 GEMV
+// moves 3.3 TB/s where bf16 moves 3.9 (the bytes read as 16 e4m3 weights a vector):
+//   fp8        kernels/gemv_fp8.cu's arithmetic: e4m3 pairs to f16x2 to floats, 16 FMAs a vector
+//              into one sum, x's two 16-byte vectors through L1
+//   fp8_x1     the same with one x vector a weight vector (bf16's L1 traffic; not the product)
+//   fp8_nox    the conversions alone, the floats summed (no x: not the product)
+//   fp8_acc4   fp8 into 4 sums (a quarter of the dependent chain)
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -23,6 +30,7 @@
 #include <cstdlib>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <string>
 #include <vector>
@@ -72,9 +80,28 @@ __global__ void __launch_bounds__(256, 4) empty_kernel(bf16* y) {
         y[0] = __float2bfloat16(1.f);
 }
 
+// Two e4m3 values (low and high byte) as floats, as kernels/gemv_fp8.cu converts them.
+__device__ __forceinline__ float2 e4m3x2(unsigned short pair) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+    return __half22float2(__half2(h));
+}
+__device__ __forceinline__ void unpack_e4m3(unsigned w0, unsigned w1, float (&f)[8]) {
+    const unsigned words[2] = {w0, w1};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const float2 lo = e4m3x2(static_cast<unsigned short>(words[i] & 0xffffu));
+        const float2 hi = e4m3x2(static_cast<unsigned short>(words[i] >> 16));
+        f[4 * i] = lo.x;
+        f[4 * i + 1] = lo.y;
+        f[4 * i + 2] = hi.x;
+        f[4 * i + 3] = hi.y;
+    }
+}
+
 // gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
-// multiply out (xor of the words); HINT 1 adds L2::256B to the loads; stamps: a warp's start
-// (after the wait) and end, ns.
+// multiply out (xor of the words); MODE 2-5 read the vectors as 16 e4m3 weights (PROBE_FP8 in
+// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4); HINT 1 adds L2::256B to the loads; stamps: a
+// warp's start (after the wait) and end, ns.
 template <int MODE, int HINT>
 __global__ void __launch_bounds__(256, 4)
     balanced(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
@@ -107,7 +134,7 @@ __global__ void __launch_bounds__(256, 4)
             dst[u] = v < kv ? load_w<HINT>(wr + v) : make_uint4(0, 0, 0, 0);
         }
     };
-    float acc = 0.f;
+    float acc = 0.f, acc4[4] = {0.f, 0.f, 0.f, 0.f};
     unsigned xr = 0;
     for (int i = lo; i < lo + 2 && i < hi; ++i)
         if (lane % 8 == 0)
@@ -147,6 +174,27 @@ __global__ void __launch_bounds__(256, 4)
                     continue;
                 if constexpr (MODE == 1) {
                     xr ^= cur[u].x ^ cur[u].y ^ cur[u].z ^ cur[u].w;
+                } else if constexpr (MODE >= 2) {
+#pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        float wf[8], xf[8];
+                        half == 0 ? unpack_e4m3(cur[u].x, cur[u].y, wf)
+                                  : unpack_e4m3(cur[u].z, cur[u].w, wf);
+                        if constexpr (MODE == 4) {
+#pragma unroll
+                            for (int j = 0; j < 8; ++j)
+                                acc += wf[j];
+                        } else {
+                            unpack(__ldg(xv + (MODE == 3 ? v : 2 * v + half)), xf);
+#pragma unroll
+                            for (int j = 0; j < 8; ++j) {
+                                if constexpr (MODE == 5)
+                                    acc4[j % 4] = fmaf(wf[j], xf[j], acc4[j % 4]);
+                                else
+                                    acc = fmaf(wf[j], xf[j], acc);
+                            }
+                        }
+                    }
                 } else {
                     float wf[8], xf[8];
                     unpack(cur[u], wf);
@@ -158,6 +206,10 @@ __global__ void __launch_bounds__(256, 4)
             }
             if constexpr (MODE == 1)
                 acc = __uint_as_float(xr & 0x3f7fffffu);
+            if constexpr (MODE == 5) {
+                acc += (acc4[0] + acc4[1]) + (acc4[2] + acc4[3]);
+                acc4[0] = acc4[1] = acc4[2] = acc4[3] = 0.f;
+            }
             const bool row_ends = s == steps - 1;
             if (row_ends || !more) {
                 const bool whole = row_ends && !(row == first_row && first_cut);
@@ -380,9 +432,10 @@ int main() {
                 sets_env ? std::to_string(sets_env).c_str() : "512 MB",
                 static_cast<long long>(offset_bytes / 1024));
 
-    const shape shapes[] = {{4096, 28672},  {6144, 5120},  {2048, 4096},  {4096, 4096},
-                            {6144, 4096},   {8192, 4096},  {14336, 4096}, {28672, 4096},
-                            {128256, 4096}, {4096, 14336}, {8192, 8192}};
+    const shape shapes[] = {{4096, 28672}, {6144, 5120},   {2048, 4096},   {4096, 4096},
+                            {6144, 4096},  {8192, 4096},   {14336, 4096},  {28672, 4096},
+                            {28672, 2048}, {128256, 4096}, {128256, 2048}, {4096, 14336},
+                            {8192, 8192}};
     enum variant {
         v_empty,
         v_bal,
@@ -398,10 +451,16 @@ int main() {
         v_div,
         v_div2,
         v_cublas,
+        v_fp8,
+        v_fp8_x1,
+        v_fp8_nox,
+        v_fp8_acc4,
         v_count
     };
-    const bool run_variant[] = {false, true,  false, false, false, false, false,
-                                false, false, false, false, true,  false, true};
+    // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
+    const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
+    const bool run_variant[] = {false, true,  false, fp8,   false, false, false, false, false,
+                                false, false, !fp8,  false, !fp8,  fp8,   fp8,   fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -411,7 +470,8 @@ int main() {
     };
     const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream", "l2_256",
                            "dynamic", "dynamic_p2", "waves2",         "waves4", "waves8",
-                           "waves16", "divisor",    "divisor_x2",     "cublas"};
+                           "waves16", "divisor",    "divisor_x2",     "cublas", "fp8",
+                           "fp8_x1",  "fp8_nox",    "fp8_acc4"};
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
     std::printf("%-14s %-8s %9s %9s %9s\n", "shape", "variant", "us/call", "GB/s", "calls");
     cudaEvent_t e0, e1;
@@ -419,6 +479,11 @@ int main() {
     CK(cudaEventCreate(&e1));
     for (const auto& sh : shapes) {
         if (only && !((sh.n == 4096 && sh.k != 4096) || sh.n == 8192 || sh.n == 14336))
+            continue;
+        // FP8: 28672 x 4096 (117 MB, as bf16 28672 x 2048 below), 14336 x 4096's bytes, the LM
+        // head's
+        if (fp8 && !((sh.n == 28672 && sh.k == 2048) || (sh.n == 14336 && sh.k == 4096) ||
+                     (sh.n == 128256 && sh.k == 2048)))
             continue;
         const std::int64_t wbytes = sh.n * sh.k * 2;
         int sets = static_cast<int>(
@@ -468,6 +533,18 @@ int main() {
                     break;
                 case v_l2_256:
                     bal(balanced<0, 1>, grid, true);
+                    break;
+                case v_fp8:
+                    bal(balanced<2, 0>, grid, true);
+                    break;
+                case v_fp8_x1:
+                    bal(balanced<3, 0>, grid, true);
+                    break;
+                case v_fp8_nox:
+                    bal(balanced<4, 0>, grid, true);
+                    break;
+                case v_fp8_acc4:
+                    bal(balanced<5, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
@@ -525,7 +602,7 @@ int main() {
         }
         // one plain launch of the balanced kernel after a cold pass over another copy: each
         // warp's start and end, relative to the earliest start
-        if (!only) {
+        if (!only && !fp8) {
             const int sgrid = divisor_grid(sh.n, grid * 3 / 4, grid);
             launch(balanced<0, 0>, sgrid, false, st, (const bf16*)x,
                    pool + (sets > 1 ? sh.n * sh.k : 0), y, sh.n, sh.k / 8, sh.k,
