@@ -16,6 +16,8 @@
 //   fp8_x1     the same with one x vector a weight vector (bf16's L1 traffic; not the product)
 //   fp8_nox    the conversions alone, the floats summed (no x: not the product)
 //   fp8_acc4   fp8 into 4 sums (a quarter of the dependent chain)
+//   fp8_r2/r4  fp8 with x's vectors shared by 2 / 4 weight vectors, as 2 / 4 rows a step at the
+//              same k would share them (the traffic and work of that kernel; not the product)
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -100,8 +102,8 @@ __device__ __forceinline__ void unpack_e4m3(unsigned w0, unsigned w1, float (&f)
 
 // gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
 // multiply out (xor of the words); MODE 2-5 read the vectors as 16 e4m3 weights (PROBE_FP8 in
-// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4); HINT 1 adds L2::256B to the loads; stamps: a
-// warp's start (after the wait) and end, ns.
+// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4); HINT 1 adds L2::256B to the
+// loads; stamps: a warp's start (after the wait) and end, ns.
 template <int MODE, int HINT>
 __global__ void __launch_bounds__(256, 4)
     balanced(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
@@ -185,11 +187,18 @@ __global__ void __launch_bounds__(256, 4)
                             for (int j = 0; j < 8; ++j)
                                 acc += wf[j];
                         } else {
-                            unpack(__ldg(xv + (MODE == 3 ? v : 2 * v + half)), xf);
+                            // MODE 6 / 7: x's vectors shared by 2 / 4 weight vectors, as R
+                            // = 2 / 4 rows a step at the same k would share them (a sum each)
+                            const int xu = MODE == 6 ? (u & ~1) : MODE == 7 ? 0 : u;
+                            const int xvi = s * 32 * U + xu * 32 + lane;
+                            unpack(__ldg(xv + (MODE == 3 ? v : 2 * (MODE >= 6 ? xvi : v) + half)),
+                                   xf);
 #pragma unroll
                             for (int j = 0; j < 8; ++j) {
                                 if constexpr (MODE == 5)
                                     acc4[j % 4] = fmaf(wf[j], xf[j], acc4[j % 4]);
+                                else if constexpr (MODE >= 6)
+                                    acc4[u] = fmaf(wf[j], xf[j], acc4[u]);
                                 else
                                     acc = fmaf(wf[j], xf[j], acc);
                             }
@@ -206,7 +215,7 @@ __global__ void __launch_bounds__(256, 4)
             }
             if constexpr (MODE == 1)
                 acc = __uint_as_float(xr & 0x3f7fffffu);
-            if constexpr (MODE == 5) {
+            if constexpr (MODE == 5 || MODE >= 6) {
                 acc += (acc4[0] + acc4[1]) + (acc4[2] + acc4[3]);
                 acc4[0] = acc4[1] = acc4[2] = acc4[3] = 0.f;
             }
@@ -455,12 +464,14 @@ int main() {
         v_fp8_x1,
         v_fp8_nox,
         v_fp8_acc4,
+        v_fp8_r2,
+        v_fp8_r4,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
-    const bool run_variant[] = {false, true,  false, fp8,   false, false, false, false, false,
-                                false, false, !fp8,  false, !fp8,  fp8,   fp8,   fp8,   fp8};
+    const bool run_variant[] = {false, true, false, fp8,  false, false, false, false, false, false,
+                                false, !fp8, false, !fp8, fp8,   fp8,   fp8,   fp8,   fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -545,6 +556,12 @@ int main() {
                     break;
                 case v_fp8_acc4:
                     bal(balanced<5, 0>, grid, true);
+                    break;
+                case v_fp8_r2:
+                    bal(balanced<6, 0>, grid, true);
+                    break;
+                case v_fp8_r4:
+                    bal(balanced<7, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
