@@ -18,6 +18,8 @@
 //   fp8_acc4   fp8 into 4 sums (a quarter of the dependent chain)
 //   fp8_r2/r4  fp8 with x's vectors shared by 2 / 4 weight vectors, as 2 / 4 rows a step at the
 //              same k would share them (the traffic and work of that kernel; not the product)
+//   fp8_h8     fp8 with the weights in 8-byte halves 256 B apart, so that a lane's 8 weights meet
+//              x's 16-byte vector of the lane's own index: x's loads contiguous over the warp
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -102,8 +104,8 @@ __device__ __forceinline__ void unpack_e4m3(unsigned w0, unsigned w1, float (&f)
 
 // gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
 // multiply out (xor of the words); MODE 2-5 read the vectors as 16 e4m3 weights (PROBE_FP8 in
-// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4); HINT 1 adds L2::256B to the
-// loads; stamps: a warp's start (after the wait) and end, ns.
+// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4, 8 fp8_h8); HINT 1 adds L2::256B
+// to the loads; stamps: a warp's start (after the wait) and end, ns.
 template <int MODE, int HINT>
 __global__ void __launch_bounds__(256, 4)
     balanced(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
@@ -133,7 +135,26 @@ __global__ void __launch_bounds__(256, 4)
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int v = s * 32 * U + u * 32 + lane;
-            dst[u] = v < kv ? load_w<HINT>(wr + v) : make_uint4(0, 0, 0, 0);
+            if constexpr (MODE == 8) {
+                // two 8-byte halves 256 B apart: lane l's 8 weights at 8-byte unit j = 2 (s 128
+                // + u 32) + h 32 + l match x's 16-byte vector j, so x's loads are contiguous
+                const uint2* w8 = reinterpret_cast<const uint2*>(wr);
+                const int j0 = 2 * (s * 32 * U + u * 32) + lane;
+                uint2 a = make_uint2(0, 0), b = make_uint2(0, 0);
+                if (v < kv) {
+                    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, "
+                                 "[%2], %3;"
+                                 : "=r"(a.x), "=r"(a.y)
+                                 : "l"(w8 + j0), "l"(l2_evict_first_policy()));
+                    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, "
+                                 "[%2], %3;"
+                                 : "=r"(b.x), "=r"(b.y)
+                                 : "l"(w8 + j0 + 32), "l"(l2_evict_first_policy()));
+                }
+                dst[u] = make_uint4(a.x, a.y, b.x, b.y);
+            } else {
+                dst[u] = v < kv ? load_w<HINT>(wr + v) : make_uint4(0, 0, 0, 0);
+            }
         }
     };
     float acc = 0.f, acc4[4] = {0.f, 0.f, 0.f, 0.f};
@@ -191,13 +212,16 @@ __global__ void __launch_bounds__(256, 4)
                             // = 2 / 4 rows a step at the same k would share them (a sum each)
                             const int xu = MODE == 6 ? (u & ~1) : MODE == 7 ? 0 : u;
                             const int xvi = s * 32 * U + xu * 32 + lane;
-                            unpack(__ldg(xv + (MODE == 3 ? v : 2 * (MODE >= 6 ? xvi : v) + half)),
+                            const int j8 = 2 * (s * 32 * U + u * 32) + half * 32 + lane;
+                            unpack(__ldg(xv + (MODE == 8   ? j8
+                                               : MODE == 3 ? v
+                                                           : 2 * (MODE >= 6 ? xvi : v) + half)),
                                    xf);
 #pragma unroll
                             for (int j = 0; j < 8; ++j) {
                                 if constexpr (MODE == 5)
                                     acc4[j % 4] = fmaf(wf[j], xf[j], acc4[j % 4]);
-                                else if constexpr (MODE >= 6)
+                                else if constexpr (MODE == 6 || MODE == 7)
                                     acc4[u] = fmaf(wf[j], xf[j], acc4[u]);
                                 else
                                     acc = fmaf(wf[j], xf[j], acc);
@@ -215,7 +239,7 @@ __global__ void __launch_bounds__(256, 4)
             }
             if constexpr (MODE == 1)
                 acc = __uint_as_float(xr & 0x3f7fffffu);
-            if constexpr (MODE == 5 || MODE >= 6) {
+            if constexpr (MODE == 5 || MODE == 6 || MODE == 7) {
                 acc += (acc4[0] + acc4[1]) + (acc4[2] + acc4[3]);
                 acc4[0] = acc4[1] = acc4[2] = acc4[3] = 0.f;
             }
@@ -466,12 +490,14 @@ int main() {
         v_fp8_acc4,
         v_fp8_r2,
         v_fp8_r4,
+        v_fp8_h8,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
-    const bool run_variant[] = {false, true, false, fp8,  false, false, false, false, false, false,
-                                false, !fp8, false, !fp8, fp8,   fp8,   fp8,   fp8,   fp8,   fp8};
+    const bool run_variant[] = {false, true,  false, fp8,   false, false, false,
+                                false, false, false, false, !fp8,  false, !fp8,
+                                fp8,   fp8,   fp8,   fp8,   fp8,   fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -479,10 +505,10 @@ int main() {
                 return b;
         return hi;
     };
-    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream", "l2_256",
-                           "dynamic", "dynamic_p2", "waves2",         "waves4", "waves8",
-                           "waves16", "divisor",    "divisor_x2",     "cublas", "fp8",
-                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2", "fp8_r4"};
+    const char* names[] = {
+        "empty",  "balanced", "balanced_nopdl", "stream",   "l2_256",  "dynamic",    "dynamic_p2",
+        "waves2", "waves4",   "waves8",         "waves16",  "divisor", "divisor_x2", "cublas",
+        "fp8",    "fp8_x1",   "fp8_nox",        "fp8_acc4", "fp8_r2",  "fp8_r4",     "fp8_h8"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
@@ -564,6 +590,9 @@ int main() {
                     break;
                 case v_fp8_r4:
                     bal(balanced<7, 0>, grid, true);
+                    break;
+                case v_fp8_h8:
+                    bal(balanced<8, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
