@@ -20,6 +20,7 @@
 //              same k would share them (the traffic and work of that kernel; not the product)
 //   fp8_h8     fp8 with the weights in 8-byte halves 256 B apart, so that a lane's 8 weights meet
 //              x's 16-byte vector of the lane's own index: x's loads contiguous over the warp
+//   fp8_xs     fp8 with x converted to floats once a block into shared memory (no unpacking a use)
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -104,8 +105,8 @@ __device__ __forceinline__ void unpack_e4m3(unsigned w0, unsigned w1, float (&f)
 
 // gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
 // multiply out (xor of the words); MODE 2-5 read the vectors as 16 e4m3 weights (PROBE_FP8 in
-// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4, 8 fp8_h8); HINT 1 adds L2::256B
-// to the loads; stamps: a warp's start (after the wait) and end, ns.
+// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4, 8 fp8_h8, 9 fp8_xs); HINT 1
+// adds L2::256B to the loads; stamps: a warp's start (after the wait) and end, ns.
 template <int MODE, int HINT>
 __global__ void __launch_bounds__(256, 4)
     balanced(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
@@ -168,6 +169,13 @@ __global__ void __launch_bounds__(256, 4)
                     prefetch_l2(w0 + (i / steps) * ldv + v);
             }
     dependency_wait();
+    // MODE 9: x as floats in shared memory, converted once a block (2 kv 8 of them: the fp8 row)
+    __shared__ __align__(16) float xs[MODE == 9 ? 8192 : 4];
+    if constexpr (MODE == 9) {
+        for (int i = threadIdx.x; i < 16 * kv; i += blockDim.x)
+            xs[i] = __bfloat162float(x[i]);
+        __syncthreads();
+    }
     const std::int64_t gw = std::int64_t{blockIdx.x} * 8 + warp;
     if (stamps && lane == 0) {
         unsigned sm;
@@ -207,6 +215,14 @@ __global__ void __launch_bounds__(256, 4)
 #pragma unroll
                             for (int j = 0; j < 8; ++j)
                                 acc += wf[j];
+                        } else if constexpr (MODE == 9) {
+                            const float4* x4 =
+                                reinterpret_cast<const float4*>(xs) + 4 * v + 2 * half;
+                            const float4 a = x4[0], b = x4[1];
+                            const float xf9[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+                            for (int j = 0; j < 8; ++j)
+                                acc = fmaf(wf[j], xf9[j], acc);
                         } else {
                             // MODE 6 / 7: x's vectors shared by 2 / 4 weight vectors, as R
                             // = 2 / 4 rows a step at the same k would share them (a sum each)
@@ -491,13 +507,14 @@ int main() {
         v_fp8_r2,
         v_fp8_r4,
         v_fp8_h8,
+        v_fp8_xs,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
-    const bool run_variant[] = {false, true,  false, fp8,   false, false, false,
-                                false, false, false, false, !fp8,  false, !fp8,
-                                fp8,   fp8,   fp8,   fp8,   fp8,   fp8,   fp8};
+    const bool run_variant[] = {false, true,  false, fp8,  false, false, false, false,
+                                false, false, false, !fp8, false, !fp8,  fp8,   fp8,
+                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -593,6 +610,9 @@ int main() {
                     break;
                 case v_fp8_h8:
                     bal(balanced<8, 0>, grid, true);
+                    break;
+                case v_fp8_xs:
+                    bal(balanced<9, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
