@@ -522,10 +522,11 @@ int main() {
                 return b;
         return hi;
     };
-    const char* names[] = {
-        "empty",  "balanced", "balanced_nopdl", "stream",   "l2_256",  "dynamic",    "dynamic_p2",
-        "waves2", "waves4",   "waves8",         "waves16",  "divisor", "divisor_x2", "cublas",
-        "fp8",    "fp8_x1",   "fp8_nox",        "fp8_acc4", "fp8_r2",  "fp8_r4",     "fp8_h8"};
+    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream", "l2_256",
+                           "dynamic", "dynamic_p2", "waves2",         "waves4", "waves8",
+                           "waves16", "divisor",    "divisor_x2",     "cublas", "fp8",
+                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2", "fp8_r4",
+                           "fp8_h8",  "fp8_xs"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
