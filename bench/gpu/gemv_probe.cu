@@ -20,7 +20,9 @@
 //              same k would share them (the traffic and work of that kernel; not the product)
 //   fp8_h8     fp8 with the weights in 8-byte halves 256 B apart, so that a lane's 8 weights meet
 //              x's 16-byte vector of the lane's own index: x's loads contiguous over the warp
-//   fp8_xs     fp8 with x converted to floats once a block into shared memory (no unpacking a use)
+//   fp8_xs     fp8 with x converted to floats once a block into shared memory (no unpacking a use;
+//              a lane's 64-byte float stride: bank conflicts)
+//   fp8_h8xs   fp8_h8's loads with fp8_xs's floats, laid out so a warp reads 32 consecutive float4s
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -105,8 +107,9 @@ __device__ __forceinline__ void unpack_e4m3(unsigned w0, unsigned w1, float (&f)
 
 // gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
 // multiply out (xor of the words); MODE 2-5 read the vectors as 16 e4m3 weights (PROBE_FP8 in
-// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4, 8 fp8_h8, 9 fp8_xs); HINT 1
-// adds L2::256B to the loads; stamps: a warp's start (after the wait) and end, ns.
+// main: 2 fp8, 3 fp8_x1, 4 fp8_nox, 5 fp8_acc4, 6 fp8_r2, 7 fp8_r4, 8 fp8_h8, 9 fp8_xs, 10
+// fp8_h8xs); HINT 1 adds L2::256B to the loads; stamps: a warp's start (after the wait) and end,
+// ns.
 template <int MODE, int HINT>
 __global__ void __launch_bounds__(256, 4)
     balanced(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
@@ -136,7 +139,7 @@ __global__ void __launch_bounds__(256, 4)
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int v = s * 32 * U + u * 32 + lane;
-            if constexpr (MODE == 8) {
+            if constexpr (MODE == 8 || MODE == 10) {
                 // two 8-byte halves 256 B apart: lane l's 8 weights at 8-byte unit j = 2 (s 128
                 // + u 32) + h 32 + l match x's 16-byte vector j, so x's loads are contiguous
                 const uint2* w8 = reinterpret_cast<const uint2*>(wr);
@@ -170,10 +173,22 @@ __global__ void __launch_bounds__(256, 4)
             }
     dependency_wait();
     // MODE 9: x as floats in shared memory, converted once a block (2 kv 8 of them: the fp8 row)
-    __shared__ __align__(16) float xs[MODE == 9 ? 8192 : 4];
+    __shared__ __align__(16) float xs[MODE == 9 || MODE == 10 ? 8192 : 4];
     if constexpr (MODE == 9) {
         for (int i = threadIdx.x; i < 16 * kv; i += blockDim.x)
             xs[i] = __bfloat162float(x[i]);
+        __syncthreads();
+    }
+    if constexpr (MODE == 10) {
+        // float4 q of 8-byte unit j (x's floats 8 j + 4 q ..) at float4 (2 (j / 32) + q) 32 + j %
+        // 32: a warp's lanes read 32 consecutive float4s
+        for (int f = threadIdx.x; f < 4 * kv; f += blockDim.x) {
+            const int q = (f / 32) % 2, j = (f / 64) * 32 + f % 32;
+            const uint2 b = *reinterpret_cast<const uint2*>(x + 8 * j + 4 * q);
+            reinterpret_cast<float4*>(xs)[f] =
+                make_float4(__uint_as_float(b.x << 16), __uint_as_float(b.x & 0xffff0000u),
+                            __uint_as_float(b.y << 16), __uint_as_float(b.y & 0xffff0000u));
+        }
         __syncthreads();
     }
     const std::int64_t gw = std::int64_t{blockIdx.x} * 8 + warp;
@@ -215,6 +230,15 @@ __global__ void __launch_bounds__(256, 4)
 #pragma unroll
                             for (int j = 0; j < 8; ++j)
                                 acc += wf[j];
+                        } else if constexpr (MODE == 10) {
+                            // unit j = 2 (s 128 + u 32) + half 32 + lane: block j / 32
+                            const int jb = (2 * (s * 32 * U + u * 32)) / 32 + half;
+                            const float4* x4 = reinterpret_cast<const float4*>(xs) + 64 * jb + lane;
+                            const float4 a = x4[0], b = x4[32];
+                            const float xf10[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+                            for (int j = 0; j < 8; ++j)
+                                acc = fmaf(wf[j], xf10[j], acc);
                         } else if constexpr (MODE == 9) {
                             const float4* x4 =
                                 reinterpret_cast<const float4*>(xs) + 4 * v + 2 * half;
@@ -508,13 +532,14 @@ int main() {
         v_fp8_r4,
         v_fp8_h8,
         v_fp8_xs,
+        v_fp8_h8xs,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
     const bool run_variant[] = {false, true,  false, fp8,  false, false, false, false,
                                 false, false, false, !fp8, false, !fp8,  fp8,   fp8,
-                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8};
+                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -526,7 +551,7 @@ int main() {
                            "dynamic", "dynamic_p2", "waves2",         "waves4", "waves8",
                            "waves16", "divisor",    "divisor_x2",     "cublas", "fp8",
                            "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2", "fp8_r4",
-                           "fp8_h8",  "fp8_xs"};
+                           "fp8_h8",  "fp8_xs",     "fp8_h8xs"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
@@ -614,6 +639,9 @@ int main() {
                     break;
                 case v_fp8_xs:
                     bal(balanced<9, 0>, grid, true);
+                    break;
+                case v_fp8_h8xs:
+                    bal(balanced<10, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
