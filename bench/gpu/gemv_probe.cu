@@ -23,6 +23,7 @@
 //   fp8_xs     fp8 with x converted to floats once a block into shared memory (no unpacking a use;
 //              a lane's 64-byte float stride: bank conflicts)
 //   fp8_h8xs   fp8_h8's loads with fp8_xs's floats, laid out so a warp reads 32 consecutive float4s
+//   fp8_prmt   fp8 with x's bf16 pairs widened by byte permutes (the integer pipe) alone
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -71,6 +72,16 @@ template <int HINT> __device__ __forceinline__ uint4 load_w(const uint4* p) {
         return v;
     } else {
         return load_streaming(p);
+    }
+}
+// bf16 pairs to floats by byte permutes alone (PRMT, the integer pipe), where the compiler's
+// own shifts of unpack below go to IMAD on the FMA pipe
+__device__ __forceinline__ void unpack_prmt(const uint4& r, float (&f)[8]) {
+    const unsigned w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __uint_as_float(__byte_perm(w[i], 0u, 0x1044));
+        f[2 * i + 1] = __uint_as_float(__byte_perm(w[i], 0u, 0x3244));
     }
 }
 __device__ __forceinline__ void unpack(const uint4& r, float (&f)[8]) {
@@ -253,10 +264,11 @@ __global__ void __launch_bounds__(256, 4)
                             const int xu = MODE == 6 ? (u & ~1) : MODE == 7 ? 0 : u;
                             const int xvi = s * 32 * U + xu * 32 + lane;
                             const int j8 = 2 * (s * 32 * U + u * 32) + half * 32 + lane;
-                            unpack(__ldg(xv + (MODE == 8   ? j8
-                                               : MODE == 3 ? v
-                                                           : 2 * (MODE >= 6 ? xvi : v) + half)),
-                                   xf);
+                            (MODE == 11 ? unpack_prmt : unpack)(
+                                __ldg(xv + (MODE == 8   ? j8
+                                            : MODE == 3 ? v
+                                                        : 2 * (MODE >= 6 ? xvi : v) + half)),
+                                xf);
 #pragma unroll
                             for (int j = 0; j < 8; ++j) {
                                 if constexpr (MODE == 5)
@@ -533,13 +545,14 @@ int main() {
         v_fp8_h8,
         v_fp8_xs,
         v_fp8_h8xs,
+        v_fp8_prmt,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
     const bool run_variant[] = {false, true,  false, fp8,  false, false, false, false,
                                 false, false, false, !fp8, false, !fp8,  fp8,   fp8,
-                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8,   fp8};
+                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8,   fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -547,11 +560,11 @@ int main() {
                 return b;
         return hi;
     };
-    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream", "l2_256",
-                           "dynamic", "dynamic_p2", "waves2",         "waves4", "waves8",
-                           "waves16", "divisor",    "divisor_x2",     "cublas", "fp8",
-                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2", "fp8_r4",
-                           "fp8_h8",  "fp8_xs",     "fp8_h8xs"};
+    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream",  "l2_256",
+                           "dynamic", "dynamic_p2", "waves2",         "waves4",  "waves8",
+                           "waves16", "divisor",    "divisor_x2",     "cublas",  "fp8",
+                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2",  "fp8_r4",
+                           "fp8_h8",  "fp8_xs",     "fp8_h8xs",       "fp8_prmt"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
@@ -642,6 +655,9 @@ int main() {
                     break;
                 case v_fp8_h8xs:
                     bal(balanced<10, 0>, grid, true);
+                    break;
+                case v_fp8_prmt:
+                    bal(balanced<11, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
