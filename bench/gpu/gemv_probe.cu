@@ -24,6 +24,7 @@
 //              a lane's 64-byte float stride: bank conflicts)
 //   fp8_h8xs   fp8_h8's loads with fp8_xs's floats, laid out so a warp reads 32 consecutive float4s
 //   fp8_prmt   fp8 with x's bf16 pairs widened by byte permutes (the integer pipe) alone
+//   bf16_prmt  balanced (bf16) with the weights' and x's pairs widened so
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -231,7 +232,7 @@ __global__ void __launch_bounds__(256, 4)
                     continue;
                 if constexpr (MODE == 1) {
                     xr ^= cur[u].x ^ cur[u].y ^ cur[u].z ^ cur[u].w;
-                } else if constexpr (MODE >= 2) {
+                } else if constexpr (MODE >= 2 && MODE != 12) {
 #pragma unroll
                     for (int half = 0; half < 2; ++half) {
                         float wf[8], xf[8];
@@ -282,8 +283,8 @@ __global__ void __launch_bounds__(256, 4)
                     }
                 } else {
                     float wf[8], xf[8];
-                    unpack(cur[u], wf);
-                    unpack(__ldg(xv + v), xf);
+                    (MODE == 12 ? unpack_prmt : unpack)(cur[u], wf);
+                    (MODE == 12 ? unpack_prmt : unpack)(__ldg(xv + v), xf);
 #pragma unroll
                     for (int j = 0; j < 8; ++j)
                         acc = fmaf(wf[j], xf[j], acc);
@@ -546,13 +547,14 @@ int main() {
         v_fp8_xs,
         v_fp8_h8xs,
         v_fp8_prmt,
+        v_bf16_prmt,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
-    const bool run_variant[] = {false, true,  false, fp8,  false, false, false, false,
-                                false, false, false, !fp8, false, !fp8,  fp8,   fp8,
-                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8,   fp8,   fp8};
+    const bool run_variant[] = {false, true,  false, fp8,   false, false, false, false, false,
+                                false, false, !fp8,  false, !fp8,  fp8,   fp8,   fp8,   fp8,
+                                fp8,   fp8,   fp8,   fp8,   fp8,   fp8,   true};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -560,11 +562,11 @@ int main() {
                 return b;
         return hi;
     };
-    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream",  "l2_256",
-                           "dynamic", "dynamic_p2", "waves2",         "waves4",  "waves8",
-                           "waves16", "divisor",    "divisor_x2",     "cublas",  "fp8",
-                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2",  "fp8_r4",
-                           "fp8_h8",  "fp8_xs",     "fp8_h8xs",       "fp8_prmt"};
+    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream",   "l2_256",
+                           "dynamic", "dynamic_p2", "waves2",         "waves4",   "waves8",
+                           "waves16", "divisor",    "divisor_x2",     "cublas",   "fp8",
+                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2",   "fp8_r4",
+                           "fp8_h8",  "fp8_xs",     "fp8_h8xs",       "fp8_prmt", "bf16_prmt"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
@@ -658,6 +660,9 @@ int main() {
                     break;
                 case v_fp8_prmt:
                     bal(balanced<11, 0>, grid, true);
+                    break;
+                case v_bf16_prmt:
+                    bal(balanced<12, 0>, grid, true);
                     break;
                 case v_dynamic:
                 case v_dyn2: {
