@@ -2066,7 +2066,7 @@ s39_rows() {
 }
 s39_pack() {
     local files
-    files=$(cd "$OUT" && ls | grep -E '^s39_' | grep -v '\.tgz$' || true)
+    files=$(cd "$OUT" && ls | grep -E '^s[34][0-9]_' | grep -v '\.tgz$' || true)
     [ -n "$files" ] || return 0
     (cd "$OUT" && tar czf "s39_$1_logs.tgz" $files && rm -f $files)
     echo "logs: $OUT/s39_$1_logs.tgz"
@@ -2096,5 +2096,5 @@ stage_s40_a() {
     nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu -lcublas \
         -o /tmp/probe && PROBE_FP8=1 /tmp/probe >"$OUT/s40_probe.txt" 2>&1
     grep -E "balanced|bf16_prmt|fp8 |fp8_prmt|fp8_h8xs" "$OUT/s40_probe.txt"
-    s38_pack s40a
+    s39_pack s40a
 }
