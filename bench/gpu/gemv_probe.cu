@@ -31,6 +31,7 @@
 //   nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu
 //   -lcublas
 #include "fourfold/kernels/elements.cuh"
+#include "fourfold/kernels/fp8_widen.cuh"
 #include "fourfold/kernels/reduce.cuh"
 
 #include <algorithm>
@@ -75,16 +76,11 @@ template <int HINT> __device__ __forceinline__ uint4 load_w(const uint4* p) {
         return load_streaming(p);
     }
 }
-// bf16 pairs to floats by byte permutes alone (PRMT, the integer pipe), where the compiler's
-// own shifts of unpack below go to IMAD on the FMA pipe
+// x's pairs widened as kernels/gemv_fp8.cu does (fp8_widen.cuh: byte permutes, the integer pipe)
 __device__ __forceinline__ void unpack_prmt(const uint4& r, float (&f)[8]) {
-    const unsigned w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        f[2 * i] = __uint_as_float(__byte_perm(w[i], 0u, 0x1044));
-        f[2 * i + 1] = __uint_as_float(__byte_perm(w[i], 0u, 0x3244));
-    }
+    unpack_bf16(r, f);
 }
+// bf16 pairs widened by __bfloat162float: the compiler's shifts (IMAD.U32 on the FMA pipe)
 __device__ __forceinline__ void unpack(const uint4& r, float (&f)[8]) {
     const bf16* e = reinterpret_cast<const bf16*>(&r);
 #pragma unroll
@@ -97,24 +93,6 @@ __global__ void __launch_bounds__(256, 4) empty_kernel(bf16* y) {
     dependency_wait();
     if (threadIdx.x == 0 && blockIdx.x == 0)
         y[0] = __float2bfloat16(1.f);
-}
-
-// Two e4m3 values (low and high byte) as floats, as kernels/gemv_fp8.cu converts them.
-__device__ __forceinline__ float2 e4m3x2(unsigned short pair) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
-    return __half22float2(__half2(h));
-}
-__device__ __forceinline__ void unpack_e4m3(unsigned w0, unsigned w1, float (&f)[8]) {
-    const unsigned words[2] = {w0, w1};
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        const float2 lo = e4m3x2(static_cast<unsigned short>(words[i] & 0xffffu));
-        const float2 hi = e4m3x2(static_cast<unsigned short>(words[i] >> 16));
-        f[4 * i] = lo.x;
-        f[4 * i + 1] = lo.y;
-        f[4 * i + 2] = hi.x;
-        f[4 * i + 3] = hi.y;
-    }
 }
 
 // gemv_balanced<bf16, 1, k_pro_none> of kernels/gemv.cu (bias left out); MODE 1 leaves the
