@@ -1893,12 +1893,18 @@ stage_s37_b() {
 # 36 -> 32 µs, LM head 144 -> 132; bf16 o and q/k/v -0.5 µs, gate/up unchanged (99 % already);
 # llama3-8b fp8 native_fused about 350 -> 375, bf16 about +1 %.
 s37_fp8_ops4() {
-    local tag=$1 t0=$SECONDS
-    timeout 60 $BIN run --workload fp8_linear --shape 1x4096x4096,1x28672x4096,1x4096x14336,1x128256x4096 \
-        --dtype bf16 --variants native_fp8_row --device cuda --ledgers op_time,correctness \
-        --min-time 0.1 --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_ops_$tag.txt" 2>&1
-    echo "fp8_linear ($tag, AHEAD=${FOURFOLD_GEMV_AHEAD:-unset} MMA=${FOURFOLD_GEMV_FP8_MMA:-unset}): exit $? after $((SECONDS - t0)) s"
-    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s37_fp8_ops_$tag.txt" | head -8
+    s39_ops fp8_linear 1x4096x4096,1x28672x4096,1x4096x14336,1x128256x4096 native_fp8_row \
+        "s37-fp8-$1" "$OUT/s37_fp8_ops_$1.txt"
+}
+# one op_time + correctness run of a workload's shapes and variants (bf16, 60 s at most), its
+# graph lines shown
+s39_ops() {
+    local workload=$1 shapes=$2 variants=$3 label=$4 log=$5 t0=$SECONDS
+    timeout 60 $BIN run --workload "$workload" --shape "$shapes" --dtype bf16 --variants "$variants" \
+        --device cuda --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label "$label" \
+        --quiet >"$log" 2>&1
+    echo "$workload ($label): exit $? after $((SECONDS - t0)) s"
+    grep -E "^$workload .*(graph|FAIL|skipped)" "$log" | head -8
 }
 stage_s37_c() {
     s25_gtests 'gemv_fp8*:gemv_claim_cuda.*:native.gemv*:decoder_fp8_cuda.norms*' 200 "$OUT/s37_c_tests.txt"
@@ -1940,13 +1946,14 @@ stage_s37_d() {
 # at::linear), and why the FP8 GEMV moves 3.3-3.6 TB/s where the bf16 one moves 4.1-4.5 on the
 # same bytes: ncu's warp states, pipes and instruction mix for both on 28672 x 4096, and the SASS
 # of both kernels. About 5 minutes with the build.
-# the stage's logs in one archive (the call brings back few files)
-s38_pack() {
+# a stage's logs (s37_ to s49_ files) in one archive, $OUT/logs_<tag>.tgz: a call brings back few
+# files
+stage_pack() {
     local files
-    files=$(cd "$OUT" && ls | grep -E '^s3[78]_' | grep -v '\.tgz$' || true)
+    files=$(cd "$OUT" && ls | grep -E '^s[34][0-9]_' | grep -v '\.tgz$' || true)
     [ -n "$files" ] || return 0
-    (cd "$OUT" && tar czf "s38_$1_logs.tgz" $files && rm -f $files)
-    echo "logs: $OUT/s38_$1_logs.tgz"
+    (cd "$OUT" && tar czf "logs_$1.tgz" $files && rm -f $files)
+    echo "logs: $OUT/logs_$1.tgz"
 }
 s38_ncu_gemv() {
     local tag=$1 workload=$2 variant=$3 regex=$4 t0=$SECONDS
@@ -1993,7 +2000,7 @@ stage_s38_a() {
     s38_ncu_gemv fp8 fp8_linear native_fp8_row "gemv_fp8"
     s38_ncu_gemv bf16 linear_decode native "gemv"
     s38_sass
-    s38_pack a
+    stage_pack s38_a
 }
 
 # The pad's word path on trial (session 38, FOURFOLD_PAD_WORDS=1; predicted 96x5x130x130 bf16
@@ -2016,7 +2023,7 @@ stage_s38_b() {
     FOURFOLD_PAD_WORDS=1 s38_article_pad words1
     s38_article_pad regs2
     FOURFOLD_PAD_WORDS=1 s38_article_pad words2
-    s38_pack b
+    stage_pack s38_b
 }
 
 # The FP8 GEMV's ring of 4 steps in flight on trial (session 38, FOURFOLD_GEMV_FP8_RING=1; the
@@ -2033,7 +2040,7 @@ stage_s38_c() {
     FOURFOLD_GEMV_FP8_RING=1 s37_fp8_ops4 ring1
     s37_fp8_ops4 balanced2
     FOURFOLD_GEMV_FP8_RING=1 s37_fp8_ops4 ring2
-    s38_pack c
+    stage_pack s38_c
 }
 # s38_c's second half: the fused prologue cases (the claimed path) and llama3-8b fp8 without and
 # with the ring. About 4 minutes.
@@ -2042,7 +2049,7 @@ stage_s38_d() {
     FOURFOLD_GEMV_FP8_RING=1 s38_fp8_prologue_ops ring
     s37_fp8_decode claim
     FOURFOLD_GEMV_FP8_RING=1 s37_fp8_decode ring
-    s38_pack d
+    stage_pack s38_d
 }
 
 # Session 39 (2026-12-04): the gpu tests of what session 39 changed (session 38's trials removed,
@@ -2052,31 +2059,17 @@ stage_s38_d() {
 # (28672 x 2048) is as slow as FP8's, the row length (twice the rows, half the steps a row) costs
 # it, not the FP8 arithmetic. About 3 minutes after the build.
 s39_rows() {
-    local tag=$1 t0=$SECONDS
-    timeout 90 $BIN run --workload fp8_linear --shape 1x57344x2048,1x28672x4096,1x14336x8192,1x7168x16384 \
-        --dtype bf16 --variants native_fp8_row --device cuda --ledgers op_time,correctness \
-        --min-time 0.1 --db "$DB" --label s39-rows-$tag --quiet >"$OUT/s39_rows_fp8_$tag.txt" 2>&1
-    echo "fp8_linear over 117 MB ($tag): exit $? after $((SECONDS - t0)) s"
-    grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s39_rows_fp8_$tag.txt" | head -8
-    timeout 90 $BIN run --workload linear_decode --shape 1x57344x1024,1x28672x2048,1x14336x4096,1x7168x8192 \
-        --dtype bf16 --variants native --device cuda --ledgers op_time,correctness \
-        --min-time 0.1 --db "$DB" --label s39-rows-$tag --quiet >"$OUT/s39_rows_bf16_$tag.txt" 2>&1
-    echo "linear_decode bf16 over 117 MB ($tag): exit $? after $((SECONDS - t0)) s"
-    grep -E "^linear_decode .*(graph|FAIL|skipped)" "$OUT/s39_rows_bf16_$tag.txt" | head -8
-}
-s39_pack() {
-    local files
-    files=$(cd "$OUT" && ls | grep -E '^s[34][0-9]_' | grep -v '\.tgz$' || true)
-    [ -n "$files" ] || return 0
-    (cd "$OUT" && tar czf "s39_$1_logs.tgz" $files && rm -f $files)
-    echo "logs: $OUT/s39_$1_logs.tgz"
+    s39_ops fp8_linear 1x57344x2048,1x28672x4096,1x14336x8192,1x7168x16384 native_fp8_row \
+        "s39-rows-$1" "$OUT/s39_rows_fp8_$1.txt"
+    s39_ops linear_decode 1x57344x1024,1x28672x2048,1x14336x4096,1x7168x8192 native \
+        "s39-rows-$1" "$OUT/s39_rows_bf16_$1.txt"
 }
 stage_s39_a() {
     s25_gtests 'decoder_fp8_cuda.*:gemv_fp8.*:native.pad*:native.kernels_are*' 300 "$OUT/s39_a_tests.txt"
     grep -E "^seed|rel L2 from" "$OUT/s39_a_tests.txt" | cut -c1-300
     s39_rows one
     s39_rows two
-    s39_pack a
+    stage_pack s39_a
 }
 
 # Session 39 prepared this call (its device time went to s39_a and the probe): the FP8 GEMV with
@@ -2096,5 +2089,5 @@ stage_s40_a() {
     nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu -lcublas \
         -o /tmp/probe && PROBE_FP8=1 /tmp/probe >"$OUT/s40_probe.txt" 2>&1
     grep -E "balanced|bf16_prmt|fp8 |fp8_prmt|fp8_h8xs" "$OUT/s40_probe.txt"
-    s39_pack s40a
+    stage_pack s40_a
 }
