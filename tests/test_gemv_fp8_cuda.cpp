@@ -6,6 +6,7 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -234,6 +235,55 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
                 }
         }
     EXPECT_EQ(cases, 20);
+#endif
+}
+
+// x staged as floats a block (session 39's trial, FOURFOLD_GEMV_FP8_XS=1) on the balanced path:
+// rows of 1 to 6 steps of 2 KB, the last one partial and its vector group of 32 partial (K =
+// 4112: 257 vectors), 48 KiB of floats (K = 12,288), runs that cut rows, both scale kinds, with
+// and without bias: the same bits as the unstaged kernel (the same products in the same order),
+// within the kernel's budget of the float64 dequantised product, the same bits on every run.
+TEST(gemv_fp8, x_staged_as_floats_gives_the_unstaged_bits) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const fourfold::testing::env_switch xs("FOURFOLD_GEMV_FP8_XS");
+    const auto d = dev->torch_device();
+    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+    int cases = 0;
+    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4112}, std::int64_t{12288}})
+        for (const bool per_row : {false, true})
+            for (const bool bias : {false, true}) {
+                at::manual_seed(k + per_row);
+                const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+                const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+                const auto q = quantise(w, per_row);
+                const auto x = at::randn({1, k}).to(at::kBFloat16);
+                const auto b = bias ? at::randn({n}).mul(bound).to(at::kBFloat16) : at::Tensor();
+                const auto ref = dequantised_product(x, q.wq, q.scale, b);
+                const auto wq = q.wq.to(d), scale = q.scale.to(d), xg = x.to(d);
+                const auto bg = bias ? b.to(d) : at::Tensor();
+                xs.unset();
+                json plain_facts;
+                const auto plain = run_fp8(*dev, xg, wq, scale, bg, &plain_facts);
+                xs.set("1");
+                json facts;
+                const auto y = run_fp8(*dev, xg, wq, scale, bg, &facts);
+                const auto what =
+                    fmt::format("{}x{} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
+                                bias ? " + bias" : "", facts.dump());
+                const auto path = facts["kernel"]["path"].get<std::string>();
+                EXPECT_NE(path.find("x staged as floats"), std::string::npos) << what;
+                EXPECT_EQ(plain_facts["kernel"]["path"].get<std::string>().find("x staged"),
+                          std::string::npos)
+                    << plain_facts.dump();
+                EXPECT_TRUE(at::equal(y, plain)) << what;
+                expect_kernel_error_within_budget(y, ref, what);
+                for (int again = 0; again < 2; ++again)
+                    EXPECT_TRUE(at::equal(run_fp8(*dev, xg, wq, scale, bg), y))
+                        << what << ", run " << again;
+                ++cases;
+            }
+    EXPECT_EQ(cases, 12);
 #endif
 }
 

@@ -2072,20 +2072,29 @@ stage_s39_a() {
     stage_pack s39_a
 }
 
-# Session 39 prepared this call (its device time went to s39_a and the probe): the FP8 GEMV with
-# x's bf16 widened by byte permutes (976856d; the same bits, so its gpu tests must pass as
-# before) timed in the product, against session 39's figures on a7ed76d / 8747c45 (28672 x 4096
-# 35.1-35.3 µs, LM head 142-143, 6144 x 4096 + RMSNorm 11.8, llama3-8b fp8 353.3 / 337.1
-# tokens/s); predicted from the probe's copy of the balanced kernel (-3 to -4 %): about 34.0,
-# 137, 11.5 and 360. Then the probe's bf16_prmt (the bf16 GEMV's pairs widened the same way,
-# unmeasured) beside balanced. About 5 minutes with the build.
+# Session 39 prepared this call (its device time went to s39_a and the probe). Two FP8 GEMV changes,
+# both the same bits as before, so their gpu tests must pass as before:
+# 1. x's bf16 widened by byte permutes (976856d, the default now): timed in the product against
+#    session 39's figures on a7ed76d / 8747c45 (28672 x 4096 35.1-35.3 µs, LM head 142-143,
+#    6144 x 4096 + RMSNorm 11.8, llama3-8b fp8 353.3 / 337.1 tokens/s); predicted from the probe
+#    (-3 to -4 %): about 34.0, 137, 11.5 and 360.
+# 2. x staged as floats a block on the balanced path (FOURFOLD_GEMV_FP8_XS=1, on trial): its
+#    test (the unstaged bits), memcheck and racecheck, then the four shapes and llama3-8b fp8 (o
+#    projection) with and without it, twice; predicted from the probe's copy (-6 to -8 %):
+#    28672 x 4096 about 32.5 µs, LM head about 131 (4096 x 14336: 56 KiB of floats, not staged).
+# Then the probe's bf16_prmt (the bf16 GEMV's pairs widened by byte permutes, unmeasured) beside
+# balanced. About 7 minutes with the build.
 stage_s40_a() {
     s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*' 300 "$OUT/s40_a_tests.txt"
-    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_a 'gemv_fp8.claimed*:gemv_fp8.matches*' 120
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_a 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 120
+    s32_sanitizer racecheck s40_a 'gemv_fp8.x_staged*' 90
     s37_fp8_ops4 prmt1
+    FOURFOLD_GEMV_FP8_XS=1 s37_fp8_ops4 xs1
+    s37_fp8_ops4 prmt2
+    FOURFOLD_GEMV_FP8_XS=1 s37_fp8_ops4 xs2
     s38_fp8_prologue_ops prmt
     s37_fp8_decode prmt
-    s37_fp8_ops4 prmt2
+    FOURFOLD_GEMV_FP8_XS=1 s37_fp8_decode xs
     nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu -lcublas \
         -o /tmp/probe && PROBE_FP8=1 /tmp/probe >"$OUT/s40_probe.txt" 2>&1
     grep -E "balanced|bf16_prmt|fp8 |fp8_prmt|fp8_h8xs" "$OUT/s40_probe.txt"
