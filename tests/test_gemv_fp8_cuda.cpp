@@ -170,10 +170,13 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
 // of them, both scale kinds, the RMSNorm and the SwiGLU made in shared memory or no prologue,
 // with and without the bias: against the float64 product of what the prologue rounds with the
 // dequantised weights, and the same bits on every run (a claimed step's sum has its own slot,
-// whichever warp claimed it). Whole sizes: the sanitizer stage runs it as it is.
+// whichever warp claimed it). With x staged as floats a block (session 39's trial,
+// FOURFOLD_GEMV_FP8_XS=1) every case, claimed or balanced, gives the same bits. Whole sizes: the
+// sanitizer stage runs it as it is.
 TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
+    const fourfold::testing::env_switch xs("FOURFOLD_GEMV_FP8_XS");
     const auto d = dev->torch_device();
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
     const double eps = 1e-5;
@@ -231,6 +234,17 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
                     expect_kernel_error_within_budget(y, ref, what);
                     for (int again = 0; again < 3; ++again)
                         EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
+                    // session 39's trial, x staged as floats a block: the same bits
+                    xs.set("1");
+                    json xs_facts;
+                    const auto y_xs = run(&xs_facts);
+                    xs.unset();
+                    ASSERT_TRUE(y_xs.defined()) << what;
+                    // (balanced, K = 14,320: 56 KiB of floats, over 48 KiB: unstaged)
+                    const bool staged = xs_facts["kernel"]["path"].get<std::string>().find(
+                                            "x staged as floats") != std::string::npos;
+                    EXPECT_EQ(staged, p != "none" || k == 4112) << xs_facts.dump();
+                    EXPECT_TRUE(at::equal(y_xs, y)) << what << ", x staged";
                     ++cases;
                 }
         }

@@ -218,10 +218,11 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
     EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
 }
 
-// Session 39's trial of x staged as floats a block (FOURFOLD_GEMV_FP8_XS=1): only where asked, on
-// the balanced path without a prologue, and where the floats fit in 48 KiB (whole groups of 32
-// 16-byte vectors of 64 bytes each); the claimed, streamed and multi-token paths keep theirs.
-TEST(kernel_plans_fp8, x_is_staged_as_floats_only_where_asked_balanced_and_in_48_kib) {
+// Session 39's trial of x staged as floats a block (FOURFOLD_GEMV_FP8_XS=1): only where asked; on
+// the balanced path where the floats fit in 48 KiB (whole groups of 32 16-byte vectors of 64 bytes
+// each), on the claimed path where the prologue's x, the floats and the step slots fit in 160 KiB
+// (and the device's opt-in limit); the streamed and multi-token paths keep theirs.
+TEST(kernel_plans_fp8, x_is_staged_as_floats_only_where_asked_and_where_it_fits) {
     const fourfold::testing::env_switch xs("FOURFOLD_GEMV_FP8_XS");
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).x_staged);
     xs.set("1");
@@ -240,7 +241,22 @@ TEST(kernel_plans_fp8, x_is_staged_as_floats_only_where_asked_balanced_and_in_48
     EXPECT_EQ(wide.shared_bytes, 0);
     auto qkv = fp8_of(1, 6144, 4096);
     qkv.norm_weight = k_norm;
-    EXPECT_FALSE(plan_gemv_fp8(qkv, h200()).x_staged);                    // claimed
+    const auto claimed = plan_gemv_fp8(qkv, h200());
+    EXPECT_TRUE(claimed.claimed);
+    EXPECT_TRUE(claimed.x_staged);
+    EXPECT_EQ(claimed.shared_bytes, 4096 * 2 + 4096 * 4 + 47 * 2 * 4); // x, floats, 47 rows' slots
+    auto down = fp8_of(1, 4096, 14336);
+    down.swiglu_x = true;
+    down.ld_x = std::int64_t{2} * 14336;
+    const auto d = plan_gemv_fp8(down, h200());
+    EXPECT_TRUE(d.claimed && d.x_staged) << d.describe();
+    EXPECT_EQ(d.shared_bytes, 14336 * 2 + 14336 * 4 + 32 * 7 * 4); // 86 KB: over 48 KiB
+    auto small = h200();
+    small.max_smem_per_block = 64 * 1024; // a device whose opt-in limit is lower
+    const auto d_small = plan_gemv_fp8(down, small);
+    EXPECT_TRUE(d_small.claimed);
+    EXPECT_FALSE(d_small.x_staged); // unstaged, as without the switch
+    EXPECT_EQ(d_small.shared_bytes, 14336 * 2 + 32 * 7 * 4);
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).x_staged);  // streamed
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).x_staged); // two tokens
 }

@@ -21,6 +21,7 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 #include "fourfold/kernels/reduce.cuh"
 
+#include <algorithm>
 #include <cuda_fp8.h>
 
 namespace fourfold::kernels {
@@ -37,6 +38,7 @@ struct e4m3_weights {
     using W = std::uint8_t;
     static constexpr int x_vectors = 2;
     static constexpr bool scaled = true;
+    static constexpr bool staged_x = false;
     template <bool SHARED>
     __device__ static __forceinline__ float dot(float acc, const uint4& wv,
                                                 const uint4* __restrict__ xv, int v) {
@@ -54,6 +56,64 @@ struct e4m3_weights {
                 acc = fmaf(wf[j], xf[j], acc);
         }
         return acc;
+    }
+};
+
+// x staged as floats in shared memory (session 39, on trial: gemv_fp8_balanced<true> and the
+// claimed steps' e4m3_staged_weights): float4 q (x's elements 16 v + 4 q ..) of 16-byte weight
+// vector v at (v / 32) 128 + q 32 + v % 32, so that the 32 lanes of a warp, at vectors v0 + lane,
+// read 32 consecutive float4s (no bank conflict); staged_float4s(kv) of them. Once a block, from
+// x's bf16 in global or shared memory; the floats are x's values exactly.
+__host__ __device__ constexpr int staged_float4s(int kv) {
+    return (kv + 31) / 32 * 128;
+}
+__device__ __forceinline__ void stage_x_floats(const bf16* x, float4* xs4, int kv) {
+    const int slots = staged_float4s(kv);
+    for (int d = static_cast<int>(threadIdx.x); d < slots; d += static_cast<int>(blockDim.x)) {
+        const int v = d / 128 * 32 + d % 32, q = d / 32 % 4;
+        if (v < kv) {
+            const uint2 b = reinterpret_cast<const uint2*>(x)[4 * v + q];
+            float f[8];
+            unpack_bf16(make_uint4(b.x, b.y, 0u, 0u), f);
+            xs4[d] = make_float4(f[0], f[1], f[2], f[3]);
+        }
+    }
+}
+
+// acc + w (16 values of one row) . x (their 16 values, staged as stage_x_floats lays them out), in
+// fma_vector<1, 1>'s order: the same bits.
+__device__ __forceinline__ float fma_vector_staged(float acc, const uint4& wv,
+                                                   const float4* __restrict__ xs4, int v) {
+    const float4* p = xs4 + v / 32 * 128 + v % 32; // float4 q at p[32 q]
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        float wf[8];
+        half == 0 ? unpack_e4m3(wv.x, wv.y, wf) : unpack_e4m3(wv.z, wv.w, wf);
+        const float4 a = p[64 * half], b = p[64 * half + 32];
+        const float xf[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            acc = fmaf(wf[j], xf[j], acc);
+    }
+    return acc;
+}
+
+// e4m3_weights with x staged as floats a block (gemv_claim's staged_x hook; session 39, on
+// trial): the same products in the same order as e4m3_weights, so the same bits.
+struct e4m3_staged_weights {
+    using X = bf16;
+    using W = std::uint8_t;
+    static constexpr int x_vectors = 2;
+    static constexpr bool scaled = true;
+    static constexpr bool staged_x = true;
+    __device__ static int staged_vectors(int kv) { return staged_float4s(kv); }
+    __device__ static void stage(const uint4* xv, uint4* slots, int kv) {
+        stage_x_floats(reinterpret_cast<const bf16*>(xv), reinterpret_cast<float4*>(slots), kv);
+    }
+    template <bool SHARED>
+    __device__ static __forceinline__ float dot(float acc, const uint4& wv,
+                                                const uint4* __restrict__ xv, int v) {
+        return fma_vector_staged(acc, wv, reinterpret_cast<const float4*>(xv), v);
     }
 };
 
@@ -106,41 +166,6 @@ __device__ __forceinline__ void fma_vector(float (&acc)[R][TOK], const uint4 (&w
                     acc[r][t] = fmaf(wf[r][j], xf[j], acc[r][t]);
         }
     }
-}
-
-// x staged as floats in shared memory (gemv_fp8_balanced<true>, session 39, on trial): float4 q
-// (x's elements 16 v + 4 q ..) of 16-byte vector v at (v / 32) 128 + q 32 + v % 32, so that the
-// 32 lanes of a warp, at vectors v0 + lane, read 32 consecutive float4s (no bank conflict). Once a
-// block; its floats are x's bf16 values exactly.
-__device__ __forceinline__ void stage_x_floats(const bf16* __restrict__ x, float4* xs4, int kv) {
-    const int slots = (kv + 31) / 32 * 128;
-    for (int d = static_cast<int>(threadIdx.x); d < slots; d += static_cast<int>(blockDim.x)) {
-        const int v = d / 128 * 32 + d % 32, q = d / 32 % 4;
-        if (v < kv) {
-            const uint2 b = __ldg(reinterpret_cast<const uint2*>(x) + 4 * v + q);
-            float f[8];
-            unpack_bf16(make_uint4(b.x, b.y, 0u, 0u), f);
-            xs4[d] = make_float4(f[0], f[1], f[2], f[3]);
-        }
-    }
-}
-
-// acc + w (16 values of one row) . x (their 16 values, staged as stage_x_floats lays them out), in
-// fma_vector<1, 1>'s order: the same bits.
-__device__ __forceinline__ float fma_vector_staged(float acc, const uint4& wv,
-                                                   const float4* __restrict__ xs4, int v) {
-    const float4* p = xs4 + v / 32 * 128 + v % 32; // float4 q at p[32 q]
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        float wf[8];
-        half == 0 ? unpack_e4m3(wv.x, wv.y, wf) : unpack_e4m3(wv.z, wv.w, wf);
-        const float4 a = p[64 * half], b = p[64 * half + 32];
-        const float xf[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-            acc = fmaf(wf[j], xf[j], acc);
-    }
-    return acc;
 }
 
 // Unsplit K: warp w of the grid takes row groups w, w + W, ... (W warps in the grid, R rows a
@@ -582,6 +607,26 @@ launch_status launch_vec(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_
         a.inc_scale, t.per_row, t.bias, t.y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y, p.k_split, kchunk));
 }
 
+// The claimed kernels with x staged as floats take more than 48 KiB of dynamic shared memory
+// from K = 8,192 on (K = 14,336 with its SwiGLU: 86 KB): their limit raised once a kernel to
+// k_gemv_fp8_max_claim_shared_bytes, or the device's opt-in limit where that is lower (the plan
+// keeps a block's bytes under both; the error, if any, returned at every launch).
+template <int PRO> cudaError_t staged_claim_shared() {
+    static const cudaError_t e = [] {
+        int device = 0, optin = 0;
+        cudaError_t r = cudaGetDevice(&device);
+        if (r == cudaSuccess)
+            r = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+        if (r != cudaSuccess)
+            return r;
+        return cudaFuncSetAttribute(
+            gemv_common::gemv_claim<e4m3_staged_weights, PRO>,
+            cudaFuncAttributeMaxDynamicSharedMemorySize,
+            std::min(optin, static_cast<int>(k_gemv_fp8_max_claim_shared_bytes)));
+    }();
+    return e;
+}
+
 // One token: R by the row's length (plan_gemv_fp8); from two tokens on, R = 2.
 template <int TOK>
 launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_t stream) {
@@ -596,6 +641,16 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
                     a.scale, a.inc_scale, t.per_row));
             };
+            if (p.x_staged) {
+                const cudaError_t e = p.fused_norm     ? staged_claim_shared<k_pro_norm>()
+                                      : p.fused_swiglu ? staged_claim_shared<k_pro_swiglu>()
+                                                       : staged_claim_shared<k_pro_none>();
+                if (e != cudaSuccess)
+                    return status_of(e);
+                return p.fused_norm     ? run(gemv_claim<e4m3_staged_weights, k_pro_norm>)
+                       : p.fused_swiglu ? run(gemv_claim<e4m3_staged_weights, k_pro_swiglu>)
+                                        : run(gemv_claim<e4m3_staged_weights, k_pro_none>);
+            }
             return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)
                                     : run(gemv_claim<e4m3_weights, k_pro_none>);

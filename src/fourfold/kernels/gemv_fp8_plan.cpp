@@ -2,6 +2,7 @@
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -152,19 +153,25 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // tokens/s; removed.)
         const std::int64_t x_bytes = a.k * 2;
         const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
-        if (prologue && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
+        // session 39's trial (unmeasured when it landed: the next session times both and keeps
+        // one): x staged as floats a block, in whole groups of 32 vectors of 64 bytes
+        const char* xs = std::getenv("FOURFOLD_GEMV_FP8_XS");
+        const bool xs_asked = xs && std::strcmp(xs, "1") == 0;
+        const std::int64_t staged = (nkv + 31) / 32 * 32 * 64;
+        const bool claim_staged =
+            xs_asked &&
+            x_bytes + staged + slots <=
+                std::min<std::int64_t>(k_gemv_fp8_max_claim_shared_bytes, d.max_smem_per_block);
+        if (prologue && (claim_staged || x_bytes + slots <= k_gemv_norm_max_shared_bytes)) {
             p.claimed = true;
             p.blocks = p.row_blocks = d.sm_count;
             p.threads = k_gemv_claim_threads;
-            p.shared_bytes = x_bytes + slots;
+            p.x_staged = claim_staged;
+            p.shared_bytes = x_bytes + (claim_staged ? staged : 0) + slots;
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
         } else if (!prologue) {
-            // session 39's trial (unmeasured when it landed: the next session times both and
-            // keeps one): x staged as floats a block, in whole groups of 32 vectors of 64 bytes
-            const std::int64_t staged = (nkv + 31) / 32 * 32 * 64;
-            const char* xs = std::getenv("FOURFOLD_GEMV_FP8_XS");
-            if (xs && std::strcmp(xs, "1") == 0 && staged <= k_gemv_fp8_max_staged_x_bytes) {
+            if (xs_asked && staged <= k_gemv_fp8_max_staged_x_bytes) {
                 p.x_staged = true;
                 p.shared_bytes = staged;
             }
