@@ -2078,10 +2078,11 @@ stage_s39_a() {
 #    session 39's figures on a7ed76d / 8747c45 (28672 x 4096 35.1-35.3 µs, LM head 142-143,
 #    6144 x 4096 + RMSNorm 11.8, llama3-8b fp8 353.3 / 337.1 tokens/s); predicted from the probe
 #    (-3 to -4 %): about 34.0, 137, 11.5 and 360.
-# 2. x staged as floats a block on the balanced path (FOURFOLD_GEMV_FP8_XS=1, on trial): its
+# 2. x staged as floats a block, balanced and claimed (FOURFOLD_GEMV_FP8_XS=1, on trial): its
 #    test (the unstaged bits), memcheck and racecheck, then the four shapes and llama3-8b fp8 (o
 #    projection) with and without it, twice; predicted from the probe's copy (-6 to -8 %):
-#    28672 x 4096 about 32.5 µs, LM head about 131 (4096 x 14336: 56 KiB of floats, not staged).
+#    28672 x 4096 about 32.5 µs, LM head about 131 (4096 x 14336: 56 KiB of floats, not staged
+#    balanced); the claimed prologue cases about 5 % less, llama3-8b fp8 about 370 tokens/s.
 # Then the probe's bf16_prmt (the bf16 GEMV's pairs widened by byte permutes, unmeasured) beside
 # balanced. About 7 minutes with the build.
 stage_s40_a() {
@@ -2093,6 +2094,7 @@ stage_s40_a() {
     s37_fp8_ops4 prmt2
     FOURFOLD_GEMV_FP8_XS=1 s37_fp8_ops4 xs2
     s38_fp8_prologue_ops prmt
+    FOURFOLD_GEMV_FP8_XS=1 s38_fp8_prologue_ops xs
     s37_fp8_decode prmt
     FOURFOLD_GEMV_FP8_XS=1 s37_fp8_decode xs
     nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu -lcublas \
