@@ -2088,7 +2088,7 @@ stage_s39_a() {
 stage_s40_a() {
     s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*' 300 "$OUT/s40_a_tests.txt"
     FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_a 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 120
-    s32_sanitizer racecheck s40_a 'gemv_fp8.x_staged*' 90
+    s32_sanitizer racecheck s40_a 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 150
     s37_fp8_ops4 prmt1
     FOURFOLD_GEMV_FP8_XS=1 s37_fp8_ops4 xs1
     s37_fp8_ops4 prmt2
