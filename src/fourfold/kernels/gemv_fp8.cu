@@ -100,11 +100,7 @@ __device__ __forceinline__ float fma_vector_staged(float acc, const uint4& wv,
 
 // e4m3_weights with x staged as floats a block (gemv_claim's staged_x hook; session 39, on
 // trial): the same products in the same order as e4m3_weights, so the same bits.
-struct e4m3_staged_weights {
-    using X = bf16;
-    using W = std::uint8_t;
-    static constexpr int x_vectors = 2;
-    static constexpr bool scaled = true;
+struct e4m3_staged_weights : e4m3_weights {
     static constexpr bool staged_x = true;
     __device__ static int staged_vectors(int kv) { return staged_float4s(kv); }
     __device__ static void stage(const uint4* xv, uint4* slots, int kv) {
