@@ -2084,11 +2084,9 @@ stage_s39_a() {
 #    28672 x 4096 about 32.5 µs, LM head about 131 (4096 x 14336: 56 KiB of floats, not staged
 #    balanced); the claimed prologue cases about 5 % less, llama3-8b fp8 about 370 tokens/s.
 # Then the probe's bf16_prmt (the bf16 GEMV's pairs widened by byte permutes, unmeasured) beside
-# balanced. About 7 minutes with the build.
+# balanced. About 8 minutes with the build; then s40_b.
 stage_s40_a() {
     s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*' 300 "$OUT/s40_a_tests.txt"
-    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_a 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 120
-    s32_sanitizer racecheck s40_a 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 150
     s37_fp8_ops4 prmt1
     FOURFOLD_GEMV_FP8_XS=1 s37_fp8_ops4 xs1
     s37_fp8_ops4 prmt2
@@ -2101,4 +2099,11 @@ stage_s40_a() {
         -o /tmp/probe && PROBE_FP8=1 /tmp/probe >"$OUT/s40_probe.txt" 2>&1
     grep -E "balanced|bf16_prmt|fp8 |fp8_prmt|fp8_h8xs" "$OUT/s40_probe.txt"
     stage_pack s40_a
+}
+# s40_a's sanitizers, on the warm machine (about 3 minutes): memcheck and racecheck over the
+# staged kernels' tests.
+stage_s40_b() {
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_b 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 120
+    s32_sanitizer racecheck s40_b 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 150
+    stage_pack s40_b
 }
