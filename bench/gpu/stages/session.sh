@@ -1835,7 +1835,7 @@ s37_fp8_ops() {
         --dtype bf16 --variants native_bf16,native_fp8_row --device cuda \
         --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label s37-fp8-$tag --quiet \
         >"$OUT/s37_fp8_ops_$tag.txt" 2>&1
-    echo "fp8_linear ($tag, FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=${FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW:-unset}): exit $? after $((SECONDS - t0)) s"
+    echo "fp8_linear ($tag, FOURFOLD_GEMV_FP8_XS=${FOURFOLD_GEMV_FP8_XS:-unset}): exit $? after $((SECONDS - t0)) s"
     grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s37_fp8_ops_$tag.txt" | head -14
 }
 s37_fp8_decode() {
@@ -1843,7 +1843,7 @@ s37_fp8_decode() {
     timeout 100 $BIN decode --model llama3-8b --weights fp8_row --variants native_fused --mode graph \
         --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
         --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_decode_$tag.txt" 2>&1
-    echo "decode llama3-8b fp8_row ($tag, FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW=${FOURFOLD_GEMV_FP8_CLAIM_MIN_ROW:-unset}): exit $? after $((SECONDS - t0)) s"
+    echo "decode llama3-8b fp8_row ($tag, FOURFOLD_GEMV_FP8_XS=${FOURFOLD_GEMV_FP8_XS:-unset}): exit $? after $((SECONDS - t0)) s"
     grep -E "^decode .*graph|FAIL" "$OUT/s37_fp8_decode_$tag.txt" | head -6
 }
 stage_s37_a() {
@@ -1990,7 +1990,7 @@ s38_fp8_prologue_ops() {
             --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label "s38-fp8-pro-$tag" --quiet \
             >>"$OUT/s38_fp8_pro_$tag.txt" 2>&1
     done
-    echo "fp8_linear with prologues ($tag, RING=${FOURFOLD_GEMV_FP8_RING:-unset}): after $((SECONDS - t0)) s"
+    echo "fp8_linear with prologues ($tag, XS=${FOURFOLD_GEMV_FP8_XS:-unset}): after $((SECONDS - t0)) s"
     grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s38_fp8_pro_$tag.txt" | head -16
 }
 stage_s38_a() {
