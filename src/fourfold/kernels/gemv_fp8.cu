@@ -64,8 +64,8 @@ struct e4m3_weights {
 // vector v at (v / 32) 128 + q 32 + v % 32, so that the 32 lanes of a warp, at vectors v0 + lane,
 // read 32 consecutive float4s (no bank conflict); staged_float4s(kv) of them. Once a block, from
 // x's bf16 in global or shared memory; the floats are x's values exactly.
-__host__ __device__ constexpr int staged_float4s(int kv) {
-    return (kv + 31) / 32 * 128;
+__device__ __forceinline__ int staged_float4s(int kv) {
+    return static_cast<int>(gemv_fp8_staged_x_bytes(kv) / 16);
 }
 __device__ __forceinline__ void stage_x_floats(const bf16* x, float4* xs4, int kv) {
     const int slots = staged_float4s(kv);

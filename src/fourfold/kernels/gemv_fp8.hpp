@@ -31,6 +31,11 @@ inline constexpr int k_gemv_fp8_max_tokens = 8;
 // x's floats a balanced block stages (x_staged): at most 48 KiB, a launch's dynamic shared memory
 // without an opt-in (K up to 12,288), 4 blocks an SM.
 inline constexpr std::int64_t k_gemv_fp8_max_staged_x_bytes = std::int64_t{48} * 1024;
+// The bytes of x's floats a block stages (x_staged) for rows of nkv 16-byte weight vectors: 16
+// floats a vector, in whole groups of 32 vectors (kernels/gemv_fp8.cu's stage_x_floats layout).
+constexpr std::int64_t gemv_fp8_staged_x_bytes(std::int64_t nkv) {
+    return (nkv + 31) / 32 * 32 * 64;
+}
 // A claimed block's dynamic shared memory with x staged as floats (the prologue's x, the floats,
 // a float a step; one block of 32 warps an SM): at most 160 KiB, the kernels' limit raised to it.
 inline constexpr std::int64_t k_gemv_fp8_max_claim_shared_bytes = std::int64_t{160} * 1024;

@@ -154,10 +154,10 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         const std::int64_t x_bytes = a.k * 2;
         const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
         // session 39's trial (unmeasured when it landed: the next session times both and keeps
-        // one): x staged as floats a block, in whole groups of 32 vectors of 64 bytes
+        // one): x staged as floats a block
         const char* xs = std::getenv("FOURFOLD_GEMV_FP8_XS");
         const bool xs_asked = xs && std::strcmp(xs, "1") == 0;
-        const std::int64_t staged = (nkv + 31) / 32 * 32 * 64;
+        const std::int64_t staged = gemv_fp8_staged_x_bytes(nkv);
         const bool claim_staged =
             xs_asked &&
             x_bytes + staged + slots <=
