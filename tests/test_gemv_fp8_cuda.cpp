@@ -6,7 +6,6 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
-#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -170,13 +169,10 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
 // of them, both scale kinds, the RMSNorm and the SwiGLU made in shared memory or no prologue,
 // with and without the bias: against the float64 product of what the prologue rounds with the
 // dequantised weights, and the same bits on every run (a claimed step's sum has its own slot,
-// whichever warp claimed it). With x staged as floats a block (session 39's trial,
-// FOURFOLD_GEMV_FP8_XS=1) every case, claimed or balanced, gives the same bits. Whole sizes: the
-// sanitizer stage runs it as it is.
+// whichever warp claimed it). Whole sizes: the sanitizer stage runs it as it is.
 TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
-    const fourfold::testing::env_switch xs("FOURFOLD_GEMV_FP8_XS");
     const auto d = dev->torch_device();
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
     const double eps = 1e-5;
@@ -234,70 +230,10 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
                     expect_kernel_error_within_budget(y, ref, what);
                     for (int again = 0; again < 3; ++again)
                         EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
-                    // session 39's trial, x staged as floats a block: the same bits
-                    xs.set("1");
-                    json xs_facts;
-                    const auto y_xs = run(&xs_facts);
-                    xs.unset();
-                    ASSERT_TRUE(y_xs.defined()) << what;
-                    // (balanced, K = 14,320: 56 KiB of floats, over 48 KiB: unstaged)
-                    const bool staged = xs_facts["kernel"]["path"].get<std::string>().find(
-                                            "x staged as floats") != std::string::npos;
-                    EXPECT_EQ(staged, p != "none" || k == 4112) << xs_facts.dump();
-                    EXPECT_TRUE(at::equal(y_xs, y)) << what << ", x staged";
                     ++cases;
                 }
         }
     EXPECT_EQ(cases, 20);
-#endif
-}
-
-// x staged as floats a block (session 39's trial, FOURFOLD_GEMV_FP8_XS=1) on the balanced path:
-// rows of 1 to 6 steps of 2 KB, the last one partial and its vector group of 32 partial (K =
-// 4112: 257 vectors), 48 KiB of floats (K = 12,288), runs that cut rows, both scale kinds, with
-// and without bias: the same bits as the unstaged kernel (the same products in the same order),
-// within the kernel's budget of the float64 dequantised product, the same bits on every run.
-TEST(gemv_fp8, x_staged_as_floats_gives_the_unstaged_bits) {
-    REQUIRE_FP8_NATIVE(dev);
-#if FOURFOLD_HAS_FLOAT8
-    const fourfold::testing::env_switch xs("FOURFOLD_GEMV_FP8_XS");
-    const auto d = dev->torch_device();
-    const std::int64_t n = 16 * dev->caps().compute_units + 13;
-    int cases = 0;
-    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4112}, std::int64_t{12288}})
-        for (const bool per_row : {false, true})
-            for (const bool bias : {false, true}) {
-                at::manual_seed(k + per_row);
-                const double bound = 1.0 / std::sqrt(static_cast<double>(k));
-                const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
-                const auto q = quantise(w, per_row);
-                const auto x = at::randn({1, k}).to(at::kBFloat16);
-                const auto b = bias ? at::randn({n}).mul(bound).to(at::kBFloat16) : at::Tensor();
-                const auto ref = dequantised_product(x, q.wq, q.scale, b);
-                const auto wq = q.wq.to(d), scale = q.scale.to(d), xg = x.to(d);
-                const auto bg = bias ? b.to(d) : at::Tensor();
-                xs.unset();
-                json plain_facts;
-                const auto plain = run_fp8(*dev, xg, wq, scale, bg, &plain_facts);
-                xs.set("1");
-                json facts;
-                const auto y = run_fp8(*dev, xg, wq, scale, bg, &facts);
-                const auto what =
-                    fmt::format("{}x{} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
-                                bias ? " + bias" : "", facts.dump());
-                const auto path = facts["kernel"]["path"].get<std::string>();
-                EXPECT_NE(path.find("x staged as floats"), std::string::npos) << what;
-                EXPECT_EQ(plain_facts["kernel"]["path"].get<std::string>().find("x staged"),
-                          std::string::npos)
-                    << plain_facts.dump();
-                EXPECT_TRUE(at::equal(y, plain)) << what;
-                expect_kernel_error_within_budget(y, ref, what);
-                for (int again = 0; again < 2; ++again)
-                    EXPECT_TRUE(at::equal(run_fp8(*dev, xg, wq, scale, bg), y))
-                        << what << ", run " << again;
-                ++cases;
-            }
-    EXPECT_EQ(cases, 12);
 #endif
 }
 

@@ -1,7 +1,6 @@
 // The host half of the FP8 weight-only GEMV (kernels/gemv_fp8.hpp): the path, rows per warp,
 // split-K and grid a call would take, decided from the shape, the alignment and the device's
 // limits alone (no GPU needed, so CI checks them).
-#include "env_switch.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cstdlib>
@@ -216,47 +215,4 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
     EXPECT_NE(plan_gemv_fp8(no_scale, h200()).valid.find("scale"), std::string::npos);
     EXPECT_STREQ(to_string(fp8_scaling::per_row), "per_row");
     EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
-}
-
-// Session 39's trial of x staged as floats a block (FOURFOLD_GEMV_FP8_XS=1): only where asked; on
-// the balanced path where the floats fit in 48 KiB (whole groups of 32 16-byte vectors of 64 bytes
-// each), on the claimed path where the prologue's x, the floats and the step slots fit in 160 KiB
-// (and the device's opt-in limit); the streamed and multi-token paths keep theirs.
-TEST(kernel_plans_fp8, x_is_staged_as_floats_only_where_asked_and_where_it_fits) {
-    const fourfold::testing::env_switch xs("FOURFOLD_GEMV_FP8_XS");
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).x_staged);
-    xs.set("1");
-    const auto p = plan_gemv_fp8(fp8_of(1, 28672, 4096), h200());
-    EXPECT_TRUE(p.balanced);
-    EXPECT_TRUE(p.x_staged);
-    EXPECT_EQ(p.shared_bytes, 4096 * 4); // 256 vectors of 16 floats
-    EXPECT_NE(p.describe().find("x staged as floats"), std::string::npos) << p.describe();
-    const auto odd = plan_gemv_fp8(fp8_of(1, 28672, 4112), h200()); // 257 vectors: 9 groups of 32
-    EXPECT_TRUE(odd.x_staged);
-    EXPECT_EQ(odd.shared_bytes, 9 * 32 * 64);
-    EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 28672, 12288), h200()).x_staged); // 48 KiB exactly
-    const auto wide = plan_gemv_fp8(fp8_of(1, 4096, 14336), h200());
-    EXPECT_TRUE(wide.balanced);
-    EXPECT_FALSE(wide.x_staged) << wide.describe(); // 56 KiB
-    EXPECT_EQ(wide.shared_bytes, 0);
-    auto qkv = fp8_of(1, 6144, 4096);
-    qkv.norm_weight = k_norm;
-    const auto claimed = plan_gemv_fp8(qkv, h200());
-    EXPECT_TRUE(claimed.claimed);
-    EXPECT_TRUE(claimed.x_staged);
-    EXPECT_EQ(claimed.shared_bytes, 4096 * 2 + 4096 * 4 + 47 * 2 * 4); // x, floats, 47 rows' slots
-    auto down = fp8_of(1, 4096, 14336);
-    down.swiglu_x = true;
-    down.ld_x = std::int64_t{2} * 14336;
-    const auto d = plan_gemv_fp8(down, h200());
-    EXPECT_TRUE(d.claimed && d.x_staged) << d.describe();
-    EXPECT_EQ(d.shared_bytes, 14336 * 2 + 14336 * 4 + 32 * 7 * 4); // 86 KB: over 48 KiB
-    auto small = h200();
-    small.max_smem_per_block = 64 * 1024; // a device whose opt-in limit is lower
-    const auto d_small = plan_gemv_fp8(down, small);
-    EXPECT_TRUE(d_small.claimed);
-    EXPECT_FALSE(d_small.x_staged); // unstaged, as without the switch
-    EXPECT_EQ(d_small.shared_bytes, 14336 * 2 + 32 * 7 * 4);
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).x_staged);  // streamed
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).x_staged); // two tokens
 }

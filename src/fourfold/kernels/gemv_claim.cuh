@@ -7,10 +7,7 @@
 //   x_vectors (16-byte vectors of x a 16-byte vector of weights multiplies), scaled (a float
 //   scale, per tensor or per row, multiplies each row's sum before the bias), and
 //   dot<SHARED>(acc, wv, xv, v): acc + the weight vector wv times the x that weight vector v of a
-//   row multiplies (xv: x's 16-byte vectors, in shared memory when SHARED), fp32, in a fixed order;
-//   staged_x: whether gemv_claim first stages x a block in a form of the format's own, in
-//   staged_vectors(kv) 16-byte slots of shared memory after the prologue's x, by stage(xv, slots,
-//   kv) (xv in shared or global memory); dot then reads the slots as xv.
+//   row multiplies (xv: x's 16-byte vectors, in shared memory when SHARED), fp32, in a fixed order.
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/reduce.cuh"
@@ -110,7 +107,6 @@ template <typename T> struct same_weights {
     using W = T;
     static constexpr int x_vectors = 1;
     static constexpr bool scaled = false;
-    static constexpr bool staged_x = false;
     template <bool SHARED>
     __device__ static __forceinline__ float dot(float acc, const uint4& wv,
                                                 const uint4* __restrict__ xv, int v) {
@@ -178,9 +174,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
     constexpr int U = 4;
     constexpr int warps = k_gemv_claim_threads / 32;
     __shared__ int claimed;
-    // PRO: the x the steps read (xkv vectors); F::staged_x: x as the format stages it; then a
-    // float a step
-    extern __shared__ uint4 smem[];
+    extern __shared__ uint4 smem[]; // PRO: the x the steps read (xkv vectors); then a float a step
     allow_dependents();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const std::int64_t r0 = blockIdx.x * n / gridDim.x;
@@ -189,11 +183,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
     const int xkv = kv * F::x_vectors;              // x's vectors
     const int steps = (kv + 32 * U - 1) / (32 * U); // a row's steps
     const int total = rows * steps;                 // the plan sizes the slots for it
-    uint4* const staged = smem + (PRO != k_pro_none ? xkv : 0);
-    int staged_n = 0;
-    if constexpr (F::staged_x)
-        staged_n = F::staged_vectors(kv);
-    float* sums = reinterpret_cast<float*>(staged + staged_n);
+    float* sums = reinterpret_cast<float*>(smem + (PRO != k_pro_none ? xkv : 0));
     const uint4* w0 = reinterpret_cast<const uint4*>(w + r0 * ld_w);
     const std::int64_t ldv = ld_w / WVEC;
     auto fetch = [&](uint4(&dst)[U], int i) {
@@ -237,13 +227,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
     }
     if constexpr (PRO == k_pro_norm)
         prologue_norm<X, 1>(xv, smem, xkv, norm_weight, norm_eps);
-    __syncthreads();         // x in shared memory, the counter set
-    const uint4* xd = xv[0]; // what the steps' dot reads
-    if constexpr (F::staged_x) {
-        F::stage(xv[0], staged, kv);
-        __syncthreads();
-        xd = staged;
-    }
+    __syncthreads(); // x in shared memory, the counter set
     int next = i < total ? claim() : total;
     while (i < total) {
         const bool more = next < total;
@@ -257,7 +241,7 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
             const int v = s * 32 * U + u * 32 + lane;
             if (v >= kv)
                 continue; // (the loads were zero alike)
-            acc = F::template dot<PRO != k_pro_none>(acc, cur[u], xd, v);
+            acc = F::template dot<PRO != k_pro_none>(acc, cur[u], xv[0], v);
         }
         acc = warp_sum(acc);
         if (lane == 0)

@@ -21,7 +21,6 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 #include "fourfold/kernels/reduce.cuh"
 
-#include <algorithm>
 #include <cuda_fp8.h>
 
 namespace fourfold::kernels {
@@ -38,7 +37,6 @@ struct e4m3_weights {
     using W = std::uint8_t;
     static constexpr int x_vectors = 2;
     static constexpr bool scaled = true;
-    static constexpr bool staged_x = false;
     template <bool SHARED>
     __device__ static __forceinline__ float dot(float acc, const uint4& wv,
                                                 const uint4* __restrict__ xv, int v) {
@@ -56,60 +54,6 @@ struct e4m3_weights {
                 acc = fmaf(wf[j], xf[j], acc);
         }
         return acc;
-    }
-};
-
-// x staged as floats in shared memory (session 39, on trial: gemv_fp8_balanced<true> and the
-// claimed steps' e4m3_staged_weights): float4 q (x's elements 16 v + 4 q ..) of 16-byte weight
-// vector v at (v / 32) 128 + q 32 + v % 32, so that the 32 lanes of a warp, at vectors v0 + lane,
-// read 32 consecutive float4s (no bank conflict); staged_float4s(kv) of them. Once a block, from
-// x's bf16 in global or shared memory; the floats are x's values exactly.
-__device__ __forceinline__ int staged_float4s(int kv) {
-    return static_cast<int>(gemv_fp8_staged_x_bytes(kv) / 16);
-}
-__device__ __forceinline__ void stage_x_floats(const bf16* x, float4* xs4, int kv) {
-    const int slots = staged_float4s(kv);
-    for (int d = static_cast<int>(threadIdx.x); d < slots; d += static_cast<int>(blockDim.x)) {
-        const int v = d / 128 * 32 + d % 32, q = d / 32 % 4;
-        if (v < kv) {
-            const uint2 b = reinterpret_cast<const uint2*>(x)[4 * v + q];
-            float f[8];
-            unpack_bf16(make_uint4(b.x, b.y, 0u, 0u), f);
-            xs4[d] = make_float4(f[0], f[1], f[2], f[3]);
-        }
-    }
-}
-
-// acc + w (16 values of one row) . x (their 16 values, staged as stage_x_floats lays them out), in
-// fma_vector<1, 1>'s order: the same bits.
-__device__ __forceinline__ float fma_vector_staged(float acc, const uint4& wv,
-                                                   const float4* __restrict__ xs4, int v) {
-    const float4* p = xs4 + v / 32 * 128 + v % 32; // float4 q at p[32 q]
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        float wf[8];
-        half == 0 ? unpack_e4m3(wv.x, wv.y, wf) : unpack_e4m3(wv.z, wv.w, wf);
-        const float4 a = p[64 * half], b = p[64 * half + 32];
-        const float xf[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-            acc = fmaf(wf[j], xf[j], acc);
-    }
-    return acc;
-}
-
-// e4m3_weights with x staged as floats a block (gemv_claim's staged_x hook; session 39, on
-// trial): the same products in the same order as e4m3_weights, so the same bits.
-struct e4m3_staged_weights : e4m3_weights {
-    static constexpr bool staged_x = true;
-    __device__ static int staged_vectors(int kv) { return staged_float4s(kv); }
-    __device__ static void stage(const uint4* xv, uint4* slots, int kv) {
-        stage_x_floats(reinterpret_cast<const bf16*>(xv), reinterpret_cast<float4*>(slots), kv);
-    }
-    template <bool SHARED>
-    __device__ static __forceinline__ float dot(float acc, const uint4& wv,
-                                                const uint4* __restrict__ xv, int v) {
-        return fma_vector_staged(acc, wv, reinterpret_cast<const float4*>(xv), v);
     }
 };
 
@@ -277,12 +221,6 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(TOK))
 // block barrier that last warp adds them in warp order (deterministic), scales, adds the bias
 // and writes the row. A row of one step is never cut, and from 2 steps a row the plan's 4 rows
 // a block give every run a step at least, so a cut row's runs are adjacent warps.
-// XS (session 39, on trial: FOURFOLD_GEMV_FP8_XS=1, plan_gemv_fp8): x staged once a block as
-// floats in the launch's dynamic shared memory (stage_x_floats), read there by every step, where
-// otherwise each step loads x's bf16 through L1 and widens it again: bench/gpu/gemv_probe.cu
-// found the FP8 GEMV's missing bandwidth on x's side (its copy with staged floats: 34.3 -> 32.0 µs
-// over 117 MB, 137 -> 126 over the LM head, H200). The same bits.
-template <bool XS>
 __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(1))
     gemv_fp8_balanced(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
                       const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
@@ -336,24 +274,15 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(1))
             }
     dependency_wait();
     const uint4* const xv[1] = {reinterpret_cast<const uint4*>(x)};
-    extern __shared__ float4 xs4[]; // XS: x's floats (stage_x_floats)
     row_epilogue ep_head; // of the cut row whose last step this run holds, loaded with its first
-    uint4 cur[U][1];
-    if constexpr (XS) { // the first step in flight while the block stages x
-        if (lo < hi)
-            fetch(cur, lo / steps, lo % steps);
-        stage_x_floats(x, xs4, kv);
-        __syncthreads();
-    }
     if (lo < hi) {
         int row = lo / steps, s = lo % steps;
         const int first_row = row;
         const bool first_cut = s != 0; // the run starts inside its first row
         row_epilogue ep_cur = epilogue_of(row), ep_next;
         float acc[1][1] = {{0.f}};
-        uint4 nxt[U][1];
-        if constexpr (!XS)
-            fetch(cur, row, s);
+        uint4 cur[U][1], nxt[U][1];
+        fetch(cur, row, s);
         for (int i = lo; i < hi; ++i) {
             int row2 = row, s2 = s + 1;
             if (s2 == steps) {
@@ -369,12 +298,8 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(1))
 #pragma unroll
             for (int u = 0; u < U; ++u) {
                 const int v = s * 32 * U + u * 32 + lane;
-                if (v < kv) { // (past the row's end the loads were zero alike)
-                    if constexpr (XS)
-                        acc[0][0] = fma_vector_staged(acc[0][0], cur[u][0], xs4, v);
-                    else
-                        fma_vector<1, 1>(acc, cur[u], xv, v);
-                }
+                if (v < kv) // (past the row's end the loads were zero alike)
+                    fma_vector<1, 1>(acc, cur[u], xv, v);
             }
             const bool row_ends = s == steps - 1;
             if (row_ends || !more) {
@@ -603,26 +528,6 @@ launch_status launch_vec(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_
         a.inc_scale, t.per_row, t.bias, t.y, a.n, nkv, a.ld_x, a.ld_w, a.ld_y, p.k_split, kchunk));
 }
 
-// The claimed kernels with x staged as floats take more than 48 KiB of dynamic shared memory
-// from K = 8,192 on (K = 14,336 with its SwiGLU: 86 KB): their limit raised once a kernel to
-// k_gemv_fp8_max_claim_shared_bytes, or the device's opt-in limit where that is lower (the plan
-// keeps a block's bytes under both; the error, if any, returned at every launch).
-template <int PRO> cudaError_t staged_claim_shared() {
-    static const cudaError_t e = [] {
-        int device = 0, optin = 0;
-        cudaError_t r = cudaGetDevice(&device);
-        if (r == cudaSuccess)
-            r = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-        if (r != cudaSuccess)
-            return r;
-        return cudaFuncSetAttribute(
-            gemv_common::gemv_claim<e4m3_staged_weights, PRO>,
-            cudaFuncAttributeMaxDynamicSharedMemorySize,
-            std::min(optin, static_cast<int>(k_gemv_fp8_max_claim_shared_bytes)));
-    }();
-    return e;
-}
-
 // One token: R by the row's length (plan_gemv_fp8); from two tokens on, R = 2.
 template <int TOK>
 launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_t stream) {
@@ -637,27 +542,16 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
                     a.scale, a.inc_scale, t.per_row));
             };
-            if (p.x_staged) {
-                const cudaError_t e = p.fused_norm     ? staged_claim_shared<k_pro_norm>()
-                                      : p.fused_swiglu ? staged_claim_shared<k_pro_swiglu>()
-                                                       : staged_claim_shared<k_pro_none>();
-                if (e != cudaSuccess)
-                    return status_of(e);
-                return p.fused_norm     ? run(gemv_claim<e4m3_staged_weights, k_pro_norm>)
-                       : p.fused_swiglu ? run(gemv_claim<e4m3_staged_weights, k_pro_swiglu>)
-                                        : run(gemv_claim<e4m3_staged_weights, k_pro_none>);
-            }
             return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)
                                     : run(gemv_claim<e4m3_weights, k_pro_none>);
         }
         if (p.balanced) {
             const auto t = typed(a);
-            return status_of(launch_serialised_after_smem(
-                p.x_staged ? gemv_fp8_balanced<true> : gemv_fp8_balanced<false>,
-                dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads),
-                static_cast<std::size_t>(p.shared_bytes), stream, p.dependent_launch, t.x, t.w,
-                a.scale, a.inc_scale, t.per_row, t.bias, t.y, a.n, a.k / 16, a.ld_w));
+            return status_of(launch_serialised_after(
+                gemv_fp8_balanced, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), stream,
+                p.dependent_launch, t.x, t.w, a.scale, a.inc_scale, t.per_row, t.bias, t.y, a.n,
+                a.k / 16, a.ld_w));
         }
         switch (p.rows_per_warp) {
         case 4:

@@ -28,17 +28,6 @@ namespace fourfold::kernels {
 inline constexpr int k_gemv_fp8_max_tokens = 8;
 // Resident blocks per SM the vector kernels are compiled for (__launch_bounds__): 4 (64
 // registers) for one token, 2 beyond (R = 4 rows of up to 8 tokens' accumulators).
-// x's floats a balanced block stages (x_staged): at most 48 KiB, a launch's dynamic shared memory
-// without an opt-in (K up to 12,288), 4 blocks an SM.
-inline constexpr std::int64_t k_gemv_fp8_max_staged_x_bytes = std::int64_t{48} * 1024;
-// The bytes of x's floats a block stages (x_staged) for rows of nkv 16-byte weight vectors: 16
-// floats a vector, in whole groups of 32 vectors (kernels/gemv_fp8.cu's stage_x_floats layout).
-constexpr std::int64_t gemv_fp8_staged_x_bytes(std::int64_t nkv) {
-    return (nkv + 31) / 32 * 32 * 64;
-}
-// A claimed block's dynamic shared memory with x staged as floats (the prologue's x, the floats,
-// a float a step; one block of 32 warps an SM): at most 160 KiB, the kernels' limit raised to it.
-inline constexpr std::int64_t k_gemv_fp8_max_claim_shared_bytes = std::int64_t{160} * 1024;
 constexpr int gemv_fp8_blocks_per_sm(int tokens) {
     return tokens <= 1 ? 4 : 2;
 }
@@ -77,13 +66,8 @@ struct gemv_fp8_plan {
     // claim the block's 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16
     // GEMV); shared_bytes holds the prologue's x, then a float a step
     bool claimed = false;
-    bool fused_norm = false;   // gemv_fp8_args::norm_weight applied inside (claimed)
-    bool fused_swiglu = false; // gemv_fp8_args::swiglu_x applied inside (claimed)
-    // balanced or claimed: x staged once a block as floats in shared memory, read there by every
-    // step (session 39, on trial: only where FOURFOLD_GEMV_FP8_XS=1 asks, and the floats fit in
-    // k_gemv_fp8_max_staged_x_bytes balanced, with the rest of a claimed block's in
-    // k_gemv_fp8_max_claim_shared_bytes); shared_bytes holds them
-    bool x_staged = false;
+    bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
+    bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,

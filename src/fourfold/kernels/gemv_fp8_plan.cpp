@@ -2,10 +2,7 @@
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -23,8 +20,6 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
-    if (x_staged)
-        s += ", x staged as floats in shared memory (on trial)";
     if (dependent_launch)
         s += ", dependent launch";
     if (fused_norm)
@@ -153,29 +148,14 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // tokens/s; removed.)
         const std::int64_t x_bytes = a.k * 2;
         const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
-        // session 39's trial (unmeasured when it landed: the next session times both and keeps
-        // one): x staged as floats a block
-        const char* xs = std::getenv("FOURFOLD_GEMV_FP8_XS");
-        const bool xs_asked = xs && std::strcmp(xs, "1") == 0;
-        const std::int64_t staged = gemv_fp8_staged_x_bytes(nkv);
-        const bool claim_staged =
-            xs_asked &&
-            x_bytes + staged + slots <=
-                std::min<std::int64_t>(k_gemv_fp8_max_claim_shared_bytes, d.max_smem_per_block);
-        if (prologue && (claim_staged || x_bytes + slots <= k_gemv_norm_max_shared_bytes)) {
+        if (prologue && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;
             p.blocks = p.row_blocks = d.sm_count;
             p.threads = k_gemv_claim_threads;
-            p.x_staged = claim_staged;
-            p.shared_bytes = x_bytes + (claim_staged ? staged : 0) + slots;
+            p.shared_bytes = x_bytes + slots;
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
-        } else if (!prologue) {
-            if (xs_asked && staged <= k_gemv_fp8_max_staged_x_bytes) {
-                p.x_staged = true;
-                p.shared_bytes = staged;
-            }
-        } else {
+        } else if (prologue) {
             p.valid = std::string("a fused ") + prologue +
                       " keeps K bf16 values and a float a 2 KB "
                       "step of a block's rows in shared memory, at most " +
