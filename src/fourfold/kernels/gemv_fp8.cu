@@ -4,9 +4,9 @@
 // e4m3 values each), so one load instruction of a warp covers 512 contiguous bytes of a row. A
 // vector is converted two values at a time (cvt.rn.f16x2.e4m3x2 from sm_89: exact, e4m3 being a
 // subset of fp16) and widened to fp32; the 16 matching bf16 values of each token's x (two
-// 16-byte loads through L1, shared by the R rows) are widened by a shift. Sums are fp32; the
-// row's scale, then the bias, are applied once to the reduced sum before the one rounding to
-// bf16.
+// 16-byte loads through L1, shared by the R rows) are widened by byte permutes (fp8_widen.cuh).
+// Sums are fp32; the row's scale, then the bias, are applied once to the reduced sum before the
+// one rounding to bf16.
 //
 // From sm_90 every kernel is a programmatic dependent launch (elements.cuh): it lets the next
 // kernel launch at once, prefetches its first weight steps into L2 while the kernel before it
