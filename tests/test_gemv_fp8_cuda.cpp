@@ -6,6 +6,7 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -234,6 +235,86 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
                 }
         }
     EXPECT_EQ(cases, 20);
+#endif
+}
+
+// The column-stationary kernel (session 40's trial, FOURFOLD_GEMV_FP8_CS=1): K of 2 slices of 1 KB
+// (2048), 5 with the last one partial and its last group of 32 vectors partial (4112: 257
+// vectors), 14 with the last partial (14320; 2 warps of the block idle) and 16 (16384); runs of
+// 2-17 rows (a partial batch of 8) and, at K = 4112, of 42-43 (several batches); both scale kinds;
+// the RMSNorm and the SwiGLU made in shared memory or none, with and without the bias: within the
+// kernel's budget of the float64 product of what the prologue rounds with the dequantised
+// weights, and the same bits on every run. Whole sizes: the sanitizer stage runs it as it is.
+TEST(gemv_fp8, column_stationary_slices_match_float64_and_repeat_their_bits) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_FP8_CS", "1");
+    const auto d = dev->torch_device();
+    const std::int64_t sms = dev->caps().compute_units;
+    const double eps = 1e-5;
+    int cases = 0;
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{16 * sms + 13, 2048},
+                                                                       {16 * sms + 13, 4112},
+                                                                       {128 * sms + 5, 4112},
+                                                                       {16 * sms + 13, 14320},
+                                                                       {16 * sms + 13, 16384}};
+    for (const auto& [n, k] : shapes)
+        for (const bool per_row : {false, true}) {
+            at::manual_seed(n + k + per_row);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+            const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+            const auto q = quantise(w, per_row);
+            const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
+            const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
+            const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
+            const auto wq = q.wq.to(d), scale = q.scale.to(d);
+            for (const char* pro : {"none", "rms_norm", "swiglu"})
+                for (const bool bias : {false, true}) {
+                    const std::string p = pro;
+                    if (p == "rms_norm" && bias)
+                        continue; // model_ops' normed GEMV takes no bias
+                    const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
+                    at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
+                    if (p == "none") {
+                        a = xd;
+                    } else if (p == "rms_norm") {
+                        const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
+                        a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
+                    } else {
+                        const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
+                        a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
+                    }
+                    const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
+                    const auto xg = xd.to(at::kBFloat16).to(d);
+                    const auto bg = bias ? b.to(d) : at::Tensor();
+                    auto run = [&](json* facts) {
+                        const workloads::call_context ctx(*dev, facts);
+                        namespace mo = workloads::model_ops;
+                        auto y = p == "rms_norm"
+                                     ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
+                                 : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
+                                                 : mo::linear_fp8(xg, wq, scale, bg, ctx);
+                        dev->synchronize();
+                        return y.defined() ? y.cpu() : y;
+                    };
+                    json facts;
+                    const auto y = run(&facts);
+                    const auto what =
+                        fmt::format("{}x{} {} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
+                                    p, bias ? " + bias" : "", facts.dump());
+                    ASSERT_TRUE(y.defined()) << what;
+                    EXPECT_TRUE(facts["kernel"]["column_stationary"].get<bool>()) << what;
+                    EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
+                                                           : p == "swiglu" ? "SwiGLU fused"
+                                                                           : "none")
+                        << what;
+                    expect_kernel_error_within_budget(y, ref, what);
+                    for (int again = 0; again < 2; ++again)
+                        EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
+                    ++cases;
+                }
+        }
+    EXPECT_EQ(cases, 50);
 #endif
 }
 

@@ -1,6 +1,7 @@
 // The host half of the FP8 weight-only GEMV (kernels/gemv_fp8.hpp): the path, rows per warp,
 // split-K and grid a call would take, decided from the shape, the alignment and the device's
 // limits alone (no GPU needed, so CI checks them).
+#include "env_switch.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cstdlib>
@@ -215,4 +216,48 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
     EXPECT_NE(plan_gemv_fp8(no_scale, h200()).valid.find("scale"), std::string::npos);
     EXPECT_STREQ(to_string(fp8_scaling::per_row), "per_row");
     EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
+}
+
+// Session 40's trial of the column-stationary kernel (FOURFOLD_GEMV_FP8_CS=1): only where asked,
+// one token on the balanced or claimed path's shapes, with or without a prologue; a warp a 1 KB
+// slice of K (S = ceil(K / 1024) slices, at most 16), 16 / S runs of rows a block of 16 warps an
+// SM; shared memory: the prologue's x, then a float a row of each warp's run.
+TEST(kernel_plans_fp8, the_column_stationary_kernel_only_where_asked_and_k_is_16_slices_at_most) {
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_FP8_CS");
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).column_stationary);
+    cs.set("1");
+    const auto p = plan_gemv_fp8(fp8_of(1, 28672, 4096), h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.column_stationary) << p.describe();
+    EXPECT_FALSE(p.balanced || p.claimed);
+    EXPECT_EQ(p.slices, 4);
+    EXPECT_EQ(p.blocks, 132);
+    EXPECT_EQ(p.threads, 512);
+    EXPECT_EQ(p.slice_rows, 55); // 28672 rows over 132 x 4 runs
+    EXPECT_EQ(p.shared_bytes, 16 * 55 * 4);
+    EXPECT_NE(p.describe().find("1 KB slice"), std::string::npos) << p.describe();
+    // with a prologue: its x first
+    auto head = fp8_of(1, 128256, 4096);
+    head.norm_weight = k_norm;
+    const auto h = plan_gemv_fp8(head, h200());
+    EXPECT_TRUE(h.column_stationary && h.fused_norm) << h.describe();
+    EXPECT_EQ(h.slice_rows, 243);
+    EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * 243 * 4);
+    auto down = fp8_of(1, 4096, 14336);
+    down.swiglu_x = true;
+    down.ld_x = std::int64_t{2} * 14336;
+    const auto q = plan_gemv_fp8(down, h200());
+    EXPECT_TRUE(q.column_stationary && q.fused_swiglu) << q.describe();
+    EXPECT_EQ(q.slices, 14); // one run a block, 2 warps idle
+    EXPECT_EQ(q.slice_rows, 32);
+    EXPECT_EQ(q.shared_bytes, 14336 * 2 + 16 * 32 * 4);
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4112), h200()).slices, 5); // a partial slice
+    EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 4096, 16384), h200()).column_stationary);
+    // 17 slices: the balanced kernel; other paths keep theirs
+    const auto wide = plan_gemv_fp8(fp8_of(1, 4096, 16400), h200());
+    EXPECT_FALSE(wide.column_stationary);
+    EXPECT_TRUE(wide.balanced);
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).column_stationary);  // streamed
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).column_stationary); // two tokens
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 28672, 4100), h200()).column_stationary); // scalar
 }

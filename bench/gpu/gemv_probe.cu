@@ -35,9 +35,11 @@
 #include "fourfold/kernels/reduce.cuh"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -87,6 +89,8 @@ __device__ __forceinline__ void unpack(const uint4& r, float (&f)[8]) {
     for (int j = 0; j < 8; ++j)
         f[j] = __bfloat162float(e[j]);
 }
+
+constexpr int k_cs_max_rows = 256; // a row run of fp8_cs (the probe's shapes: at most 122)
 
 __global__ void __launch_bounds__(256, 4) empty_kernel(bf16* y) {
     allow_dependents();
@@ -313,6 +317,120 @@ __global__ void __launch_bounds__(256, 4)
     }
 }
 
+// fp8_cs (session 40): column-stationary. A warp owns one slice of the row (32 U vectors of 16
+// e4m3 weights: U = 4 is 2 KB) for a contiguous run of rows, so its x values are loaded and
+// widened to floats once, into registers, before the first row; each row then costs the weights'
+// loads, their conversions and the FMAs alone (fp8_nox's work plus the FMAs). DEPTH rows of the
+// slice in flight (a ring of registers); the sums of RB = 8 rows reduced across the warp at once
+// (9 shuffles where 8 warp_sums take 40). The S = nkv / (32 U) warps of a row run sit in one
+// block and add their slices' sums in slice order through shared memory at the end.
+template <int U, int DEPTH, int MINB>
+__global__ void __launch_bounds__(256, MINB)
+    fp8_cs(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
+           std::int64_t n, std::int64_t nkv, std::int64_t ld_w, int S) {
+    constexpr int RB = 8;
+    static_assert(RB % DEPTH == 0, "the ring's slots are static");
+    __shared__ float part[8][k_cs_max_rows];
+    allow_dependents();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int per_block = 8 / S;
+    const int slice = warp % S, gq = warp / S;
+    const std::int64_t groups = std::int64_t{gridDim.x} * per_block;
+    const std::int64_t g = std::int64_t{blockIdx.x} * per_block + gq;
+    const std::int64_t r0 = g * n / groups;
+    const int rows = static_cast<int>((g + 1) * n / groups - r0);
+    const int kv = static_cast<int>(nkv);
+    const std::int64_t ldv = ld_w / 8;
+    const uint4* wb = reinterpret_cast<const uint4*>(w) + r0 * ldv;
+    const int v0 = slice * 32 * U + lane;
+    if (lane % 8 == 0)
+        for (int r = 0; r < DEPTH && r < rows; ++r)
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (v0 + 32 * u < kv)
+                    prefetch_l2(wb + r * ldv + v0 + 32 * u);
+    dependency_wait();
+    float xf[U][16];
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int v = v0 + 32 * u;
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        unpack_bf16(v < kv ? __ldg(xv + 2 * v) : z, &xf[u][0]);
+        unpack_bf16(v < kv ? __ldg(xv + 2 * v + 1) : z, &xf[u][8]);
+    }
+    uint4 buf[DEPTH][U];
+    const auto fetch = [&](uint4(&dst)[U], int row) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = v0 + 32 * u;
+            dst[u] =
+                row < rows && v < kv ? load_streaming(wb + row * ldv + v) : make_uint4(0, 0, 0, 0);
+        }
+    };
+#pragma unroll
+    for (int d = 0; d < DEPTH; ++d)
+        fetch(buf[d], d);
+    for (int rb = 0; rb < rows; rb += RB) {
+        float acc[RB];
+#pragma unroll
+        for (int j = 0; j < RB; ++j) {
+            float a = 0.f;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const uint4 c = buf[j % DEPTH][u];
+                float wf[8];
+                unpack_e4m3(c.x, c.y, wf);
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    a = fmaf(wf[e], xf[u][e], a);
+                unpack_e4m3(c.z, c.w, wf);
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    a = fmaf(wf[e], xf[u][8 + e], a);
+            }
+            acc[j] = a;
+            fetch(buf[j % DEPTH], rb + j + DEPTH);
+        }
+        // 8 rows' sums across the warp: halves exchanged at 16, 8, 4, then 2 and 1 added
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool up = lane & 16;
+            const float send = up ? acc[i] : acc[i + 4], keep = up ? acc[i + 4] : acc[i];
+            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const bool up = lane & 8;
+            const float send = up ? acc[i] : acc[i + 2], keep = up ? acc[i + 2] : acc[i];
+            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+        }
+        {
+            const bool up = lane & 4;
+            const float send = up ? acc[0] : acc[1], keep = up ? acc[1] : acc[0];
+            acc[0] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+        }
+        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
+        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
+        // lane 4 q holds row 4 b4 + 2 b3 + b2 = q of the batch
+        const int rr = rb + (lane >> 2);
+        if ((lane & 3) == 0 && rr < rows && rr < k_cs_max_rows)
+            part[warp][rr] = acc[0];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < per_block * k_cs_max_rows; i += blockDim.x) {
+        const int q = i / k_cs_max_rows, r = i % k_cs_max_rows;
+        const std::int64_t gg = std::int64_t{blockIdx.x} * per_block + q;
+        const std::int64_t a0 = gg * n / groups;
+        if (r < (gg + 1) * n / groups - a0) {
+            float sum = 0.f;
+            for (int sl = 0; sl < S; ++sl)
+                sum += part[q * S + sl][r];
+            y[a0 + r] = __float2bfloat16(sum);
+        }
+    }
+}
+
 // Pieces of rows (at most 4 steps of 2 KB, a row's pieces as even as they can be) handed out at
 // run time: 8 counters (a warp uses the one of its index in the block, so each takes an eighth of
 // the atomics), a warp's first piece its own index, the next taken when a piece starts (lane 0's
@@ -414,6 +532,15 @@ __global__ void __launch_bounds__(256, 4)
 }
 
 // bf16 weights from a hash of the index: about +-0.05, random signs and mantissas
+// the bytes read as e4m3 are never NaN (0x7f, 0xff become 0x7e, 0xfe): fp8's and the
+// column-stationary kernels' outputs comparable
+__global__ void no_e4m3_nan(std::uint8_t* w, std::int64_t count) {
+    for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
+         i += std::int64_t{gridDim.x} * blockDim.x)
+        if ((w[i] & 0x7f) == 0x7f)
+            w[i] ^= 1;
+}
+
 __global__ void fill_random(std::uint16_t* w, std::int64_t count, unsigned seed) {
     for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < count;
          i += std::int64_t{gridDim.x} * blockDim.x) {
@@ -492,6 +619,10 @@ int main() {
         fill_random<<<1024, 256>>>(reinterpret_cast<std::uint16_t*>(pool), pool_bytes / 2, 12345u);
         CK(cudaDeviceSynchronize());
     }
+    if (std::getenv("PROBE_FP8")) {
+        no_e4m3_nan<<<1024, 256>>>(reinterpret_cast<std::uint8_t*>(pool), pool_bytes);
+        CK(cudaDeviceSynchronize());
+    }
     std::printf("data %s, sets %s, %lld KB between copies\n", random_data ? "random" : "pattern",
                 sets_env ? std::to_string(sets_env).c_str() : "512 MB",
                 static_cast<long long>(offset_bytes / 1024));
@@ -526,13 +657,17 @@ int main() {
         v_fp8_h8xs,
         v_fp8_prmt,
         v_bf16_prmt,
+        v_cs_u4d2,
+        v_cs_u2d4,
+        v_cs_u2d2,
+        v_cs_u4d1,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
-    const bool run_variant[] = {false, true,  false, fp8,   false, false, false, false, false,
-                                false, false, !fp8,  false, !fp8,  fp8,   fp8,   fp8,   fp8,
-                                fp8,   fp8,   fp8,   fp8,   fp8,   fp8,   true};
+    const bool run_variant[] = {false, true, false, fp8,  false, false, false, false, false, false,
+                                false, !fp8, false, !fp8, fp8,   fp8,   fp8,   fp8,   fp8,   fp8,
+                                fp8,   fp8,  fp8,   fp8,  true,  fp8,   fp8,   fp8,   fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -540,11 +675,13 @@ int main() {
                 return b;
         return hi;
     };
-    const char* names[] = {"empty",   "balanced",   "balanced_nopdl", "stream",   "l2_256",
-                           "dynamic", "dynamic_p2", "waves2",         "waves4",   "waves8",
-                           "waves16", "divisor",    "divisor_x2",     "cublas",   "fp8",
-                           "fp8_x1",  "fp8_nox",    "fp8_acc4",       "fp8_r2",   "fp8_r4",
-                           "fp8_h8",  "fp8_xs",     "fp8_h8xs",       "fp8_prmt", "bf16_prmt"};
+    const char* names[] = {
+        "empty",       "balanced",    "balanced_nopdl", "stream",     "l2_256",
+        "dynamic",     "dynamic_p2",  "waves2",         "waves4",     "waves8",
+        "waves16",     "divisor",     "divisor_x2",     "cublas",     "fp8",
+        "fp8_x1",      "fp8_nox",     "fp8_acc4",       "fp8_r2",     "fp8_r4",
+        "fp8_h8",      "fp8_xs",      "fp8_h8xs",       "fp8_prmt",   "bf16_prmt",
+        "fp8_cs_u4d2", "fp8_cs_u2d4", "fp8_cs_u2d2",    "fp8_cs_u4d1"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
@@ -642,6 +779,20 @@ int main() {
                 case v_bf16_prmt:
                     bal(balanced<12, 0>, grid, true);
                     break;
+                case v_cs_u4d2:
+                case v_cs_u2d4:
+                case v_cs_u2d2:
+                case v_cs_u4d1: {
+                    const int u = v == v_cs_u4d2 || v == v_cs_u4d1 ? 4 : 2;
+                    const int minb = v == v_cs_u2d2 ? 3 : 2;
+                    const int S = static_cast<int>((sh.k / 8 + 32 * u - 1) / (32 * u));
+                    const auto k = v == v_cs_u4d2   ? fp8_cs<4, 2, 2>
+                                   : v == v_cs_u2d4 ? fp8_cs<2, 4, 2>
+                                   : v == v_cs_u4d1 ? fp8_cs<4, 1, 2>
+                                                    : fp8_cs<2, 2, 3>;
+                    launch(k, sms * minb, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8, sh.k, S);
+                    break;
+                }
                 case v_dynamic:
                 case v_dyn2: {
                     const int steps = static_cast<int>((sh.k / 8 + 127) / 128);
@@ -662,10 +813,47 @@ int main() {
                 }
                 }
             };
+            if (v >= v_cs_u4d2) {
+                const int u = v == v_cs_u4d2 || v == v_cs_u4d1 ? 4 : 2;
+                const int minb = v == v_cs_u2d2 ? 3 : 2;
+                const std::int64_t S = (sh.k / 8 + 32 * u - 1) / (32 * u);
+                const std::int64_t groups = std::int64_t{sms} * minb * (8 / S);
+                if (8 % S != 0 || (sh.n + groups - 1) / groups > k_cs_max_rows) {
+                    std::printf("%-14s %-15s skipped (%lld slices)\n", "", names[v], (long long)S);
+                    continue;
+                }
+            }
             for (int i = 0; i < 3; ++i)
                 one(i);
             CK(cudaStreamSynchronize(st));
             CK(cudaGetLastError());
+            // fp8 and the column-stationary kernels on copy 0: y against fp8's
+            if (fp8 && (v == v_fp8 || v >= v_cs_u4d2)) {
+                one(0);
+                CK(cudaStreamSynchronize(st));
+                static std::vector<std::uint16_t> ref;
+                std::vector<std::uint16_t> got(sh.n);
+                CK(cudaMemcpy(got.data(), y, sh.n * 2, cudaMemcpyDeviceToHost));
+                if (v == v_fp8)
+                    ref = got;
+                else {
+                    const auto f = [](std::uint16_t b) {
+                        const unsigned u32 = unsigned{b} << 16;
+                        float r;
+                        std::memcpy(&r, &u32, 4);
+                        return r;
+                    };
+                    double worst = 0, norm = 0, diff = 0;
+                    for (std::int64_t r = 0; r < sh.n; ++r) {
+                        const double a = f(ref[r]), b = f(got[r]);
+                        diff += (a - b) * (a - b);
+                        norm += a * a;
+                        worst = std::max(worst, std::abs(a - b) / (std::abs(a) + 1e-3));
+                    }
+                    std::printf("  %s against fp8: rel L2 %.3g, worst rel %.3g\n", names[v],
+                                std::sqrt(diff / std::max(norm, 1e-30)), worst);
+                }
+            }
             cudaGraph_t g;
             cudaGraphExec_t ge;
             CK(cudaMemsetAsync(counters, 0, 4096 * k_max_calls * sizeof(unsigned), st));

@@ -1843,7 +1843,7 @@ s37_fp8_decode() {
     timeout 100 $BIN decode --model llama3-8b --weights fp8_row --variants native_fused --mode graph \
         --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
         --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_decode_$tag.txt" 2>&1
-    echo "decode llama3-8b fp8_row ($tag, FOURFOLD_GEMV_FP8_XS=${FOURFOLD_GEMV_FP8_XS:-unset}): exit $? after $((SECONDS - t0)) s"
+    echo "decode llama3-8b fp8_row ($tag, FOURFOLD_GEMV_FP8_CS=${FOURFOLD_GEMV_FP8_CS:-unset}): exit $? after $((SECONDS - t0)) s"
     grep -E "^decode .*graph|FAIL" "$OUT/s37_fp8_decode_$tag.txt" | head -6
 }
 stage_s37_a() {
@@ -1990,7 +1990,7 @@ s38_fp8_prologue_ops() {
             --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label "s38-fp8-pro-$tag" --quiet \
             >>"$OUT/s38_fp8_pro_$tag.txt" 2>&1
     done
-    echo "fp8_linear with prologues ($tag, XS=${FOURFOLD_GEMV_FP8_XS:-unset}): after $((SECONDS - t0)) s"
+    echo "fp8_linear with prologues ($tag, CS=${FOURFOLD_GEMV_FP8_CS:-unset}): after $((SECONDS - t0)) s"
     grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s38_fp8_pro_$tag.txt" | head -16
 }
 stage_s38_a() {
@@ -2106,4 +2106,33 @@ stage_s40_b() {
     FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_b 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 120
     s32_sanitizer racecheck s40_b 'gemv_fp8.x_staged*:gemv_fp8.claimed*' 150
     stage_pack s40_b
+}
+
+# Session 40's second build (s40_a's staged trial removed): the column-stationary FP8 GEMV on trial
+# (FOURFOLD_GEMV_FP8_CS=1; bench/gpu/gemv_probe.cu's copy moved the bare stream's rate: 117 MB
+# 34.4 -> 28.6 µs, the LM head's 525 MB 136.7 -> 118.6). The gpu tests (its own sets the switch),
+# the four FP8 shapes and the prologue cases without and with it, llama3-8b fp8 without and with
+# it, the fp8 decoder's tests under it. Predicted: 28672 x 4096 35.7 -> about 30 µs, the LM head
+# 145 -> about 124, 4096 x 14336 19.3 -> about 16.5; llama3-8b fp8 351 -> about 390 tokens/s.
+stage_s40_c() {
+    s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*' 300 "$OUT/s40_c_tests.txt"
+    s37_fp8_ops4 base1
+    FOURFOLD_GEMV_FP8_CS=1 s37_fp8_ops4 cs1
+    s37_fp8_ops4 base2
+    FOURFOLD_GEMV_FP8_CS=1 s37_fp8_ops4 cs2
+    s38_fp8_prologue_ops base
+    FOURFOLD_GEMV_FP8_CS=1 s38_fp8_prologue_ops cs
+    s37_fp8_decode base
+    FOURFOLD_GEMV_FP8_CS=1 s37_fp8_decode cs
+    FOURFOLD_GEMV_FP8_CS=1 s25_gtests 'decoder_fp8_cuda.*' 200 "$OUT/s40_c_tests_cs.txt"
+    nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu -lcublas \
+        -o /tmp/probe && PROBE_FP8=1 /tmp/probe >"$OUT/s40_c_probe.txt" 2>&1
+    grep -E "balanced|stream|fp8 |fp8_cs" "$OUT/s40_c_probe.txt"
+    stage_pack s40_c
+}
+# s40_c's sanitizers, on the warm machine: memcheck and racecheck over the column-stationary test.
+stage_s40_d() {
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_d 'gemv_fp8.column_stationary*' 240
+    s32_sanitizer racecheck s40_d 'gemv_fp8.column_stationary*' 240
+    stage_pack s40_d
 }

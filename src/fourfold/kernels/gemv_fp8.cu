@@ -459,6 +459,151 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(TOK))
     finish_split<TOK, R>(acc, part, warp, lane, ks, ks_index, row0, n, TOK, ep, y, ld_y);
 }
 
+// One token, column-stationary (session 40; gemv_fp8_plan::column_stationary): a warp owns one
+// slice of K, 32 x k_gemv_fp8_cs_vectors 16-byte weight vectors of a row (1 KB: 1,024 weights),
+// down a contiguous run of rows, so its x (the slice's 1,024 bf16 values) is loaded and widened
+// to floats once, into registers, before the first row: a row then costs the weights' loads,
+// their conversions and the FMAs alone. The FP8 GEMV's missing bandwidth was on x's side (its
+// loads through L1 and their widening, 2 x 16 bytes of x a 16-byte weight vector: session 39's
+// probe); bench/gpu/gemv_probe.cu's copy of this kernel moved the bare stream's rate (28672 x
+// 4096 28.6 µs against the balanced kernel's 34.4; H200, session 40). k_gemv_fp8_cs_depth rows of
+// the slice are in flight (a ring of registers); the sums of 8 rows are reduced across the warp at
+// once (9 shuffles where 8 warp sums take 40). The block's 16 warps are 16 / S row runs of S
+// slices (S = the plan's `slices`; warps past 16 / S runs idle), each run's warps adding their
+// slices' sums in slice order through shared memory once all rows are done (deterministic). The
+// prologue (PRO) makes x in shared memory once a block as gemv_claim's does, and each warp reads
+// its slice from there.
+constexpr int k_cs_warps = k_gemv_fp8_cs_threads / 32;
+constexpr int k_cs_batch = 8; // rows whose sums are reduced together
+
+template <int PRO>
+__global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
+    gemv_fp8_cs(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
+                const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
+                const bf16* __restrict__ bias, bf16* __restrict__ y, std::int64_t n,
+                std::int64_t nkv, std::int64_t ld_w, int slices, int max_rows,
+                const bf16* __restrict__ norm_weight, float norm_eps) {
+    using namespace gemv_common;
+    constexpr int U = k_gemv_fp8_cs_vectors, DEPTH = k_gemv_fp8_cs_depth, RB = k_cs_batch;
+    static_assert(RB % DEPTH == 0, "the ring's slots are fixed at compile time");
+    extern __shared__ uint4 smem[]; // PRO: x (2 nkv vectors); then k_cs_warps x max_rows floats
+    allow_dependents();
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int runs = k_cs_warps / slices; // row runs a block
+    const int slice = warp % slices, run = warp / slices;
+    const std::int64_t all_runs = std::int64_t{gridDim.x} * runs;
+    const std::int64_t g = std::int64_t{blockIdx.x} * runs + run;
+    const std::int64_t r0 = run < runs ? g * n / all_runs : 0;
+    const int rows = run < runs ? static_cast<int>((g + 1) * n / all_runs - r0) : 0;
+    const int kv = static_cast<int>(nkv); // the plan keeps n and k below 2^31
+    const int xkv = 2 * kv;               // x's 16-byte vectors
+    float* part = reinterpret_cast<float*>(smem + (PRO != k_pro_none ? xkv : 0));
+    const std::int64_t ldv = ld_w / 16; // W's row stride in vectors
+    const uint4* wr = reinterpret_cast<const uint4*>(w + r0 * ld_w);
+    const int v0 = slice * 32 * U + lane; // the lane's first vector of a row
+    // the first rows of the slice into L2 while the kernel before may still run, then wait
+    if (lane % 8 == 0)
+        for (int r = 0; r < DEPTH && r < rows; ++r)
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (v0 + 32 * u < kv)
+                    prefetch_l2(wr + r * ldv + v0 + 32 * u);
+    dependency_wait();
+    const auto fetch = [&](uint4(&dst)[U], int row) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int v = v0 + 32 * u;
+            dst[u] =
+                row < rows && v < kv ? load_streaming(wr + row * ldv + v) : make_uint4(0, 0, 0, 0);
+        }
+    };
+    const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
+    if constexpr (PRO == k_pro_norm)
+        prologue_norm<bf16, 1>(xv, smem, xkv, norm_weight, norm_eps);
+    if constexpr (PRO == k_pro_swiglu)
+        prologue_swiglu<bf16, 1>(xv, smem, xkv);
+    if constexpr (PRO != k_pro_none)
+        __syncthreads(); // x in shared memory
+    uint4 buf[DEPTH][U];
+#pragma unroll
+    for (int d = 0; d < DEPTH; ++d)
+        fetch(buf[d], d);
+    // the slice's x as floats (16 a vector: x's vectors 2 v and 2 v + 1)
+    float xf[U][16];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int v = v0 + 32 * u;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            uint4 r = make_uint4(0, 0, 0, 0);
+            if (v < kv)
+                r = PRO != k_pro_none ? xv[0][2 * v + h] : __ldg(xv[0] + 2 * v + h);
+            unpack_bf16(r, &xf[u][8 * h]);
+        }
+    }
+    for (int rb = 0; rb < rows; rb += RB) {
+        float acc[RB];
+#pragma unroll
+        for (int j = 0; j < RB; ++j) {
+            float a = 0.f;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const uint4 c = buf[j % DEPTH][u];
+                float wf[8];
+                unpack_e4m3(c.x, c.y, wf);
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    a = fmaf(wf[e], xf[u][e], a);
+                unpack_e4m3(c.z, c.w, wf);
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    a = fmaf(wf[e], xf[u][8 + e], a);
+            }
+            acc[j] = a;
+            fetch(buf[j % DEPTH], rb + j + DEPTH);
+        }
+        // the 8 rows' sums across the warp: halves exchanged at lane distance 16, 8 and 4, then
+        // the last two levels added; lane 4 q then holds row q of the batch
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool up = lane & 16;
+            const float send = up ? acc[i] : acc[i + 4], keep = up ? acc[i + 4] : acc[i];
+            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const bool up = lane & 8;
+            const float send = up ? acc[i] : acc[i + 2], keep = up ? acc[i + 2] : acc[i];
+            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+        }
+        {
+            const bool up = lane & 4;
+            const float send = up ? acc[0] : acc[1], keep = up ? acc[1] : acc[0];
+            acc[0] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+        }
+        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
+        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
+        const int row = rb + lane / 4;
+        if (lane % 4 == 0 && row < rows)
+            part[warp * max_rows + row] = acc[0];
+    }
+    __syncthreads();
+    // each run's rows: the slices' sums in slice order, times the scale, plus the bias, rounded
+    for (int i = threadIdx.x; i < runs * max_rows; i += blockDim.x) {
+        const int q = i / max_rows, r = i - q * max_rows;
+        const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;
+        const std::int64_t a0 = gq * n / all_runs;
+        if (r >= (gq + 1) * n / all_runs - a0)
+            continue;
+        float v = 0.f;
+        for (int sl = 0; sl < slices; ++sl)
+            v += part[(q * slices + sl) * max_rows + r];
+        const std::int64_t row = a0 + r;
+        const float sc = per_row ? scale[row * inc_scale] : scale[0];
+        y[row] = __float2bfloat16_rn(fmaf(v, sc, bias ? __bfloat162float(bias[row]) : 0.f));
+    }
+}
+
 // Any alignment and any strides: one e4m3 value a lane a step, tokens up to 8 at run time,
 // a grid-stride loop over row blocks.
 __global__ void __launch_bounds__(256, 2)
@@ -532,6 +677,20 @@ launch_status launch_vec(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_
 template <int TOK>
 launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stream_t stream) {
     if constexpr (TOK == 1) {
+        if (p.column_stationary) {
+            using namespace gemv_common;
+            const auto t = typed(a);
+            auto run = [&](auto kernel) {
+                return status_of(launch_serialised_after_smem(
+                    kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
+                    stream, p.dependent_launch, t.x, t.w, a.scale, a.inc_scale, t.per_row, t.bias,
+                    t.y, a.n, a.k / 16, a.ld_w, p.slices, p.slice_rows,
+                    static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps)));
+            };
+            return p.fused_norm     ? run(gemv_fp8_cs<k_pro_norm>)
+                   : p.fused_swiglu ? run(gemv_fp8_cs<k_pro_swiglu>)
+                                    : run(gemv_fp8_cs<k_pro_none>);
+        }
         if (p.claimed) {
             using namespace gemv_common;
             const auto t = typed(a);

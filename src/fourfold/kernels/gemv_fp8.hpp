@@ -26,6 +26,12 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_gemv_fp8_max_tokens = 8;
+// The column-stationary kernel (one token): a block of 16 warps an SM, a warp a slice of
+// k_gemv_fp8_cs_vectors 16-byte vectors a lane (1 KB of a row), k_gemv_fp8_cs_depth rows of it in
+// flight; K up to 16 slices.
+inline constexpr int k_gemv_fp8_cs_threads = 512;
+inline constexpr int k_gemv_fp8_cs_vectors = 2;
+inline constexpr int k_gemv_fp8_cs_depth = 4;
 // Resident blocks per SM the vector kernels are compiled for (__launch_bounds__): 4 (64
 // registers) for one token, 2 beyond (R = 4 rows of up to 8 tokens' accumulators).
 constexpr int gemv_fp8_blocks_per_sm(int tokens) {
@@ -66,6 +72,14 @@ struct gemv_fp8_plan {
     // claim the block's 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16
     // GEMV); shared_bytes holds the prologue's x, then a float a step
     bool claimed = false;
+    // one token, on trial (FOURFOLD_GEMV_FP8_CS=1, session 40): in place of balanced or
+    // claimed, a block of k_gemv_fp8_cs_threads an SM whose warps each hold one 1 KB slice of K's
+    // x in registers down a run of rows (gemv_fp8.cu's gemv_fp8_cs); `slices` warps a run, rows
+    // of a run at most `slice_rows`; shared_bytes holds the prologue's x, then a float a row of
+    // each warp's run
+    bool column_stationary = false;
+    int slices = 0;
+    int slice_rows = 0;
     bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes

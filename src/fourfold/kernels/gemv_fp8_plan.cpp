@@ -3,6 +3,8 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -12,12 +14,17 @@ const char* to_string(fp8_scaling s) {
 
 std::string gemv_fp8_plan::describe() const {
     std::string s = !vectorised ? "scalar loads (one e4m3 a lane)"
-                    : claimed   ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
-                    : balanced  ? "16-byte loads (16 e4m3), rows split evenly over each block's "
-                                  "warps"
+                    : column_stationary
+                        ? "16-byte loads (16 e4m3), a warp a 1 KB slice of K down a run of rows (x "
+                          "in registers, on trial)"
+                    : claimed  ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
+                    : balanced ? "16-byte loads (16 e4m3), rows split evenly over each block's "
+                                 "warps"
                     : k_split == 1 ? "16-byte loads (16 e4m3), rows streamed back to back"
                                    : "16-byte loads (16 e4m3), a block per row block";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
+    if (column_stationary)
+        s += ", " + std::to_string(slices) + " slice(s)/row";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
@@ -147,6 +154,30 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // shape: 28672 x 4096 35.2 -> 39.5 µs, the LM head 143 -> 161, llama3-8b fp8 353 -> 324
         // tokens/s; removed.)
         const std::int64_t x_bytes = a.k * 2;
+        // On trial (FOURFOLD_GEMV_FP8_CS=1): the column-stationary kernel, where K is at most 16
+        // slices of 1 KB and the prologue's x and a float a row of each warp's run fit in 48 KiB.
+        {
+            constexpr std::int64_t slice_vectors = 32 * k_gemv_fp8_cs_vectors;
+            constexpr int warps = k_gemv_fp8_cs_threads / 32;
+            const std::int64_t slices = (nkv + slice_vectors - 1) / slice_vectors;
+            const std::int64_t runs = slices <= warps ? d.sm_count * (warps / slices) : 0;
+            const std::int64_t run_rows = runs ? (a.n + runs - 1) / runs : 0;
+            const std::int64_t bytes = (prologue ? x_bytes : 0) + warps * run_rows * 4;
+            const char* cs = std::getenv("FOURFOLD_GEMV_FP8_CS");
+            if (cs && std::strcmp(cs, "1") == 0 && runs > 0 &&
+                bytes <= k_gemv_norm_max_shared_bytes) {
+                p.column_stationary = true;
+                p.blocks = p.row_blocks = d.sm_count;
+                p.threads = k_gemv_fp8_cs_threads;
+                p.slices = static_cast<int>(slices);
+                p.slice_rows = static_cast<int>(run_rows);
+                p.shared_bytes = bytes;
+                p.fused_norm = a.norm_weight != nullptr;
+                p.fused_swiglu = a.swiglu_x;
+                p.balanced = false;
+                return p;
+            }
+        }
         const std::int64_t slots = (a.n + d.sm_count - 1) / d.sm_count * ((nkv + 127) / 128) * 4;
         if (prologue && x_bytes + slots <= k_gemv_norm_max_shared_bytes) {
             p.claimed = true;

@@ -110,6 +110,7 @@ at::Tensor linear_fp8_with(const at::Tensor& x, const at::Tensor& wq, const at::
                       {"threads_per_block", plan.threads},
                       {"scaling", kernels::to_string(a.scaling)},
                       {"claimed", plan.claimed},
+                      {"column_stationary", plan.column_stationary},
                       {"bias", bias.defined() ? "fused" : "none"},
                       {"prologue", plan.fused_norm     ? "RMSNorm fused"
                                    : plan.fused_swiglu ? "SwiGLU fused"
