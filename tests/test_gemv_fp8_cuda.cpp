@@ -6,7 +6,6 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
-#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -119,14 +118,15 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
 #if FOURFOLD_HAS_FLOAT8
     // 16-byte path: K % 16 == 0 (one row a warp, short rows 2 or 4 to a warp, split K for small
     // N, the persistent grid from 2 row groups a resident warp; one token from 4 rows a block of
-    // the wave with rows of 2 KB or more balanced: 2112 x 2048 its least, a row of one step;
-    // 3000 x 2064 a last step of one vector; 4096 x 14336 rows of 7 steps cut between warps);
+    // the wave with rows of 2 KB to 16 KB column-stationary: 2112 x 2048 its least, 3000 x 2064
+    // a last slice of one vector, 4096 x 14336 14 slices; wider rows balanced: 2112 x 16400 rows
+    // of 9 steps cut between warps, 3000 x 18448 a last step of one vector);
     // the scalar path: odd K, K % 16 == 8
     const std::vector<shape> shapes{
-        {1, 1, 16},      {1, 7, 48},       {1, 33, 4096},   {1, 768, 2048},   {1, 4096, 4096},
-        {1, 4096, 8192}, {1, 14336, 4096}, {1, 8192, 1024}, {1, 65536, 512},  {1, 32000, 4096},
-        {1, 5, 1001},    {1, 300, 4104},   {1, 1, 1},       {1, 2048, 14336}, {1, 2112, 2048},
-        {1, 3000, 2064}, {1, 4096, 14336}};
+        {1, 1, 16},      {1, 7, 48},       {1, 33, 4096},    {1, 768, 2048},   {1, 4096, 4096},
+        {1, 4096, 8192}, {1, 14336, 4096}, {1, 8192, 1024},  {1, 65536, 512},  {1, 32000, 4096},
+        {1, 5, 1001},    {1, 300, 4104},   {1, 1, 1},        {1, 2048, 14336}, {1, 2112, 2048},
+        {1, 3000, 2064}, {1, 4096, 14336}, {1, 2112, 16400}, {1, 3000, 18448}};
     std::vector<shape> all = shapes;
     for (std::int64_t t = 2; t <= 8; ++t)
         for (const auto& s : {shape{t, 257, 512}, shape{t, 4096, 4096}, shape{t, 1000, 1000},
@@ -164,13 +164,14 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
 #endif
 }
 
-// One token with a prologue on the claimed path (gemv_claim over e4m3 weights, 132 blocks of 32
-// warps on the H200), without one on the balanced path: 4 rows a block of the balanced wave and
-// 13 more (no block count divides them), rows 16 bytes past whole 2 KB steps and 16 bytes short
-// of them, both scale kinds, the RMSNorm and the SwiGLU made in shared memory or no prologue,
-// with and without the bias: against the float64 product of what the prologue rounds with the
-// dequantised weights, and the same bits on every run (a claimed step's sum has its own slot,
-// whichever warp claimed it). Whole sizes: the sanitizer stage runs it as it is.
+// One token with K past the column-stationary kernel's 16 KB (K = 16400, 20464): with a prologue
+// on the claimed path (gemv_claim over e4m3 weights, 132 blocks of 32 warps on the H200), without
+// one on the balanced path: 4 rows a block of the balanced wave and 13 more (no block count
+// divides them), rows 16 bytes past whole 2 KB steps and 16 bytes short of them, both scale kinds,
+// the RMSNorm and the SwiGLU made in shared memory or no prologue, with and without the bias:
+// against the float64 product of what the prologue rounds with the dequantised weights, and the
+// same bits on every run (a claimed step's sum has its own slot, whichever warp claimed it). Whole
+// sizes: the sanitizer stage runs it as it is.
 TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
@@ -178,7 +179,7 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
     const double eps = 1e-5;
     int cases = 0;
-    for (const std::int64_t k : {std::int64_t{4112}, std::int64_t{14320}})
+    for (const std::int64_t k : {std::int64_t{16400}, std::int64_t{20464}})
         for (const bool per_row : {false, true}) {
             at::manual_seed(k + per_row);
             const double bound = 1.0 / std::sqrt(static_cast<double>(k));
@@ -224,6 +225,7 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
                                     p, bias ? " + bias" : "", facts.dump());
                     ASSERT_TRUE(y.defined()) << what;
                     EXPECT_EQ(facts["kernel"]["claimed"].get<bool>(), p != "none") << what;
+                    EXPECT_FALSE(facts["kernel"]["column_stationary"].get<bool>()) << what;
                     EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
                                                            : p == "swiglu" ? "SwiGLU fused"
                                                                            : "none")
@@ -238,7 +240,7 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
 #endif
 }
 
-// The column-stationary kernel (session 40's trial, FOURFOLD_GEMV_FP8_CS=1): K of 2 slices of 1 KB
+// The column-stationary kernel (one token, K up to 16 KB): K of 2 slices of 1 KB
 // (2048), 5 with the last one partial and its last group of 32 vectors partial (4112: 257
 // vectors), 14 with the last partial (14320; 2 warps of the block idle) and 16 (16384); runs of
 // 2-17 rows (a partial batch of 8) and, at K = 4112, of 42-43 (several batches); both scale kinds;
@@ -248,7 +250,6 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
 TEST(gemv_fp8, column_stationary_slices_match_float64_and_repeat_their_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
-    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_FP8_CS", "1");
     const auto d = dev->torch_device();
     const std::int64_t sms = dev->caps().compute_units;
     const double eps = 1e-5;
@@ -414,10 +415,12 @@ TEST(gemv_fp8, a_chain_of_dependent_launches_matches_eager_captured_and_float64)
         const char* path;                 // every link's, or the vector links' of a mixed chain
     };
     const std::vector<chain> chains{
-        {1, {4096, 4096, 4096, 4096, 4096, 4096, 4096}, 0, "split evenly"},
-        // 16 blocks a wave: balanced links of 600 and 1000 rows (rows cut between warps, a last
-        // step of one vector) between scalar ones (K = 600, 1000)
-        {1, {2064, 600, 2064, 1000, 2064}, 4, "split evenly"},
+        {1, {4096, 4096, 4096, 4096, 4096, 4096, 4096}, 0, "1 KB slice"},
+        // 4 SMs: column-stationary links of 600 and 1000 rows (runs of 30 and 50 rows, a last
+        // slice of one vector) between scalar ones (K = 600, 1000)
+        {1, {2064, 600, 2064, 1000, 2064}, 4, "1 KB slice"},
+        // a balanced link (K past 16 slices) and a column-stationary one
+        {1, {16400, 2112, 16400}, 0, "16-byte loads"},
         {1, {1024, 1024, 1024, 1024, 1024}, 0, "a block per row block"},
         {4, {4096, 4096, 4096, 4096, 4096}, 0, "streamed"},
         {8, {2048, 2048, 2048, 2048, 2048}, 0, "a block per row block"},
@@ -569,8 +572,8 @@ TEST(gemv_fp8, fp8_linear_records_both_errors_and_is_graph_captured) {
 // linear_fp8_swiglu): the q/k/v shape with the RMSNorm, the down shape with the SwiGLU and the
 // residual as the bias; both native variants PASS both checks (against the bf16 original and
 // against the dequantised product, each after the prologue in float64), their facts say the
-// claimed path with the prologue fused, and their op figures are graph-timed beside at::linear's;
-// a shape off the claimed path is a skip with its reason.
+// column-stationary path with the prologue fused, and their op figures are graph-timed beside
+// at::linear's; a shape off the claimed path is a skip with its reason.
 TEST(gemv_fp8, fp8_linear_with_a_prologue_times_the_decoders_fused_launch) {
     REQUIRE_FP8_NATIVE(dev);
     struct shape_case {
@@ -605,7 +608,8 @@ TEST(gemv_fp8, fp8_linear_with_a_prologue_times_the_decoders_fused_launch) {
                     << what << " " << v << " " << f["facts"].dump();
             }
             if (std::string(v) == "native_fp8_row") {
-                EXPECT_TRUE(f["facts"]["kernel"]["claimed"].get<bool>()) << f["facts"].dump();
+                EXPECT_TRUE(f["facts"]["kernel"]["column_stationary"].get<bool>())
+                    << f["facts"].dump();
                 EXPECT_EQ(f["metrics"]["kernel_error"]["verdict"], "PASS")
                     << what << " " << f["metrics"]["kernel_error"].dump();
             }

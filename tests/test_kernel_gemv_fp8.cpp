@@ -1,11 +1,11 @@
 // The host half of the FP8 weight-only GEMV (kernels/gemv_fp8.hpp): the path, rows per warp,
 // split-K and grid a call would take, decided from the shape, the alignment and the device's
 // limits alone (no GPU needed, so CI checks them).
-#include "env_switch.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cstdlib>
 #include <gtest/gtest.h>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,58 +47,97 @@ gemv_fp8_args fp8_of(std::int64_t t, std::int64_t n, std::int64_t k, std::uintpt
 
 } // namespace
 
-TEST(kernel_plans_fp8, the_target_shapes_split_their_rows_evenly_over_one_wave) {
-    // one token, from 4 rows a block of a wave of 4 x 132 on (2112), rows of 2 KB or more: each
-    // block a contiguous run of rows, its warps equal runs of 2 KB steps (claimed steps only
-    // with a prologue: below)
-    for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-             {4096, 4096}, {4096, 8192}, {14336, 4096}, {4096, 14336}, {128256, 4096}}) {
+TEST(kernel_plans_fp8, the_target_shapes_hold_x_in_registers_a_warp_a_1_kb_slice_of_k) {
+    // one token, from 4 rows a block of a wave of 4 x 132 on (2112), rows of 2 KB to 16 KB: a
+    // block of 16 warps an SM, a warp a 1 KB slice of K down a run of rows
+    for (const auto& [n, k, slices] :
+         std::vector<std::tuple<std::int64_t, std::int64_t, int>>{{4096, 4096, 4},
+                                                                  {4096, 8192, 8},
+                                                                  {14336, 4096, 4},
+                                                                  {4096, 14336, 14},
+                                                                  {128256, 4096, 4},
+                                                                  {2112, 2048, 2},
+                                                                  {4096, 16384, 16}}) {
         const auto p = plan_gemv_fp8(fp8_of(1, n, k), h200());
         ASSERT_TRUE(p.valid.empty()) << p.valid;
         EXPECT_TRUE(p.vectorised) << n << "x" << k;
-        EXPECT_TRUE(p.balanced) << n << "x" << k;
-        EXPECT_FALSE(p.claimed) << n << "x" << k;
-        EXPECT_EQ(p.rows_per_warp, 1) << n << "x" << k;
-        EXPECT_EQ(p.k_split, 1) << n << "x" << k;
-        EXPECT_EQ(p.unroll, 4) << n << "x" << k;
-        EXPECT_EQ(p.blocks, 4 * 132) << n << "x" << k;
-        EXPECT_EQ(p.threads, 256) << n << "x" << k;
-        EXPECT_EQ(p.row_blocks, p.blocks) << n << "x" << k;
-        EXPECT_EQ(p.shared_bytes, 0) << n << "x" << k;
-        EXPECT_NE(p.describe().find("16 e4m3"), std::string::npos) << p.describe();
-        EXPECT_NE(p.describe().find("split evenly"), std::string::npos) << p.describe();
+        EXPECT_TRUE(p.column_stationary) << n << "x" << k;
+        EXPECT_FALSE(p.balanced || p.claimed) << n << "x" << k;
+        EXPECT_EQ(p.slices, slices) << n << "x" << k;
+        EXPECT_EQ(p.blocks, 132) << n << "x" << k;
+        EXPECT_EQ(p.threads, 512) << n << "x" << k;
+        const std::int64_t runs = 132 * (16 / slices);
+        EXPECT_EQ(p.slice_rows, (n + runs - 1) / runs) << n << "x" << k;
+        EXPECT_EQ(p.shared_bytes, 16 * p.slice_rows * 4) << n << "x" << k;
+        EXPECT_NE(p.describe().find("1 KB slice"), std::string::npos) << p.describe();
     }
+    // K past 16 slices: the balanced split, each block a contiguous run of rows, its warps equal
+    // runs of 2 KB steps
+    const auto p = plan_gemv_fp8(fp8_of(1, 4096, 16400), h200());
+    EXPECT_TRUE(p.balanced);
+    EXPECT_FALSE(p.column_stationary || p.claimed);
+    EXPECT_EQ(p.rows_per_warp, 1);
+    EXPECT_EQ(p.k_split, 1);
+    EXPECT_EQ(p.unroll, 4);
+    EXPECT_EQ(p.blocks, 4 * 132);
+    EXPECT_EQ(p.threads, 256);
+    EXPECT_EQ(p.row_blocks, p.blocks);
+    EXPECT_EQ(p.shared_bytes, 0);
+    EXPECT_NE(p.describe().find("16 e4m3"), std::string::npos) << p.describe();
+    EXPECT_NE(p.describe().find("split evenly"), std::string::npos) << p.describe();
 }
 
 TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) {
+    // the column-stationary kernel fuses them up to 16 slices of K
     auto qkv = fp8_of(1, 6144, 4096);
     qkv.norm_weight = k_norm;
-    const auto p = plan_gemv_fp8(qkv, h200());
+    const auto c = plan_gemv_fp8(qkv, h200());
+    ASSERT_TRUE(c.valid.empty()) << c.valid;
+    EXPECT_TRUE(c.column_stationary && c.fused_norm && !c.fused_swiglu) << c.describe();
+    EXPECT_NE(c.describe().find("RMSNorm fused"), std::string::npos) << c.describe();
+    // the normalised x (K bf16 values), then 16 warps x 12 rows of floats
+    EXPECT_EQ(c.shared_bytes, 4096 * 2 + 16 * 12 * 4);
+    auto head = fp8_of(1, 128256, 4096);
+    head.norm_weight = k_norm;
+    const auto h = plan_gemv_fp8(head, h200());
+    EXPECT_TRUE(h.column_stationary && h.fused_norm) << h.describe();
+    EXPECT_EQ(h.slice_rows, 243);
+    EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * 243 * 4);
+    auto llama_down = fp8_of(1, 4096, 14336);
+    llama_down.swiglu_x = true;
+    llama_down.ld_x = std::int64_t{2} * 14336;
+    const auto l = plan_gemv_fp8(llama_down, h200());
+    EXPECT_TRUE(l.column_stationary && l.fused_swiglu && !l.fused_norm) << l.describe();
+    EXPECT_EQ(l.slices, 14); // one run a block, 2 warps idle
+    EXPECT_EQ(l.slice_rows, 32);
+    EXPECT_EQ(l.shared_bytes, 14336 * 2 + 16 * 32 * 4);
+    // past 16 slices, the claimed steps
+    auto wide_qkv = fp8_of(1, 6144, 16400);
+    wide_qkv.norm_weight = k_norm;
+    const auto p = plan_gemv_fp8(wide_qkv, h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.claimed && p.fused_norm && !p.fused_swiglu) << p.describe();
+    EXPECT_FALSE(p.column_stationary);
     EXPECT_NE(p.describe().find("claimed"), std::string::npos) << p.describe();
     EXPECT_NE(p.describe().find("RMSNorm fused"), std::string::npos) << p.describe();
     EXPECT_EQ(p.blocks, 132);
     EXPECT_EQ(p.threads, 1024);
-    // the normalised x (K bf16 values), then 47 rows x 2 steps of floats
-    EXPECT_EQ(p.shared_bytes, 4096 * 2 + 47 * 2 * 4);
-    // the LM head: 972 rows a block of 2 steps
-    auto head = fp8_of(1, 128256, 4096);
-    head.norm_weight = k_norm;
-    EXPECT_EQ(plan_gemv_fp8(head, h200()).shared_bytes, 4096 * 2 + 972 * 2 * 4);
-    auto down = fp8_of(1, 4096, 14336);
+    // the normalised x (K bf16 values), then 47 rows x 9 steps of floats
+    EXPECT_EQ(p.shared_bytes, 16400 * 2 + 47 * 9 * 4);
+    auto down = fp8_of(1, 4096, 20464);
     down.swiglu_x = true;
-    down.ld_x = std::int64_t{2} * 14336;
+    down.ld_x = std::int64_t{2} * 20464;
     const auto q = plan_gemv_fp8(down, h200());
     ASSERT_TRUE(q.valid.empty()) << q.valid;
     EXPECT_TRUE(q.claimed && q.fused_swiglu && !q.fused_norm) << q.describe();
     EXPECT_NE(q.describe().find("SwiGLU fused"), std::string::npos) << q.describe();
-    EXPECT_EQ(q.shared_bytes, 14336 * 2 + 32 * 7 * 4);
+    EXPECT_EQ(q.shared_bytes, 20464 * 2 + 32 * 10 * 4);
     // refusals: off the claimed path, both at once, [gate | up] narrower than 2K, a misaligned
     // norm weight, a negative eps, an x that does not fit
     auto two = qkv;
     two.tokens = 2;
     EXPECT_NE(plan_gemv_fp8(two, h200()).valid.find("claimed path only"), std::string::npos);
+    EXPECT_NE(plan_gemv_fp8(two, h200()).valid.find("column-stationary"), std::string::npos);
     auto few = qkv;
     few.n = 768;
     EXPECT_NE(plan_gemv_fp8(few, h200()).valid.find("run it on its own"), std::string::npos);
@@ -119,15 +158,17 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     EXPECT_NE(plan_gemv_fp8(wide, h200()).valid.find("shared memory"), std::string::npos);
 }
 
-TEST(kernel_plans_fp8, the_balanced_split_needs_one_token_4_rows_a_block_and_2_kb_rows) {
-    EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 2112, 2048), h200()).balanced);
+TEST(kernel_plans_fp8, one_token_paths_need_4_rows_a_block_and_2_kb_rows) {
+    EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 2112, 2048), h200()).column_stationary);
+    EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 2112, 16400), h200()).balanced);
     // 2111 rows: under 4 a block; rows of 2032 bytes: under one 2 KB step
-    const auto few = plan_gemv_fp8(fp8_of(1, 2111, 4096), h200());
-    EXPECT_FALSE(few.balanced);
-    EXPECT_EQ(few.describe().find("split evenly"), std::string::npos) << few.describe();
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 4096, 2032), h200()).balanced);
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 4096, 4096), h200()).balanced);
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 4096, 4100), h200()).balanced); // the scalar path
+    for (const auto& a : {fp8_of(1, 2111, 4096), fp8_of(1, 4096, 2032), fp8_of(2, 4096, 4096),
+                          fp8_of(1, 4096, 4100) /* the scalar path */}) {
+        const auto p = plan_gemv_fp8(a, h200());
+        EXPECT_FALSE(p.balanced || p.column_stationary || p.claimed) << p.describe();
+        EXPECT_EQ(p.describe().find("split evenly"), std::string::npos) << p.describe();
+        EXPECT_EQ(p.describe().find("slice"), std::string::npos) << p.describe();
+    }
 }
 
 TEST(kernel_plans_fp8, every_path_launches_dependent_from_sm_90_and_serial_before_it) {
@@ -218,46 +259,21 @@ TEST(kernel_plans_fp8, refuses_what_it_cannot_compute) {
     EXPECT_STREQ(to_string(fp8_scaling::per_tensor), "per_tensor");
 }
 
-// Session 40's trial of the column-stationary kernel (FOURFOLD_GEMV_FP8_CS=1): only where asked,
-// one token on the balanced or claimed path's shapes, with or without a prologue; a warp a 1 KB
-// slice of K (S = ceil(K / 1024) slices, at most 16), 16 / S runs of rows a block of 16 warps an
-// SM; shared memory: the prologue's x, then a float a row of each warp's run.
-TEST(kernel_plans_fp8, the_column_stationary_kernel_only_where_asked_and_k_is_16_slices_at_most) {
-    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_FP8_CS");
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 28672, 4096), h200()).column_stationary);
-    cs.set("1");
-    const auto p = plan_gemv_fp8(fp8_of(1, 28672, 4096), h200());
-    ASSERT_TRUE(p.valid.empty()) << p.valid;
-    EXPECT_TRUE(p.column_stationary) << p.describe();
-    EXPECT_FALSE(p.balanced || p.claimed);
-    EXPECT_EQ(p.slices, 4);
-    EXPECT_EQ(p.blocks, 132);
-    EXPECT_EQ(p.threads, 512);
-    EXPECT_EQ(p.slice_rows, 55); // 28672 rows over 132 x 4 runs
-    EXPECT_EQ(p.shared_bytes, 16 * 55 * 4);
-    EXPECT_NE(p.describe().find("1 KB slice"), std::string::npos) << p.describe();
-    // with a prologue: its x first
-    auto head = fp8_of(1, 128256, 4096);
-    head.norm_weight = k_norm;
-    const auto h = plan_gemv_fp8(head, h200());
-    EXPECT_TRUE(h.column_stationary && h.fused_norm) << h.describe();
-    EXPECT_EQ(h.slice_rows, 243);
-    EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * 243 * 4);
-    auto down = fp8_of(1, 4096, 14336);
-    down.swiglu_x = true;
-    down.ld_x = std::int64_t{2} * 14336;
-    const auto q = plan_gemv_fp8(down, h200());
-    EXPECT_TRUE(q.column_stationary && q.fused_swiglu) << q.describe();
-    EXPECT_EQ(q.slices, 14); // one run a block, 2 warps idle
-    EXPECT_EQ(q.slice_rows, 32);
-    EXPECT_EQ(q.shared_bytes, 14336 * 2 + 16 * 32 * 4);
-    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4112), h200()).slices, 5); // a partial slice
+// The column-stationary kernel's partial slices and its limits: 16 slices of 1 KB, 48 KiB of the
+// prologue's x and a float a row of each warp's run.
+TEST(kernel_plans_fp8, the_column_stationary_kernel_takes_k_up_to_16_slices_in_48_kib) {
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4112), h200()).slices, 5);      // a partial slice
+    EXPECT_EQ(plan_gemv_fp8(fp8_of(1, 28672, 4112), h200()).slice_rows, 73); // 28672 / 396 runs
     EXPECT_TRUE(plan_gemv_fp8(fp8_of(1, 4096, 16384), h200()).column_stationary);
-    // 17 slices: the balanced kernel; other paths keep theirs
-    const auto wide = plan_gemv_fp8(fp8_of(1, 4096, 16400), h200());
-    EXPECT_FALSE(wide.column_stationary);
-    EXPECT_TRUE(wide.balanced);
+    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 4096, 16400), h200()).column_stationary);
+    // 1 M rows of 4 KB: 1986 rows a run, 127 KB of sums: the balanced split
+    const auto tall = plan_gemv_fp8(fp8_of(1, 1 << 20, 4096), h200());
+    EXPECT_FALSE(tall.column_stationary);
+    EXPECT_TRUE(tall.balanced);
+    // the prologue's x counts: 16384 bf16 values (32 KB) and 16 warps x 2048 rows of floats
+    auto x_and_rows = fp8_of(1, 2048 * 132, 16384);
+    x_and_rows.norm_weight = k_norm;
+    EXPECT_FALSE(plan_gemv_fp8(x_and_rows, h200()).column_stationary);
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).column_stationary);  // streamed
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).column_stationary); // two tokens
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 28672, 4100), h200()).column_stationary); // scalar
 }

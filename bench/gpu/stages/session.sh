@@ -2136,3 +2136,16 @@ stage_s40_d() {
     s32_sanitizer racecheck s40_d 'gemv_fp8.column_stationary*' 240
     stage_pack s40_d
 }
+# Session 40's third build: the column-stationary kernel the default for one token with K up to
+# 16 KB (the switch gone); the balanced and claimed FP8 kernels keep K past it (their tests moved
+# to K = 16400-20464). The gpu tests, memcheck over the dependent-launch chain (column-stationary,
+# balanced and mixed links), the FP8 op figures and llama3-8b fp8. Predicted as s40_c's CS column:
+# 28672 x 4096 28.9 µs, the LM head 122, llama3-8b fp8 387 / 368 tokens/s.
+stage_s40_e() {
+    s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*' 300 "$OUT/s40_e_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s32_sanitizer memcheck s40_e 'gemv_fp8.a_chain*' 120
+    s37_fp8_ops4 default
+    s38_fp8_prologue_ops default
+    s37_fp8_decode default
+    stage_pack s40_e
+}

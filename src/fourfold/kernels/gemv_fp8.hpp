@@ -12,12 +12,14 @@
 // every SM enough rows the warps of a block split K between them (reduced in shared memory: no
 // workspace, no second launch). Inputs whose rows are not 16-byte aligned (K not a multiple of
 // 16, a view at an odd offset, a stride along K) take a scalar path that the plan names. One
-// token from 4 rows a block of the wave on, with rows of 2 KB or more, takes the bf16 GEMV's
-// balanced split: each block of one wave a contiguous run of rows, its warps equal runs of
-// their 2 KB steps. With an RMSNorm or a SwiGLU fused in front, the steps are claimed at run time
-// by the warps of one 1024-thread block an SM instead (gemv_claim, the bf16 GEMV's kernel over
-// e4m3 weights), which makes x in shared memory once an SM. From sm_90 every path is a
-// programmatic dependent launch.
+// token from 4 rows a block of the wave on, with rows of 2 KB or more and K of at most 16 KB,
+// takes the column-stationary kernel: a warp holds one 1 KB slice of x as floats in registers
+// down a run of rows, so x is neither loaded nor widened per weight (with an RMSNorm or a SwiGLU
+// fused in front, made once a block in shared memory first). Wider K takes the bf16 GEMV's
+// balanced split: each block of one wave a contiguous run of rows, its warps equal runs of their
+// 2 KB steps; with a prologue, the steps are claimed at run time by the warps of one 1024-thread
+// block an SM instead (gemv_claim, the bf16 GEMV's kernel over e4m3 weights), which makes x in
+// shared memory once an SM. From sm_90 every path is a programmatic dependent launch.
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <optional>
@@ -72,8 +74,8 @@ struct gemv_fp8_plan {
     // claim the block's 2 KB steps from a shared counter (gemv_claim.cuh, shared with the bf16
     // GEMV); shared_bytes holds the prologue's x, then a float a step
     bool claimed = false;
-    // one token, on trial (FOURFOLD_GEMV_FP8_CS=1, session 40): in place of balanced or
-    // claimed, a block of k_gemv_fp8_cs_threads an SM whose warps each hold one 1 KB slice of K's
+    // one token where K is at most 16 slices of 1 KB (session 40), in place of balanced or
+    // claimed: a block of k_gemv_fp8_cs_threads an SM whose warps each hold one 1 KB slice of K's
     // x in registers down a run of rows (gemv_fp8.cu's gemv_fp8_cs); `slices` warps a run, rows
     // of a run at most `slice_rows`; shared_bytes holds the prologue's x, then a float a row of
     // each warp's run

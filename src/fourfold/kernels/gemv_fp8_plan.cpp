@@ -3,8 +3,6 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -16,7 +14,7 @@ std::string gemv_fp8_plan::describe() const {
     std::string s = !vectorised ? "scalar loads (one e4m3 a lane)"
                     : column_stationary
                         ? "16-byte loads (16 e4m3), a warp a 1 KB slice of K down a run of rows (x "
-                          "in registers, on trial)"
+                          "in registers)"
                     : claimed  ? "16-byte loads (16 e4m3), 2 KB steps claimed by a block's warps"
                     : balanced ? "16-byte loads (16 e4m3), rows split evenly over each block's "
                                  "warps"
@@ -154,8 +152,12 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // shape: 28672 x 4096 35.2 -> 39.5 µs, the LM head 143 -> 161, llama3-8b fp8 353 -> 324
         // tokens/s; removed.)
         const std::int64_t x_bytes = a.k * 2;
-        // On trial (FOURFOLD_GEMV_FP8_CS=1): the column-stationary kernel, where K is at most 16
-        // slices of 1 KB and the prologue's x and a float a row of each warp's run fit in 48 KiB.
+        // The column-stationary kernel (session 40) wherever K is at most 16 slices of 1 KB and
+        // the prologue's x and a float a row of each warp's run fit in 48 KiB: on the H200 it
+        // moved 4.1 TB/s where the balanced kernel moved 3.3 (28672 x 4096 35.6 -> 28.9 µs, the LM
+        // head 148 -> 122, 4096 x 4096 8.4 -> 6.7; with the prologues 36.1 -> 30.0, 145 -> 124,
+        // 20.2 -> 17.8), and llama3-8b fp8 native_fused went 350.5 -> 387.5 tokens/s (build
+        // 73b8d6b, stage s40_c). Wider K keeps the balanced and claimed kernels below.
         {
             constexpr std::int64_t slice_vectors = 32 * k_gemv_fp8_cs_vectors;
             constexpr int warps = k_gemv_fp8_cs_threads / 32;
@@ -163,9 +165,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
             const std::int64_t runs = slices <= warps ? d.sm_count * (warps / slices) : 0;
             const std::int64_t run_rows = runs ? (a.n + runs - 1) / runs : 0;
             const std::int64_t bytes = (prologue ? x_bytes : 0) + warps * run_rows * 4;
-            const char* cs = std::getenv("FOURFOLD_GEMV_FP8_CS");
-            if (cs && std::strcmp(cs, "1") == 0 && runs > 0 &&
-                bytes <= k_gemv_norm_max_shared_bytes) {
+            if (runs > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
                 p.column_stationary = true;
                 p.blocks = p.row_blocks = d.sm_count;
                 p.threads = k_gemv_fp8_cs_threads;
@@ -197,8 +197,8 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
     }
     if (prologue) {
         p.valid = std::string("a fused ") + prologue +
-                  " takes the claimed path only (one token, 16-byte rows of 2 KB or more, at "
-                  "least 4 rows a block of the wave): run it on its own";
+                  " takes the column-stationary or claimed path only (one token, 16-byte rows "
+                  "of 2 KB or more, at least 4 rows a block of the wave): run it on its own";
         return p;
     }
     const std::int64_t per_block = 8 / p.k_split;

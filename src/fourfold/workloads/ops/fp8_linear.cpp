@@ -371,9 +371,9 @@ class fp8_linear_case final : public workload_case {
     at::Tensor fused_or_skip(const at::Tensor& y, const char* which) const {
         if (!y.defined())
             throw unsupported_here(fmt::format(
-                "the native {} GEMV fuses a prologue on its claimed path only (one token, rows "
-                "of 2 KB or more, at least 4 rows a block of the wave, the prologue's x in 48 "
-                "KiB); {} x {} x {} takes another",
+                "the native {} GEMV fuses a prologue on its column-stationary or claimed path "
+                "only (one token, rows of 2 KB or more, at least 4 rows a block of the wave, the "
+                "prologue's x in 48 KiB); {} x {} x {} takes another",
                 which, m_tokens, m_n, m_k));
         return y;
     }
