@@ -66,7 +66,7 @@ TEST(kernel_plans_fp8, the_target_shapes_hold_x_in_registers_a_warp_a_1_kb_slice
         EXPECT_EQ(p.slices, slices) << n << "x" << k;
         EXPECT_EQ(p.blocks, 132) << n << "x" << k;
         EXPECT_EQ(p.threads, 512) << n << "x" << k;
-        const std::int64_t runs = 132 * (16 / slices);
+        const std::int64_t runs = std::int64_t{132} * (16 / slices);
         EXPECT_EQ(p.slice_rows, (n + runs - 1) / runs) << n << "x" << k;
         EXPECT_EQ(p.shared_bytes, 16 * p.slice_rows * 4) << n << "x" << k;
         EXPECT_NE(p.describe().find("1 KB slice"), std::string::npos) << p.describe();
@@ -271,7 +271,7 @@ TEST(kernel_plans_fp8, the_column_stationary_kernel_takes_k_up_to_16_slices_in_4
     EXPECT_FALSE(tall.column_stationary);
     EXPECT_TRUE(tall.balanced);
     // the prologue's x counts: 16384 bf16 values (32 KB) and 16 warps x 2048 rows of floats
-    auto x_and_rows = fp8_of(1, 2048 * 132, 16384);
+    auto x_and_rows = fp8_of(1, std::int64_t{2048} * 132, 16384);
     x_and_rows.norm_weight = k_norm;
     EXPECT_FALSE(plan_gemv_fp8(x_and_rows, h200()).column_stationary);
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).column_stationary);  // streamed

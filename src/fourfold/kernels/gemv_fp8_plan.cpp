@@ -159,7 +159,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // 20.2 -> 17.8), and llama3-8b fp8 native_fused went 350.5 -> 387.5 tokens/s (build
         // 73b8d6b, stage s40_c). Wider K keeps the balanced and claimed kernels below.
         {
-            constexpr std::int64_t slice_vectors = 32 * k_gemv_fp8_cs_vectors;
+            constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_fp8_cs_vectors;
             constexpr int warps = k_gemv_fp8_cs_threads / 32;
             const std::int64_t slices = (nkv + slice_vectors - 1) / slice_vectors;
             const std::int64_t runs = slices <= warps ? d.sm_count * (warps / slices) : 0;
