@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <functional>
 #include <gtest/gtest.h>
 #include <iostream>
 #include <limits>
@@ -101,6 +102,75 @@ at::Tensor run_fp8(backend::device& dev, const at::Tensor& x, const at::Tensor& 
     dev.synchronize();
     return y.cpu();
 }
+
+// One token's FP8 GEMV through model_ops with each prologue (none, RMSNorm, SwiGLU; with and
+// without the bias, where model_ops takes one) over n x k weights of both scale kinds (seeded
+// seed + per_row): each case within the kernel's budget of the float64 product of what the
+// prologue rounds with the dequantised weights, its facts naming the prologue and passed to
+// `check_path` (the case's name, its prologue, the kernel's facts), and the same bits on `repeats`
+// more runs. Adds the cases run to `cases`.
+void expect_prologue_cases(
+    backend::device& dev, std::int64_t n, std::int64_t k, std::uint64_t seed, int repeats,
+    int& cases,
+    const std::function<void(const std::string&, const std::string&, const json&)>& check_path) {
+    const auto d = dev.torch_device();
+    const double eps = 1e-5;
+    for (const bool per_row : {false, true}) {
+        at::manual_seed(seed + per_row);
+        const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+        const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
+        const auto q = quantise(w, per_row);
+        const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
+        const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
+        const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
+        const auto wq = q.wq.to(d), scale = q.scale.to(d);
+        for (const char* pro : {"none", "rms_norm", "swiglu"})
+            for (const bool bias : {false, true}) {
+                const std::string p = pro;
+                if (p == "rms_norm" && bias)
+                    continue; // model_ops' normed GEMV takes no bias
+                const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
+                at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
+                if (p == "none") {
+                    a = xd;
+                } else if (p == "rms_norm") {
+                    const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
+                    a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
+                } else {
+                    const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
+                    a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
+                }
+                const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
+                const auto xg = xd.to(at::kBFloat16).to(d);
+                const auto bg = bias ? b.to(d) : at::Tensor();
+                auto run = [&](json* facts) {
+                    const workloads::call_context ctx(dev, facts);
+                    namespace mo = workloads::model_ops;
+                    auto y = p == "rms_norm"
+                                 ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
+                             : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
+                                             : mo::linear_fp8(xg, wq, scale, bg, ctx);
+                    dev.synchronize();
+                    return y.defined() ? y.cpu() : y;
+                };
+                json facts;
+                const auto y = run(&facts);
+                const auto what =
+                    fmt::format("{}x{} {} {}{}: {}", n, k, per_row ? "per row" : "per tensor", p,
+                                bias ? " + bias" : "", facts.dump());
+                ASSERT_TRUE(y.defined()) << what;
+                check_path(what, p, facts["kernel"]);
+                EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
+                                                       : p == "swiglu" ? "SwiGLU fused"
+                                                                       : "none")
+                    << what;
+                expect_kernel_error_within_budget(y, ref, what);
+                for (int again = 0; again < repeats; ++again)
+                    EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
+                ++cases;
+            }
+    }
+}
 #endif
 
 } // namespace
@@ -175,67 +245,15 @@ TEST(gemv_fp8, matches_the_float64_dequantised_product_over_shapes_tokens_and_sc
 TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
-    const auto d = dev->torch_device();
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
-    const double eps = 1e-5;
     int cases = 0;
     for (const std::int64_t k : {std::int64_t{16400}, std::int64_t{20464}})
-        for (const bool per_row : {false, true}) {
-            at::manual_seed(k + per_row);
-            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
-            const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
-            const auto q = quantise(w, per_row);
-            const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
-            const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
-            const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
-            const auto wq = q.wq.to(d), scale = q.scale.to(d);
-            for (const char* pro : {"none", "rms_norm", "swiglu"})
-                for (const bool bias : {false, true}) {
-                    const std::string p = pro;
-                    if (p == "rms_norm" && bias)
-                        continue; // model_ops' normed GEMV takes no bias
-                    const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
-                    at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
-                    if (p == "none") {
-                        a = xd;
-                    } else if (p == "rms_norm") {
-                        const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
-                        a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
-                    } else {
-                        const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
-                        a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
-                    }
-                    const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
-                    const auto xg = xd.to(at::kBFloat16).to(d);
-                    const auto bg = bias ? b.to(d) : at::Tensor();
-                    auto run = [&](json* facts) {
-                        const workloads::call_context ctx(*dev, facts);
-                        namespace mo = workloads::model_ops;
-                        auto y = p == "rms_norm"
-                                     ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
-                                 : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
-                                                 : mo::linear_fp8(xg, wq, scale, bg, ctx);
-                        dev->synchronize();
-                        return y.defined() ? y.cpu() : y;
-                    };
-                    json facts;
-                    const auto y = run(&facts);
-                    const auto what =
-                        fmt::format("{}x{} {} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
-                                    p, bias ? " + bias" : "", facts.dump());
-                    ASSERT_TRUE(y.defined()) << what;
-                    EXPECT_EQ(facts["kernel"]["claimed"].get<bool>(), p != "none") << what;
-                    EXPECT_FALSE(facts["kernel"]["column_stationary"].get<bool>()) << what;
-                    EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
-                                                           : p == "swiglu" ? "SwiGLU fused"
-                                                                           : "none")
-                        << what;
-                    expect_kernel_error_within_budget(y, ref, what);
-                    for (int again = 0; again < 3; ++again)
-                        EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
-                    ++cases;
-                }
-        }
+        expect_prologue_cases(
+            *dev, n, k, k, 3, cases,
+            [](const std::string& what, const std::string& p, const json& kernel) {
+                EXPECT_EQ(kernel["claimed"].get<bool>(), p != "none") << what;
+                EXPECT_FALSE(kernel["column_stationary"].get<bool>()) << what;
+            });
     EXPECT_EQ(cases, 20);
 #endif
 }
@@ -250,9 +268,7 @@ TEST(gemv_fp8, claimed_steps_and_their_prologues_match_float64_and_repeat_their_
 TEST(gemv_fp8, column_stationary_slices_match_float64_and_repeat_their_bits) {
     REQUIRE_FP8_NATIVE(dev);
 #if FOURFOLD_HAS_FLOAT8
-    const auto d = dev->torch_device();
     const std::int64_t sms = dev->caps().compute_units;
-    const double eps = 1e-5;
     int cases = 0;
     const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{16 * sms + 13, 2048},
                                                                        {16 * sms + 13, 4112},
@@ -260,61 +276,10 @@ TEST(gemv_fp8, column_stationary_slices_match_float64_and_repeat_their_bits) {
                                                                        {16 * sms + 13, 14320},
                                                                        {16 * sms + 13, 16384}};
     for (const auto& [n, k] : shapes)
-        for (const bool per_row : {false, true}) {
-            at::manual_seed(n + k + per_row);
-            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
-            const auto w = at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16);
-            const auto q = quantise(w, per_row);
-            const auto x = at::randn({1, 2 * k}).to(at::kBFloat16);
-            const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16);
-            const auto b = at::randn({n}).mul(bound).to(at::kBFloat16);
-            const auto wq = q.wq.to(d), scale = q.scale.to(d);
-            for (const char* pro : {"none", "rms_norm", "swiglu"})
-                for (const bool bias : {false, true}) {
-                    const std::string p = pro;
-                    if (p == "rms_norm" && bias)
-                        continue; // model_ops' normed GEMV takes no bias
-                    const auto xd = (p == "swiglu" ? x : x.narrow(1, 0, k)).to(at::kDouble);
-                    at::Tensor a; // what the GEMV multiplies, as its prologue rounds it
-                    if (p == "none") {
-                        a = xd;
-                    } else if (p == "rms_norm") {
-                        const auto inv = (xd.pow(2).mean(1, true) + eps).rsqrt();
-                        a = (xd * inv * nw.to(at::kDouble)).to(at::kBFloat16).to(at::kDouble);
-                    } else {
-                        const auto g = xd.narrow(1, 0, k), u = xd.narrow(1, k, k);
-                        a = (g * at::sigmoid(g) * u).to(at::kBFloat16).to(at::kDouble);
-                    }
-                    const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
-                    const auto xg = xd.to(at::kBFloat16).to(d);
-                    const auto bg = bias ? b.to(d) : at::Tensor();
-                    auto run = [&](json* facts) {
-                        const workloads::call_context ctx(*dev, facts);
-                        namespace mo = workloads::model_ops;
-                        auto y = p == "rms_norm"
-                                     ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
-                                 : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
-                                                 : mo::linear_fp8(xg, wq, scale, bg, ctx);
-                        dev->synchronize();
-                        return y.defined() ? y.cpu() : y;
-                    };
-                    json facts;
-                    const auto y = run(&facts);
-                    const auto what =
-                        fmt::format("{}x{} {} {}{}: {}", n, k, per_row ? "per row" : "per tensor",
-                                    p, bias ? " + bias" : "", facts.dump());
-                    ASSERT_TRUE(y.defined()) << what;
-                    EXPECT_TRUE(facts["kernel"]["column_stationary"].get<bool>()) << what;
-                    EXPECT_EQ(facts["kernel"]["prologue"], p == "rms_norm" ? "RMSNorm fused"
-                                                           : p == "swiglu" ? "SwiGLU fused"
-                                                                           : "none")
-                        << what;
-                    expect_kernel_error_within_budget(y, ref, what);
-                    for (int again = 0; again < 2; ++again)
-                        EXPECT_TRUE(at::equal(run(nullptr), y)) << what << ", run " << again;
-                    ++cases;
-                }
-        }
+        expect_prologue_cases(*dev, n, k, n + k, 2, cases,
+                              [](const std::string& what, const std::string&, const json& kernel) {
+                                  EXPECT_TRUE(kernel["column_stationary"].get<bool>()) << what;
+                              });
     EXPECT_EQ(cases, 50);
 #endif
 }

@@ -2149,3 +2149,8 @@ stage_s40_e() {
     s37_fp8_decode default
     stage_pack s40_e
 }
+# The two prologue tests after their shared body moved into one helper (no kernel change).
+stage_s40_f() {
+    s25_gtests 'gemv_fp8.claimed*:gemv_fp8.column*' 120 "$OUT/s40_f_tests.txt"
+    stage_pack s40_f
+}
