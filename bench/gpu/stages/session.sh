@@ -2154,3 +2154,12 @@ stage_s40_f() {
     s25_gtests 'gemv_fp8.claimed*:gemv_fp8.column*' 120 "$OUT/s40_f_tests.txt"
     stage_pack s40_f
 }
+# The column-stationary kernel's first rows loaded before its prologue (their DRAM round trip under
+# the prologue's L2 reads; the same bits). Predicted against s40_e: 6144 x 4096 + RMSNorm 11.3 ->
+# about 10.5 µs, 4096 x 14336 + SwiGLU + bias 17.8 -> about 16.5, llama3-8b fp8 387 -> about 397.
+stage_s40_g() {
+    s25_gtests 'gemv_fp8.column*:decoder_fp8_cuda.norms*' 100 "$OUT/s40_g_tests.txt"
+    s38_fp8_prologue_ops early
+    s37_fp8_decode early
+    stage_pack s40_g
+}
