@@ -517,12 +517,6 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
                 row < rows && v < kv ? load_streaming(wr + row * ldv + v) : make_uint4(0, 0, 0, 0);
         }
     };
-    // the first rows' weights into registers first, so that their DRAM round trip runs under
-    // the prologue's (x, the norm weight, gate and up come from L2)
-    uint4 buf[DEPTH][U];
-#pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-        fetch(buf[d], d);
     const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
     if constexpr (PRO == k_pro_norm)
         prologue_norm<bf16, 1>(xv, smem, xkv, norm_weight, norm_eps);
@@ -530,6 +524,10 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
         prologue_swiglu<bf16, 1>(xv, smem, xkv);
     if constexpr (PRO != k_pro_none)
         __syncthreads(); // x in shared memory
+    uint4 buf[DEPTH][U];
+#pragma unroll
+    for (int d = 0; d < DEPTH; ++d)
+        fetch(buf[d], d);
     // the slice's x as floats (16 a vector: x's vectors 2 v and 2 v + 1)
     float xf[U][16];
 #pragma unroll
