@@ -6,6 +6,7 @@
 // captured; and through the workload's ledgers: both correctness figures in the record, graph
 // capture, the plan in the facts. Each test skips when no CUDA device is visible, the build has
 // no native kernels or libtorch has no float8_e4m3fn.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
@@ -103,6 +104,20 @@ at::Tensor run_fp8(backend::device& dev, const at::Tensor& x, const at::Tensor& 
     return y.cpu();
 }
 
+// model_ops' FP8 GEMV with prologue p ("none", "rms_norm": RMSNorm(x) with nw and eps, no bias;
+// "swiglu": x as [gate | up] rows), on the host; undefined where the plan does not fuse it.
+at::Tensor run_with_prologue(backend::device& dev, const std::string& p, const at::Tensor& x,
+                             const at::Tensor& nw, double eps, const at::Tensor& wq,
+                             const at::Tensor& scale, const at::Tensor& bias, json* facts) {
+    const workloads::call_context ctx(dev, facts);
+    namespace mo = workloads::model_ops;
+    auto y = p == "rms_norm" ? mo::linear_fp8_rms_normed(x, nw, eps, wq, scale, ctx)
+             : p == "swiglu" ? mo::linear_fp8_swiglu(x, wq, scale, bias, ctx)
+                             : mo::linear_fp8(x, wq, scale, bias, ctx);
+    dev.synchronize();
+    return y.defined() ? y.cpu() : y;
+}
+
 // One token's FP8 GEMV through model_ops with each prologue (none, RMSNorm, SwiGLU; with and
 // without the bias, where model_ops takes one) over n x k weights of both scale kinds (seeded
 // seed + per_row): each case within the kernel's budget of the float64 product of what the
@@ -143,15 +158,9 @@ void expect_prologue_cases(
                 const auto ref = dequantised_product(a, q.wq, q.scale, bias ? b : at::Tensor());
                 const auto xg = xd.to(at::kBFloat16).to(d);
                 const auto bg = bias ? b.to(d) : at::Tensor();
+                const auto nwd = nw.to(d);
                 auto run = [&](json* facts) {
-                    const workloads::call_context ctx(dev, facts);
-                    namespace mo = workloads::model_ops;
-                    auto y = p == "rms_norm"
-                                 ? mo::linear_fp8_rms_normed(xg, nw.to(d), eps, wq, scale, ctx)
-                             : p == "swiglu" ? mo::linear_fp8_swiglu(xg, wq, scale, bg, ctx)
-                                             : mo::linear_fp8(xg, wq, scale, bg, ctx);
-                    dev.synchronize();
-                    return y.defined() ? y.cpu() : y;
+                    return run_with_prologue(dev, p, xg, nwd, eps, wq, scale, bg, facts);
                 };
                 json facts;
                 const auto y = run(&facts);
@@ -281,6 +290,52 @@ TEST(gemv_fp8, column_stationary_slices_match_float64_and_repeat_their_bits) {
                                   EXPECT_TRUE(kernel["column_stationary"].get<bool>()) << what;
                               });
     EXPECT_EQ(cases, 50);
+#endif
+}
+
+// Session 40's column-stationary trials (FOURFOLD_GEMV_FP8_CS_EARLY=1: the first rows' loads
+// before the prologue; FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1: each warp's slice of the SwiGLU made
+// from global memory): the same bits as without them, over K of 2, 5 (a partial slice) and 14
+// slices, both scale kinds, each prologue, the SwiGLU with the bias.
+TEST(gemv_fp8, column_stationary_trials_give_the_same_bits) {
+    REQUIRE_FP8_NATIVE(dev);
+#if FOURFOLD_HAS_FLOAT8
+    const fourfold::testing::env_switch early("FOURFOLD_GEMV_FP8_CS_EARLY");
+    const fourfold::testing::env_switch slices("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
+    const auto d = dev->torch_device();
+    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+    int cases = 0;
+    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4112}, std::int64_t{14320}})
+        for (const bool per_row : {false, true}) {
+            at::manual_seed(k + per_row);
+            const double bound = 1.0 / std::sqrt(static_cast<double>(k));
+            const auto q =
+                quantise(at::rand({n, k}).mul(2 * bound).sub(bound).to(at::kBFloat16), per_row);
+            const auto wq = q.wq.to(d), scale = q.scale.to(d);
+            const auto x = at::randn({1, 2 * k}).to(at::kBFloat16).to(d);
+            const auto nw = at::randn({k}).mul(0.5).add(1).to(at::kBFloat16).to(d);
+            const auto b = at::randn({n}).mul(bound).to(at::kBFloat16).to(d);
+            for (const std::string p : {"rms_norm", "swiglu"}) {
+                const auto xp = p == "swiglu" ? x : x.narrow(1, 0, k).contiguous();
+                const auto bp = p == "swiglu" ? b : at::Tensor();
+                early.unset();
+                slices.unset();
+                const auto base = run_with_prologue(*dev, p, xp, nw, 1e-5, wq, scale, bp, nullptr);
+                early.set("1");
+                slices.set("1");
+                json facts;
+                const auto y = run_with_prologue(*dev, p, xp, nw, 1e-5, wq, scale, bp, &facts);
+                const auto what = fmt::format("{}x{} {} {}: {}", n, k,
+                                              per_row ? "per row" : "per tensor", p, facts.dump());
+                ASSERT_TRUE(base.defined() && y.defined()) << what;
+                const auto path = facts["kernel"]["path"].get<std::string>();
+                EXPECT_NE(path.find("before the prologue"), std::string::npos) << what;
+                EXPECT_EQ(path.find("each warp") != std::string::npos, p == "swiglu") << what;
+                EXPECT_TRUE(at::equal(y, base)) << what;
+                ++cases;
+            }
+        }
+    EXPECT_EQ(cases, 12);
 #endif
 }
 

@@ -1,6 +1,7 @@
 // The host half of the FP8 weight-only GEMV (kernels/gemv_fp8.hpp): the path, rows per warp,
 // split-K and grid a call would take, decided from the shape, the alignment and the device's
 // limits alone (no GPU needed, so CI checks them).
+#include "env_switch.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cstdlib>
@@ -276,4 +277,39 @@ TEST(kernel_plans_fp8, the_column_stationary_kernel_takes_k_up_to_16_slices_in_4
     EXPECT_FALSE(plan_gemv_fp8(x_and_rows, h200()).column_stationary);
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).column_stationary);  // streamed
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).column_stationary); // two tokens
+}
+
+// Session 40's two column-stationary trials, only where asked: the first rows before a prologue
+// (FOURFOLD_GEMV_FP8_CS_EARLY=1), and the SwiGLU made by each warp for its slice
+// (FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1: no x in shared memory then).
+TEST(kernel_plans_fp8, the_column_stationary_trials_only_where_asked) {
+    const fourfold::testing::env_switch early("FOURFOLD_GEMV_FP8_CS_EARLY");
+    const fourfold::testing::env_switch slices("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
+    auto down = fp8_of(1, 4096, 14336);
+    down.swiglu_x = true;
+    down.ld_x = std::int64_t{2} * 14336;
+    auto qkv = fp8_of(1, 6144, 4096);
+    qkv.norm_weight = k_norm;
+    const auto plain = plan_gemv_fp8(down, h200());
+    EXPECT_FALSE(plain.early_rows || plain.swiglu_slices) << plain.describe();
+    EXPECT_EQ(plain.describe().find("on trial"), std::string::npos) << plain.describe();
+    early.set("1");
+    slices.set("1");
+    const auto d = plan_gemv_fp8(down, h200());
+    EXPECT_TRUE(d.column_stationary && d.early_rows && d.swiglu_slices) << d.describe();
+    EXPECT_EQ(d.shared_bytes, 16 * 32 * 4); // the sums alone
+    EXPECT_NE(d.describe().find("before the prologue"), std::string::npos) << d.describe();
+    EXPECT_NE(d.describe().find("each warp"), std::string::npos) << d.describe();
+    const auto q = plan_gemv_fp8(qkv, h200());
+    EXPECT_TRUE(q.early_rows && !q.swiglu_slices) << q.describe();
+    EXPECT_EQ(q.shared_bytes, 4096 * 2 + 16 * 12 * 4);
+    const auto none = plan_gemv_fp8(fp8_of(1, 4096, 4096), h200()); // no prologue: neither
+    EXPECT_TRUE(none.column_stationary);
+    EXPECT_FALSE(none.early_rows || none.swiglu_slices) << none.describe();
+    auto wide = fp8_of(1, 4096, 20464); // the claimed kernel: neither
+    wide.swiglu_x = true;
+    wide.ld_x = std::int64_t{2} * 20464;
+    const auto w = plan_gemv_fp8(wide, h200());
+    EXPECT_TRUE(w.claimed);
+    EXPECT_FALSE(w.early_rows || w.swiglu_slices) << w.describe();
 }

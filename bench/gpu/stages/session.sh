@@ -1843,7 +1843,7 @@ s37_fp8_decode() {
     timeout 100 $BIN decode --model llama3-8b --weights fp8_row --variants native_fused --mode graph \
         --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
         --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_decode_$tag.txt" 2>&1
-    echo "decode llama3-8b fp8_row ($tag, FOURFOLD_GEMV_FP8_CS=${FOURFOLD_GEMV_FP8_CS:-unset}): exit $? after $((SECONDS - t0)) s"
+    echo "decode llama3-8b fp8_row ($tag, CS_EARLY=${FOURFOLD_GEMV_FP8_CS_EARLY:-unset} CS_SWIGLU_SLICES=${FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES:-unset}): exit $? after $((SECONDS - t0)) s"
     grep -E "^decode .*graph|FAIL" "$OUT/s37_fp8_decode_$tag.txt" | head -6
 }
 stage_s37_a() {
@@ -1990,7 +1990,7 @@ s38_fp8_prologue_ops() {
             --ledgers op_time,correctness --min-time 0.1 --db "$DB" --label "s38-fp8-pro-$tag" --quiet \
             >>"$OUT/s38_fp8_pro_$tag.txt" 2>&1
     done
-    echo "fp8_linear with prologues ($tag, CS=${FOURFOLD_GEMV_FP8_CS:-unset}): after $((SECONDS - t0)) s"
+    echo "fp8_linear with prologues ($tag, CS_EARLY=${FOURFOLD_GEMV_FP8_CS_EARLY:-unset} CS_SWIGLU_SLICES=${FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES:-unset}): after $((SECONDS - t0)) s"
     grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s38_fp8_pro_$tag.txt" | head -16
 }
 stage_s38_a() {
@@ -2166,3 +2166,36 @@ stage_s40_g() {
 # (s40_g ran on b518b13; its kernel change was reverted for its figures: 6144 x 4096 + RMSNorm
 # 11.3 -> 10.2 µs, 4096 x 14336 + SwiGLU + bias 17.8 -> 18.1, llama3-8b fp8 387.4 -> 385.5 tokens/s
 # on another machine. On main the stage runs main's kernel.)
+
+# Session 41's first call (prepared in session 40, unmeasured): the column-stationary kernel's two
+# trials on one machine, both giving main's bits: FOURFOLD_GEMV_FP8_CS_EARLY=1 (the first rows'
+# loads before the prologue: s40_g measured it against s40_e across two machines, q/k/v + RMSNorm
+# 11.3 -> 10.2 µs, SwiGLU 17.8 -> 18.1, decode 387.4 -> 385.5) and FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1
+# (each warp's slice of the SwiGLU from global memory: no block pass over 57 KB of gate and up, no
+# barrier before the rows). Predicted: 4096 x 14336 + SwiGLU + bias 17.8 -> about 16.5 µs with
+# the slices; llama3-8b fp8 387 -> about 392 with both. The gpu tests (the trials' bits against
+# main's), memcheck and racecheck over them, then the prologue ops and llama3-8b fp8 under each
+# setting, twice, interleaved (the second round in s41_b on the warm machine). About 7 minutes with
+# the build, then about 3.
+s41_trials() {
+    local round=$1
+    s38_fp8_prologue_ops "main$round"
+    FOURFOLD_GEMV_FP8_CS_EARLY=1 s38_fp8_prologue_ops "early$round"
+    FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1 s38_fp8_prologue_ops "slices$round"
+    FOURFOLD_GEMV_FP8_CS_EARLY=1 FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1 s38_fp8_prologue_ops "both$round"
+    s37_fp8_decode "main$round"
+    FOURFOLD_GEMV_FP8_CS_EARLY=1 s37_fp8_decode "early$round"
+    FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1 s37_fp8_decode "slices$round"
+    FOURFOLD_GEMV_FP8_CS_EARLY=1 FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1 s37_fp8_decode "both$round"
+}
+stage_s41_a() {
+    s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*' 300 "$OUT/s41_a_tests.txt"
+    s32_sanitizer memcheck s41_a 'gemv_fp8.column_stationary_trials*' 120
+    s32_sanitizer racecheck s41_a 'gemv_fp8.column_stationary_trials*' 120
+    s41_trials 1
+    stage_pack s41_a
+}
+stage_s41_b() {
+    s41_trials 2
+    stage_pack s41_b
+}

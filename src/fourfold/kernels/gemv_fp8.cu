@@ -473,10 +473,15 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(TOK))
 // slices' sums in slice order through shared memory once all rows are done (deterministic). The
 // prologue (PRO) makes x in shared memory once a block as gemv_claim's does, and each warp reads
 // its slice from there.
+// On trial (session 40, unmeasured): EARLY issues the first rows' loads before the prologue (their
+// DRAM round trip under its L2 reads); PRO = k_cs_swiglu_slices makes each warp compute the SwiGLU
+// of its own slice from [gate | up] in global memory, with the block prologue's value and
+// rounding (no x in shared memory, no barrier before the rows). Both give the same bits.
 constexpr int k_cs_warps = k_gemv_fp8_cs_threads / 32;
 constexpr int k_cs_batch = 8; // rows whose sums are reduced together
+constexpr int k_cs_swiglu_slices = 3;
 
-template <int PRO>
+template <int PRO, bool EARLY>
 __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
     gemv_fp8_cs(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
                 const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
@@ -486,7 +491,10 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
     using namespace gemv_common;
     constexpr int U = k_gemv_fp8_cs_vectors, DEPTH = k_gemv_fp8_cs_depth, RB = k_cs_batch;
     static_assert(RB % DEPTH == 0, "the ring's slots are fixed at compile time");
-    extern __shared__ uint4 smem[]; // PRO: x (2 nkv vectors); then k_cs_warps x max_rows floats
+    // the prologues that make x in shared memory once a block
+    constexpr bool SHARED_X = PRO == k_pro_norm || PRO == k_pro_swiglu;
+    extern __shared__ uint4
+        smem[]; // SHARED_X: x (2 nkv vectors); then k_cs_warps x max_rows floats
     allow_dependents();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int runs = k_cs_warps / slices; // row runs a block
@@ -497,7 +505,7 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
     const int rows = run < runs ? static_cast<int>((g + 1) * n / all_runs - r0) : 0;
     const int kv = static_cast<int>(nkv); // the plan keeps n and k below 2^31
     const int xkv = 2 * kv;               // x's 16-byte vectors
-    float* part = reinterpret_cast<float*>(smem + (PRO != k_pro_none ? xkv : 0));
+    float* part = reinterpret_cast<float*>(smem + (SHARED_X ? xkv : 0));
     const std::int64_t ldv = ld_w / 16; // W's row stride in vectors
     const uint4* wr = reinterpret_cast<const uint4*>(w + r0 * ld_w);
     const int v0 = slice * 32 * U + lane; // the lane's first vector of a row
@@ -517,17 +525,24 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
                 row < rows && v < kv ? load_streaming(wr + row * ldv + v) : make_uint4(0, 0, 0, 0);
         }
     };
+    uint4 buf[DEPTH][U];
+    if constexpr (EARLY) {
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d)
+            fetch(buf[d], d);
+    }
     const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
     if constexpr (PRO == k_pro_norm)
         prologue_norm<bf16, 1>(xv, smem, xkv, norm_weight, norm_eps);
     if constexpr (PRO == k_pro_swiglu)
         prologue_swiglu<bf16, 1>(xv, smem, xkv);
-    if constexpr (PRO != k_pro_none)
+    if constexpr (SHARED_X)
         __syncthreads(); // x in shared memory
-    uint4 buf[DEPTH][U];
+    if constexpr (!EARLY) {
 #pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-        fetch(buf[d], d);
+        for (int d = 0; d < DEPTH; ++d)
+            fetch(buf[d], d);
+    }
     // the slice's x as floats (16 a vector: x's vectors 2 v and 2 v + 1)
     float xf[U][16];
 #pragma unroll
@@ -536,9 +551,24 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             uint4 r = make_uint4(0, 0, 0, 0);
-            if (v < kv)
-                r = PRO != k_pro_none ? xv[0][2 * v + h] : __ldg(xv[0] + 2 * v + h);
-            unpack_bf16(r, &xf[u][8 * h]);
+            if constexpr (PRO == k_cs_swiglu_slices) {
+                // [gate | up]: round_bf16(silu(gate) * up), prologue_swiglu's value
+                uint4 ur = make_uint4(0, 0, 0, 0);
+                if (v < kv) {
+                    r = __ldg(xv[0] + 2 * v + h);
+                    ur = __ldg(xv[0] + xkv + 2 * v + h);
+                }
+                float g[8], up[8];
+                unpack_bf16(r, g);
+                unpack_bf16(ur, up);
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+                    xf[u][8 * h + j] = __bfloat162float(__float2bfloat16_rn(silu(g[j]) * up[j]));
+            } else {
+                if (v < kv)
+                    r = SHARED_X ? xv[0][2 * v + h] : __ldg(xv[0] + 2 * v + h);
+                unpack_bf16(r, &xf[u][8 * h]);
+            }
         }
     }
     for (int rb = 0; rb < rows; rb += RB) {
@@ -687,9 +717,16 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     t.y, a.n, a.k / 16, a.ld_w, p.slices, p.slice_rows,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps)));
             };
-            return p.fused_norm     ? run(gemv_fp8_cs<k_pro_norm>)
-                   : p.fused_swiglu ? run(gemv_fp8_cs<k_pro_swiglu>)
-                                    : run(gemv_fp8_cs<k_pro_none>);
+            if (p.fused_swiglu && p.swiglu_slices)
+                return p.early_rows ? run(gemv_fp8_cs<k_cs_swiglu_slices, true>)
+                                    : run(gemv_fp8_cs<k_cs_swiglu_slices, false>);
+            if (p.fused_swiglu)
+                return p.early_rows ? run(gemv_fp8_cs<k_pro_swiglu, true>)
+                                    : run(gemv_fp8_cs<k_pro_swiglu, false>);
+            if (p.fused_norm)
+                return p.early_rows ? run(gemv_fp8_cs<k_pro_norm, true>)
+                                    : run(gemv_fp8_cs<k_pro_norm, false>);
+            return run(gemv_fp8_cs<k_pro_none, false>);
         }
         if (p.claimed) {
             using namespace gemv_common;

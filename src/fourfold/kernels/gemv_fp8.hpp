@@ -82,6 +82,12 @@ struct gemv_fp8_plan {
     bool column_stationary = false;
     int slices = 0;
     int slice_rows = 0;
+    // column-stationary trials (session 40, unmeasured; the same bits): the first rows' loads
+    // before the prologue (FOURFOLD_GEMV_FP8_CS_EARLY=1), and a fused SwiGLU made by each warp for
+    // its own slice from global memory instead of once a block in shared memory
+    // (FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=1; shared_bytes then holds no x)
+    bool early_rows = false;
+    bool swiglu_slices = false;
     bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes

@@ -3,6 +3,8 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -23,6 +25,10 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     if (column_stationary)
         s += ", " + std::to_string(slices) + " slice(s)/row";
+    if (early_rows)
+        s += ", first rows loaded before the prologue (on trial)";
+    if (swiglu_slices)
+        s += ", SwiGLU made by each warp for its slice (on trial)";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
@@ -175,6 +181,15 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 p.fused_norm = a.norm_weight != nullptr;
                 p.fused_swiglu = a.swiglu_x;
                 p.balanced = false;
+                // session 40's trials (the same bits; the next session's A/B keeps or removes them)
+                const auto on = [](const char* name) {
+                    const char* v = std::getenv(name);
+                    return v && std::strcmp(v, "1") == 0;
+                };
+                p.early_rows = prologue && on("FOURFOLD_GEMV_FP8_CS_EARLY");
+                p.swiglu_slices = a.swiglu_x && on("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
+                if (p.swiglu_slices)
+                    p.shared_bytes -= x_bytes;
                 return p;
             }
         }
