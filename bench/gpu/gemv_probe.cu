@@ -25,6 +25,10 @@
 //   fp8_h8xs   fp8_h8's loads with fp8_xs's floats, laid out so a warp reads 32 consecutive float4s
 //   fp8_prmt   fp8 with x's bf16 pairs widened by byte permutes (the integer pipe) alone
 //   bf16_prmt  balanced (bf16) with the weights' and x's pairs widened so
+//   fp8_cs_*   (session 40) column-stationary: a warp holds one slice of x (U KB of a row) as
+//              floats in registers down a run of rows, DEPTH rows in flight (kernels/gemv_fp8.cu's
+//              gemv_fp8_cs is u2d4); in bf16 mode bf16_cs_* read the same kernel's vectors as
+//              8 bf16 weights (u4d2 spills 28 bytes, u2d8 12: a probe's figures, not a product's)
 // and, for one plain launch of balanced, each warp's start (after the dependency wait) and end on
 // %globaltimer: the spread of the ends is the tail a static partition pays.
 // Environment: PROBE_DATA, PROBE_SETS, PROBE_OFFSET_KB, PROBE_ONLY (main says what each does).
@@ -90,7 +94,7 @@ __device__ __forceinline__ void unpack(const uint4& r, float (&f)[8]) {
         f[j] = __bfloat162float(e[j]);
 }
 
-constexpr int k_cs_max_rows = 256; // a row run of fp8_cs (the probe's shapes: at most 122)
+constexpr int k_cs_max_rows = 512; // a row run of cs_kernel (longer runs: the variant skips)
 
 __global__ void __launch_bounds__(256, 4) empty_kernel(bf16* y) {
     allow_dependents();
@@ -323,11 +327,12 @@ __global__ void __launch_bounds__(256, 4)
 // loads, their conversions and the FMAs alone (fp8_nox's work plus the FMAs). DEPTH rows of the
 // slice in flight (a ring of registers); the sums of RB = 8 rows reduced across the warp at once
 // (9 shuffles where 8 warp_sums take 40). The S = nkv / (32 U) warps of a row run sit in one
-// block and add their slices' sums in slice order through shared memory at the end.
-template <int U, int DEPTH, int MINB>
+// block and add their slices' sums in slice order through shared memory at the end. BF16: the
+// vectors read as 8 bf16 weights (8 x values a vector: a slice of U KB holds 8 U floats a lane).
+template <int U, int DEPTH, int MINB, bool BF16 = false>
 __global__ void __launch_bounds__(256, MINB)
-    fp8_cs(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
-           std::int64_t n, std::int64_t nkv, std::int64_t ld_w, int S) {
+    cs_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
+              std::int64_t n, std::int64_t nkv, std::int64_t ld_w, int S) {
     constexpr int RB = 8;
     static_assert(RB % DEPTH == 0, "the ring's slots are static");
     __shared__ float part[8][k_cs_max_rows];
@@ -350,14 +355,19 @@ __global__ void __launch_bounds__(256, MINB)
                 if (v0 + 32 * u < kv)
                     prefetch_l2(wb + r * ldv + v0 + 32 * u);
     dependency_wait();
-    float xf[U][16];
+    constexpr int XF = BF16 ? 8 : 16; // x values a weight vector
+    float xf[U][XF];
     const uint4* xv = reinterpret_cast<const uint4*>(x);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const int v = v0 + 32 * u;
         const uint4 z = make_uint4(0, 0, 0, 0);
-        unpack_bf16(v < kv ? __ldg(xv + 2 * v) : z, &xf[u][0]);
-        unpack_bf16(v < kv ? __ldg(xv + 2 * v + 1) : z, &xf[u][8]);
+        if constexpr (BF16) {
+            unpack_bf16(v < kv ? __ldg(xv + v) : z, &xf[u][0]);
+        } else {
+            unpack_bf16(v < kv ? __ldg(xv + 2 * v) : z, &xf[u][0]);
+            unpack_bf16(v < kv ? __ldg(xv + 2 * v + 1) : z, &xf[u][8]);
+        }
     }
     uint4 buf[DEPTH][U];
     const auto fetch = [&](uint4(&dst)[U], int row) {
@@ -380,14 +390,21 @@ __global__ void __launch_bounds__(256, MINB)
             for (int u = 0; u < U; ++u) {
                 const uint4 c = buf[j % DEPTH][u];
                 float wf[8];
-                unpack_e4m3(c.x, c.y, wf);
+                if constexpr (BF16) {
+                    unpack_bf16(c, wf);
 #pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    a = fmaf(wf[e], xf[u][e], a);
-                unpack_e4m3(c.z, c.w, wf);
+                    for (int e = 0; e < 8; ++e)
+                        a = fmaf(wf[e], xf[u][e], a);
+                } else {
+                    unpack_e4m3(c.x, c.y, wf);
 #pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    a = fmaf(wf[e], xf[u][8 + e], a);
+                    for (int e = 0; e < 8; ++e)
+                        a = fmaf(wf[e], xf[u][e], a);
+                    unpack_e4m3(c.z, c.w, wf);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e)
+                        a = fmaf(wf[e], xf[u][8 + e], a);
+                }
             }
             acc[j] = a;
             fetch(buf[j % DEPTH], rb + j + DEPTH);
@@ -661,13 +678,17 @@ int main() {
         v_cs_u2d4,
         v_cs_u2d2,
         v_cs_u4d1,
+        v_bcs_u4d2,
+        v_bcs_u2d4,
+        v_bcs_u2d8,
         v_count
     };
     // PROBE_FP8=1: the bytes as FP8 weights (session 39), beside bf16 and the bare stream
     const bool fp8 = std::getenv("PROBE_FP8") != nullptr;
-    const bool run_variant[] = {false, true, false, fp8,  false, false, false, false, false, false,
-                                false, !fp8, false, !fp8, fp8,   fp8,   fp8,   fp8,   fp8,   fp8,
-                                fp8,   fp8,  fp8,   fp8,  true,  fp8,   fp8,   fp8,   fp8};
+    const bool run_variant[] = {false, true,  false, fp8,  false, false, false, false,
+                                false, false, false, !fp8, false, !fp8,  fp8,   fp8,
+                                fp8,   fp8,   fp8,   fp8,  fp8,   fp8,   fp8,   fp8,
+                                true,  fp8,   fp8,   fp8,  fp8,   !fp8,  !fp8,  !fp8};
     // the largest divisor of n in [lo, hi], else hi: every block the same rows
     auto divisor_grid = [](std::int64_t n, int lo, int hi) {
         for (int b = hi; b >= lo; --b)
@@ -676,12 +697,13 @@ int main() {
         return hi;
     };
     const char* names[] = {
-        "empty",       "balanced",    "balanced_nopdl", "stream",     "l2_256",
-        "dynamic",     "dynamic_p2",  "waves2",         "waves4",     "waves8",
-        "waves16",     "divisor",     "divisor_x2",     "cublas",     "fp8",
-        "fp8_x1",      "fp8_nox",     "fp8_acc4",       "fp8_r2",     "fp8_r4",
-        "fp8_h8",      "fp8_xs",      "fp8_h8xs",       "fp8_prmt",   "bf16_prmt",
-        "fp8_cs_u4d2", "fp8_cs_u2d4", "fp8_cs_u2d2",    "fp8_cs_u4d1"};
+        "empty",        "balanced",    "balanced_nopdl", "stream",      "l2_256",
+        "dynamic",      "dynamic_p2",  "waves2",         "waves4",      "waves8",
+        "waves16",      "divisor",     "divisor_x2",     "cublas",      "fp8",
+        "fp8_x1",       "fp8_nox",     "fp8_acc4",       "fp8_r2",      "fp8_r4",
+        "fp8_h8",       "fp8_xs",      "fp8_h8xs",       "fp8_prmt",    "bf16_prmt",
+        "fp8_cs_u4d2",  "fp8_cs_u2d4", "fp8_cs_u2d2",    "fp8_cs_u4d1", "bf16_cs_u4d2",
+        "bf16_cs_u2d4", "bf16_cs_u2d8"};
     static_assert(sizeof names / sizeof names[0] == v_count);
     static_assert(sizeof run_variant / sizeof run_variant[0] == v_count);
     std::printf("H200 probe: %d SMs, grid %d x 256 for the fourfold kernels\n", sms, grid);
@@ -786,11 +808,22 @@ int main() {
                     const int u = v == v_cs_u4d2 || v == v_cs_u4d1 ? 4 : 2;
                     const int minb = v == v_cs_u2d2 ? 3 : 2;
                     const int S = static_cast<int>((sh.k / 8 + 32 * u - 1) / (32 * u));
-                    const auto k = v == v_cs_u4d2   ? fp8_cs<4, 2, 2>
-                                   : v == v_cs_u2d4 ? fp8_cs<2, 4, 2>
-                                   : v == v_cs_u4d1 ? fp8_cs<4, 1, 2>
-                                                    : fp8_cs<2, 2, 3>;
+                    const auto k = v == v_cs_u4d2   ? cs_kernel<4, 2, 2>
+                                   : v == v_cs_u2d4 ? cs_kernel<2, 4, 2>
+                                   : v == v_cs_u4d1 ? cs_kernel<4, 1, 2>
+                                                    : cs_kernel<2, 2, 3>;
                     launch(k, sms * minb, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8, sh.k, S);
+                    break;
+                }
+                case v_bcs_u4d2:
+                case v_bcs_u2d4:
+                case v_bcs_u2d8: {
+                    const int u = v == v_bcs_u4d2 ? 4 : 2;
+                    const int S = static_cast<int>((sh.k / 8 + 32 * u - 1) / (32 * u));
+                    const auto k = v == v_bcs_u4d2   ? cs_kernel<4, 2, 2, true>
+                                   : v == v_bcs_u2d4 ? cs_kernel<2, 4, 2, true>
+                                                     : cs_kernel<2, 8, 2, true>;
+                    launch(k, sms * 2, true, st, (const bf16*)x, w, y, sh.n, sh.k / 8, sh.k, S);
                     break;
                 }
                 case v_dynamic:
@@ -814,7 +847,7 @@ int main() {
                 }
             };
             if (v >= v_cs_u4d2) {
-                const int u = v == v_cs_u4d2 || v == v_cs_u4d1 ? 4 : 2;
+                const int u = v == v_cs_u4d2 || v == v_cs_u4d1 || v == v_bcs_u4d2 ? 4 : 2;
                 const int minb = v == v_cs_u2d2 ? 3 : 2;
                 const std::int64_t S = (sh.k / 8 + 32 * u - 1) / (32 * u);
                 const std::int64_t groups = std::int64_t{sms} * minb * (8 / S);
@@ -827,14 +860,15 @@ int main() {
                 one(i);
             CK(cudaStreamSynchronize(st));
             CK(cudaGetLastError());
-            // fp8 and the column-stationary kernels on copy 0: y against fp8's
-            if (fp8 && (v == v_fp8 || v >= v_cs_u4d2)) {
+            // fp8 (bf16: balanced) and the column-stationary kernels on copy 0: y against fp8's
+            // (balanced's)
+            if (v == (fp8 ? v_fp8 : v_bal) || v >= v_cs_u4d2) {
                 one(0);
                 CK(cudaStreamSynchronize(st));
                 static std::vector<std::uint16_t> ref;
                 std::vector<std::uint16_t> got(sh.n);
                 CK(cudaMemcpy(got.data(), y, sh.n * 2, cudaMemcpyDeviceToHost));
-                if (v == v_fp8)
+                if (v == v_fp8 || v == v_bal)
                     ref = got;
                 else {
                     const auto f = [](std::uint16_t b) {
@@ -850,8 +884,9 @@ int main() {
                         norm += a * a;
                         worst = std::max(worst, std::abs(a - b) / (std::abs(a) + 1e-3));
                     }
-                    std::printf("  %s against fp8: rel L2 %.3g, worst rel %.3g\n", names[v],
-                                std::sqrt(diff / std::max(norm, 1e-30)), worst);
+                    std::printf("  %s against %s: rel L2 %.3g, worst rel %.3g\n", names[v],
+                                fp8 ? "fp8" : "balanced", std::sqrt(diff / std::max(norm, 1e-30)),
+                                worst);
                 }
             }
             cudaGraph_t g;

@@ -2197,5 +2197,10 @@ stage_s41_a() {
 }
 stage_s41_b() {
     s41_trials 2
+    # the bf16 GEMV as a column-stationary kernel, in the probe first (bf16_cs_*, against
+    # balanced on all 13 shapes; 4096 x 4096 is where a fixed cost could go)
+    nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -Isrc bench/gpu/gemv_probe.cu -lcublas \
+        -o /tmp/probe && /tmp/probe >"$OUT/s41_b_probe.txt" 2>&1
+    grep -E "balanced |stream |cs_|against" "$OUT/s41_b_probe.txt"
     stage_pack s41_b
 }
