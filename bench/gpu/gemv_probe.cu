@@ -409,30 +409,10 @@ __global__ void __launch_bounds__(256, MINB)
             acc[j] = a;
             fetch(buf[j % DEPTH], rb + j + DEPTH);
         }
-        // 8 rows' sums across the warp: halves exchanged at 16, 8, 4, then 2 and 1 added
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const bool up = lane & 16;
-            const float send = up ? acc[i] : acc[i + 4], keep = up ? acc[i + 4] : acc[i];
-            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
-        }
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const bool up = lane & 8;
-            const float send = up ? acc[i] : acc[i + 2], keep = up ? acc[i + 2] : acc[i];
-            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
-        }
-        {
-            const bool up = lane & 4;
-            const float send = up ? acc[0] : acc[1], keep = up ? acc[1] : acc[0];
-            acc[0] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
-        }
-        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
-        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
-        // lane 4 q holds row 4 b4 + 2 b3 + b2 = q of the batch
+        const float sum = warp_sum_8(acc); // lane 4 q: row q of the batch
         const int rr = rb + (lane >> 2);
         if ((lane & 3) == 0 && rr < rows && rr < k_cs_max_rows)
-            part[warp][rr] = acc[0];
+            part[warp][rr] = sum;
     }
     __syncthreads();
     for (int i = threadIdx.x; i < per_block * k_cs_max_rows; i += blockDim.x) {

@@ -592,30 +592,10 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
             acc[j] = a;
             fetch(buf[j % DEPTH], rb + j + DEPTH);
         }
-        // the 8 rows' sums across the warp: halves exchanged at lane distance 16, 8 and 4, then
-        // the last two levels added; lane 4 q then holds row q of the batch
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const bool up = lane & 16;
-            const float send = up ? acc[i] : acc[i + 4], keep = up ? acc[i + 4] : acc[i];
-            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
-        }
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const bool up = lane & 8;
-            const float send = up ? acc[i] : acc[i + 2], keep = up ? acc[i + 2] : acc[i];
-            acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
-        }
-        {
-            const bool up = lane & 4;
-            const float send = up ? acc[0] : acc[1], keep = up ? acc[1] : acc[0];
-            acc[0] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
-        }
-        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
-        acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
+        const float sum = warp_sum_8(acc); // lane 4 q: row q of the batch
         const int row = rb + lane / 4;
         if (lane % 4 == 0 && row < rows)
-            part[warp * max_rows + row] = acc[0];
+            part[warp * max_rows + row] = sum;
     }
     __syncthreads();
     // each run's rows: the slices' sums in slice order, times the scale, plus the bias, rounded

@@ -120,6 +120,33 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// The sums over the warp of 8 values a lane (8 rows' partial sums) at once: halves exchanged at
+// lane distance 16, 8 and 4, then the last two levels added (9 shuffles where 8 warp_sums take
+// 40); lane 4 q returns the sum of acc[q] (lanes 4 q + 1..3 the same), in a fixed order.
+__device__ __forceinline__ float warp_sum_8(float (&acc)[8]) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const bool up = lane & 16;
+        const float send = up ? acc[i] : acc[i + 4], keep = up ? acc[i + 4] : acc[i];
+        acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const bool up = lane & 8;
+        const float send = up ? acc[i] : acc[i + 2], keep = up ? acc[i + 2] : acc[i];
+        acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+    }
+    {
+        const bool up = lane & 4;
+        const float send = up ? acc[0] : acc[1], keep = up ? acc[1] : acc[0];
+        acc[0] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+    }
+    acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 2);
+    acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], 1);
+    return acc[0];
+}
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
     for (int off = 16; off > 0; off /= 2)
