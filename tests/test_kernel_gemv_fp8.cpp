@@ -277,6 +277,18 @@ TEST(kernel_plans_fp8, the_column_stationary_kernel_takes_k_up_to_16_slices_in_4
     EXPECT_FALSE(plan_gemv_fp8(x_and_rows, h200()).column_stationary);
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 1024, 4096), h200()).column_stationary);  // streamed
     EXPECT_FALSE(plan_gemv_fp8(fp8_of(2, 28672, 4096), h200()).column_stationary); // two tokens
+    // 47 KiB of dynamic shared memory at most (48 KiB less the kernels' static arrays): runs of
+    // 624 rows with the normed x (8 KB + 16 x 624 floats = 48128 bytes) and not of 630
+    auto at_limit = fp8_of(1, std::int64_t{624} * 528, 4096);
+    at_limit.norm_weight = k_norm;
+    const auto l = plan_gemv_fp8(at_limit, h200());
+    EXPECT_TRUE(l.column_stationary) << l.describe();
+    EXPECT_EQ(l.shared_bytes, 47 * 1024);
+    auto past = fp8_of(1, std::int64_t{630} * 528, 4096);
+    past.norm_weight = k_norm;
+    const auto c = plan_gemv_fp8(past, h200());
+    EXPECT_FALSE(c.column_stationary);
+    EXPECT_TRUE(c.claimed) << c.describe(); // 8 KB + 2520 rows x 2 steps of floats
 }
 
 // Session 40's two column-stationary trials, only where asked: the first rows before a prologue

@@ -239,7 +239,18 @@ TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     EXPECT_EQ(qkv.shared_bytes, 4096 * 2 + 47 * 4 * 4);
     EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 4096), h200()).shared_bytes, 47 * 4 * 4);
     EXPECT_EQ(plan_gemv(gemv_of(1, 6144, 2048), h200()).shared_bytes, 0); // static partition
-    // rows whose normalised copy would not fit 48 KiB of shared memory: the norm goes alone
+    // rows whose normalised copy would not fit 47 KiB of shared memory (48 KiB less the kernels'
+    // static arrays): the norm goes alone; 4 fp32 tokens of 3072 take exactly 48 KiB, which a
+    // launch refuses beside the static arrays
+    auto full_args = with_norm(gemv_of(4, 4096, 3072));
+    full_args.type = elem::f32;
+    const auto full = plan_gemv(full_args, h200());
+    EXPECT_FALSE(full.fused_norm);
+    EXPECT_NE(full.valid.find("at most 48128 bytes"), std::string::npos) << full.valid;
+    full_args.k = 3008; // 47 KiB
+    full_args.ld_x = 3008;
+    full_args.ld_w = 3008;
+    EXPECT_TRUE(plan_gemv(full_args, h200()).fused_norm) << plan_gemv(full_args, h200()).valid;
     const auto wide = plan_gemv(with_norm(gemv_of(1, 4096, 32768)), h200());
     EXPECT_TRUE(wide.balanced);
     EXPECT_NE(wide.valid.find("shared memory"), std::string::npos) << wide.valid;

@@ -13,8 +13,12 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_gemv_max_tokens = 8;
-// the x of a fused RMSNorm or SwiGLU, in a block's dynamic shared memory (no opt-in needed)
-inline constexpr std::int64_t k_gemv_norm_max_shared_bytes = std::int64_t{48} * 1024;
+// the x of a fused RMSNorm or SwiGLU (and the claimed and column-stationary kernels' sums), in a
+// block's dynamic shared memory without the opt-in: the 48 KiB a launch may take by default hold
+// the kernels' static arrays too (at most 704 bytes: gemv_balanced's head and tail sums, the
+// norm's scratch, the claim counter), so the dynamic part stops 1 KiB short. (At exactly 48 KiB
+// of dynamic memory a launch fails, invalid argument: session 40's staged-x trial, K = 12,288.)
+inline constexpr std::int64_t k_gemv_norm_max_shared_bytes = std::int64_t{47} * 1024;
 // Resident blocks per SM the kernels are compiled for (__launch_bounds__); the plan sizes its
 // split so the grid fills whole waves of them.
 // (FMA path: 4 for one token, whose kernels fit 64 registers, 2 beyond)
