@@ -609,8 +609,11 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
         for (int sl = 0; sl < slices; ++sl)
             v += part[(q * slices + sl) * max_rows + r];
         const std::int64_t row = a0 + r;
-        const float sc = per_row ? scale[row * inc_scale] : scale[0];
-        y[row] = __float2bfloat16_rn(fmaf(v, sc, bias ? __bfloat162float(bias[row]) : 0.f));
+        row_epilogue e;
+        e.scale = per_row ? scale[row * inc_scale] : scale[0];
+        if (bias)
+            e.bias = __bfloat162float(bias[row]);
+        y[row] = finish_value(v, e);
     }
 }
 
