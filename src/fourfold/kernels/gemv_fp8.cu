@@ -555,8 +555,8 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
                 // [gate | up]: round_bf16(silu(gate) * up), prologue_swiglu's value
                 uint4 ur = make_uint4(0, 0, 0, 0);
                 if (v < kv) {
-                    r = __ldg(xv[0] + 2 * v + h);
-                    ur = __ldg(xv[0] + xkv + 2 * v + h);
+                    r = load_after_wait(xv[0] + 2 * v + h);
+                    ur = load_after_wait(xv[0] + xkv + 2 * v + h);
                 }
                 float g[8], up[8];
                 unpack_bf16(r, g);
