@@ -2245,11 +2245,14 @@ s41_defaults() {
     FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=0 s37_fp8_decode "noslices$round"
 }
 stage_s41_c() {
-    s41_sass
     s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*' 300 "$OUT/s41_c_tests.txt"
     s32_sanitizer memcheck s41_c 'gemv_fp8.a_fused_swiglu*:gemv_fp8.column_stationary_choices*' 180
     s32_sanitizer racecheck s41_c 'gemv_fp8.a_fused_swiglu*:gemv_fp8.column_stationary_choices*' 180
     s41_defaults 1
-    s41_defaults 2
     stage_pack s41_c
+}
+stage_s41_d() {
+    s41_sass
+    s41_defaults 2
+    stage_pack s41_d
 }
