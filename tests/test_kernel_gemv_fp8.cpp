@@ -111,7 +111,7 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     EXPECT_TRUE(l.column_stationary && l.fused_swiglu && !l.fused_norm) << l.describe();
     EXPECT_EQ(l.slices, 14); // one run a block, 2 warps idle
     EXPECT_EQ(l.slice_rows, 32);
-    EXPECT_EQ(l.shared_bytes, 14336 * 2 + 16 * 32 * 4);
+    EXPECT_EQ(l.shared_bytes, 16 * 32 * 4); // the SwiGLU made by each warp: the sums alone
     // past 16 slices, the claimed steps
     auto wide_qkv = fp8_of(1, 6144, 16400);
     wide_qkv.norm_weight = k_norm;
@@ -291,47 +291,33 @@ TEST(kernel_plans_fp8, the_column_stationary_kernel_takes_k_up_to_16_slices_in_4
     EXPECT_TRUE(c.claimed) << c.describe(); // 8 KB + 2520 rows x 2 steps of floats
 }
 
-// The column-stationary kernel's two choices of the same bits: the first rows' loads before an
-// RMSNorm prologue where a run has at most 16 rows (llama3-8b's qkv, not its gate_up), and
-// the SwiGLU made by each warp for its slice (no x in shared memory then);
-// FOURFOLD_GEMV_FP8_CS_EARLY and FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES = 0 or 1 force them.
-TEST(kernel_plans_fp8, the_column_stationary_choices_by_shape_and_by_switch) {
-    const fourfold::testing::env_switch early("FOURFOLD_GEMV_FP8_CS_EARLY");
+// The column-stationary kernel's fused SwiGLU made by each warp for its slice (no x in shared
+// memory then), unless FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=0; nothing changes for an RMSNorm, no
+// prologue or the claimed kernel.
+TEST(kernel_plans_fp8, the_column_stationary_swiglu_by_slices_unless_switched_off) {
     const fourfold::testing::env_switch slices("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
     auto down = fp8_of(1, 4096, 14336);
     down.swiglu_x = true;
     down.ld_x = std::int64_t{2} * 14336;
     auto qkv = fp8_of(1, 6144, 4096);
     qkv.norm_weight = k_norm;
-    auto gate_up = fp8_of(1, 28672, 4096);
-    gate_up.norm_weight = k_norm;
     const auto d = plan_gemv_fp8(down, h200());
-    EXPECT_TRUE(d.column_stationary && !d.early_rows && d.swiglu_slices) << d.describe();
-    EXPECT_EQ(d.shared_bytes, 16 * 32 * 4); // the sums alone: 31 rows a run, 32 slots
-    EXPECT_EQ(d.describe().find("before the prologue"), std::string::npos) << d.describe();
+    EXPECT_TRUE(d.column_stationary && d.fused_swiglu && d.swiglu_slices) << d.describe();
+    EXPECT_EQ(d.shared_bytes, 16 * 32 * 4); // the sums alone
     EXPECT_NE(d.describe().find("each warp"), std::string::npos) << d.describe();
-    const auto q = plan_gemv_fp8(qkv, h200()); // runs of 12 rows
-    EXPECT_TRUE(q.early_rows && !q.swiglu_slices) << q.describe();
+    const auto q = plan_gemv_fp8(qkv, h200());
+    EXPECT_TRUE(q.column_stationary && !q.swiglu_slices) << q.describe();
     EXPECT_EQ(q.shared_bytes, 4096 * 2 + 16 * 12 * 4);
-    EXPECT_NE(q.describe().find("before the prologue"), std::string::npos) << q.describe();
-    const auto g = plan_gemv_fp8(gate_up, h200()); // runs of 55 rows
-    EXPECT_TRUE(g.column_stationary && !g.early_rows && !g.swiglu_slices) << g.describe();
-    const auto none = plan_gemv_fp8(fp8_of(1, 4096, 4096), h200()); // no prologue: neither
-    EXPECT_TRUE(none.column_stationary);
-    EXPECT_FALSE(none.early_rows || none.swiglu_slices) << none.describe();
-    auto wide = fp8_of(1, 4096, 20464); // the claimed kernel: neither
+    const auto none = plan_gemv_fp8(fp8_of(1, 4096, 4096), h200());
+    EXPECT_TRUE(none.column_stationary && !none.swiglu_slices) << none.describe();
+    auto wide = fp8_of(1, 4096, 20464); // the claimed kernel
     wide.swiglu_x = true;
     wide.ld_x = std::int64_t{2} * 20464;
     const auto w = plan_gemv_fp8(wide, h200());
-    EXPECT_TRUE(w.claimed);
-    EXPECT_FALSE(w.early_rows || w.swiglu_slices) << w.describe();
-    early.set("1");
+    EXPECT_TRUE(w.claimed && !w.swiglu_slices) << w.describe();
     slices.set("0");
-    const auto d1 = plan_gemv_fp8(down, h200());
-    EXPECT_TRUE(d1.early_rows && !d1.swiglu_slices) << d1.describe();
-    EXPECT_EQ(d1.shared_bytes, 14336 * 2 + 16 * 32 * 4);
-    EXPECT_TRUE(plan_gemv_fp8(gate_up, h200()).early_rows);
-    EXPECT_FALSE(plan_gemv_fp8(fp8_of(1, 4096, 4096), h200()).early_rows); // no prologue
-    early.set("0");
-    EXPECT_FALSE(plan_gemv_fp8(qkv, h200()).early_rows);
+    const auto d0 = plan_gemv_fp8(down, h200());
+    EXPECT_TRUE(d0.column_stationary && d0.fused_swiglu && !d0.swiglu_slices) << d0.describe();
+    EXPECT_EQ(d0.shared_bytes, 14336 * 2 + 16 * 32 * 4);
+    EXPECT_EQ(d0.describe().find("each warp"), std::string::npos) << d0.describe();
 }

@@ -473,15 +473,19 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(TOK))
 // slices' sums in slice order through shared memory once all rows are done (deterministic). The
 // prologue (PRO) makes x in shared memory once a block as gemv_claim's does, and each warp reads
 // its slice from there.
-// On trial (session 40, unmeasured): EARLY issues the first rows' loads before the prologue (their
-// DRAM round trip under its L2 reads); PRO = k_cs_swiglu_slices makes each warp compute the SwiGLU
-// of its own slice from [gate | up] in global memory, with the block prologue's value and
-// rounding (no x in shared memory, no barrier before the rows). Both give the same bits.
+// PRO = k_cs_swiglu_slices (the default for a fused SwiGLU, session 41) makes each warp compute
+// the SwiGLU of its own slice from [gate | up] in global memory, with the block prologue's value
+// and rounding: no x in shared memory, no barrier before the rows (4096 x 14336 + SwiGLU + bias
+// 17.7 -> 17.0 µs on the H200). Its loads of [gate | up] are load_after_wait's: with __ldg it ran
+// 16.4 µs and gave llama3-8b fp8 a relative L2 of 0.27 (reduce.cuh).
+// (Session 40's first rows loaded before the prologue gained alone on runs of 12 rows, 6144 x 4096
+// + RMSNorm 11.3 -> 10.6 µs, and lost the decode each time: 387.6 -> 385.8 tokens/s, 391.0 ->
+// 389.1 with the per-warp SwiGLU, s41_c; removed.)
 constexpr int k_cs_warps = k_gemv_fp8_cs_threads / 32;
 constexpr int k_cs_batch = 8; // rows whose sums are reduced together
 constexpr int k_cs_swiglu_slices = 3;
 
-template <int PRO, bool EARLY>
+template <int PRO>
 __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
     gemv_fp8_cs(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
                 const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
@@ -526,11 +530,6 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
         }
     };
     uint4 buf[DEPTH][U];
-    if constexpr (EARLY) {
-#pragma unroll
-        for (int d = 0; d < DEPTH; ++d)
-            fetch(buf[d], d);
-    }
     const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
     if constexpr (PRO == k_pro_norm)
         prologue_norm<bf16, 1>(xv, smem, xkv, norm_weight, norm_eps);
@@ -538,11 +537,9 @@ __global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
         prologue_swiglu<bf16, 1>(xv, smem, xkv);
     if constexpr (SHARED_X)
         __syncthreads(); // x in shared memory
-    if constexpr (!EARLY) {
 #pragma unroll
-        for (int d = 0; d < DEPTH; ++d)
-            fetch(buf[d], d);
-    }
+    for (int d = 0; d < DEPTH; ++d)
+        fetch(buf[d], d);
     // the slice's x as floats (16 a vector: x's vectors 2 v and 2 v + 1)
     float xf[U][16];
 #pragma unroll
@@ -700,16 +697,12 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     t.y, a.n, a.k / 16, a.ld_w, p.slices, p.slice_rows,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps)));
             };
-            if (p.fused_swiglu && p.swiglu_slices)
-                return p.early_rows ? run(gemv_fp8_cs<k_cs_swiglu_slices, true>)
-                                    : run(gemv_fp8_cs<k_cs_swiglu_slices, false>);
             if (p.fused_swiglu)
-                return p.early_rows ? run(gemv_fp8_cs<k_pro_swiglu, true>)
-                                    : run(gemv_fp8_cs<k_pro_swiglu, false>);
+                return p.swiglu_slices ? run(gemv_fp8_cs<k_cs_swiglu_slices>)
+                                       : run(gemv_fp8_cs<k_pro_swiglu>);
             if (p.fused_norm)
-                return p.early_rows ? run(gemv_fp8_cs<k_pro_norm, true>)
-                                    : run(gemv_fp8_cs<k_pro_norm, false>);
-            return run(gemv_fp8_cs<k_pro_none, false>);
+                return run(gemv_fp8_cs<k_pro_norm>);
+            return run(gemv_fp8_cs<k_pro_none>);
         }
         if (p.claimed) {
             using namespace gemv_common;

@@ -34,8 +34,6 @@ inline constexpr int k_gemv_fp8_max_tokens = 8;
 inline constexpr int k_gemv_fp8_cs_threads = 512;
 inline constexpr int k_gemv_fp8_cs_vectors = 2;
 inline constexpr int k_gemv_fp8_cs_depth = 4;
-// the longest run whose first rows are loaded before an RMSNorm prologue (plan_gemv_fp8)
-inline constexpr int k_gemv_fp8_cs_early_max_rows = 16;
 // Resident blocks per SM the vector kernels are compiled for (__launch_bounds__): 4 (64
 // registers) for one token, 2 beyond (R = 4 rows of up to 8 tokens' accumulators).
 constexpr int gemv_fp8_blocks_per_sm(int tokens) {
@@ -84,12 +82,9 @@ struct gemv_fp8_plan {
     bool column_stationary = false;
     int slices = 0;
     int slice_rows = 0;
-    // column-stationary choices of the same bits: the first rows' loads before an RMSNorm
-    // prologue on runs of at most k_gemv_fp8_cs_early_max_rows rows, and a fused SwiGLU made by
-    // each warp for its own slice from global memory instead of once a block in shared memory
-    // (shared_bytes then holds no x); FOURFOLD_GEMV_FP8_CS_EARLY and
-    // FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES = 0 or 1 force them (A/B runs)
-    bool early_rows = false;
+    // a fused SwiGLU made by each warp for its own slice from global memory instead of once a
+    // block in shared memory (shared_bytes then holds no x; the same bits): the column-stationary
+    // default, FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=0 turns it off (A/B runs)
     bool swiglu_slices = false;
     bool fused_norm = false;       // gemv_fp8_args::norm_weight applied inside (claimed)
     bool fused_swiglu = false;     // gemv_fp8_args::swiglu_x applied inside (claimed)

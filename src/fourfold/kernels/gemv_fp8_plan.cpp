@@ -25,8 +25,6 @@ std::string gemv_fp8_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     if (column_stationary)
         s += ", " + std::to_string(slices) + " slice(s)/row";
-    if (early_rows)
-        s += ", first rows loaded before the prologue";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
@@ -181,26 +179,12 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 p.fused_norm = a.norm_weight != nullptr;
                 p.fused_swiglu = a.swiglu_x;
                 p.balanced = false;
-                // Two choices of the same bits (session 41 on trial; FOURFOLD_GEMV_FP8_CS_EARLY and
-                // FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES = 0 or 1 force them, for A/B runs):
-                // - the first rows' loads before an RMSNorm prologue, where a run has at most
-                //   16 rows: measured on the H200 (s41_a/b, forced on everywhere) runs of 12 rows
-                //   gained (6144 x 4096 11.2 -> 10.5 µs), of 31 and 55 lost (4096 x 14336 + SwiGLU
-                //   17.3 -> 17.8, 28672 x 4096 30.0 -> 30.4), of 243 were even (the LM head 124)
-                // - the SwiGLU made by each warp for its own slice, no x in shared memory
-                const auto forced = [](const char* name) -> int {
-                    const char* v = std::getenv(name);
-                    if (!v)
-                        return -1;
-                    return std::strcmp(v, "1") == 0 ? 1 : 0;
-                };
-                const int early = forced("FOURFOLD_GEMV_FP8_CS_EARLY");
-                p.early_rows =
-                    prologue != nullptr && (early < 0 ? a.norm_weight != nullptr &&
-                                                            run_rows <= k_gemv_fp8_cs_early_max_rows
-                                                      : early == 1);
-                const int slices_x = forced("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
-                p.swiglu_slices = a.swiglu_x && slices_x != 0;
+                // A fused SwiGLU made by each warp for its own slice, no x in shared memory
+                // (the same bits; FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=0 takes the block's prologue
+                // instead, for A/B runs): on the H200 4096 x 14336 + SwiGLU + bias 17.7 -> 17.0
+                // µs, llama3-8b fp8 native_fused 387.6 -> 391.0 tokens/s at ctx 512 (s41_c)
+                const char* slices_x = std::getenv("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
+                p.swiglu_slices = a.swiglu_x && !(slices_x && std::strcmp(slices_x, "0") == 0);
                 if (p.swiglu_slices)
                     p.shared_bytes -= x_bytes;
                 return p;
