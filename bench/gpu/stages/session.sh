@@ -2227,7 +2227,10 @@ s41_sass() {
             -Isrc/fourfold/kernels -cubin $src -o /tmp/s41_$v.cubin &&
             cuobjdump -sass /tmp/s41_$v.cubin >/tmp/s41_$v.sass
         # the SwiGLU-slices kernel without the early rows: its first memory instructions
-        awk '/Function : .*gemv_fp8_csILi3EEv/{on=1; next} /Function :/{on=0} on' /tmp/s41_$v.sass \
+        # (s41_e's pattern "Function : .*gemv_fp8_csILi3EEv" matched nothing: the header's form
+        # is printed now, and any line naming the kernel and "Function" opens it)
+        grep -m3 -n "Function" /tmp/s41_$v.sass
+        awk '/Function/ && /gemv_fp8_cs.*ILi3E/{on=1; next} /Function/{on=0} on' /tmp/s41_$v.sass \
             >"$OUT/s41_sass_$v.txt"
         echo "$v: $(wc -l <"$OUT/s41_sass_$v.txt") lines; loads, waits, barriers in order:"
         grep -nE "LDG|ACQ|DEPBAR|WARPSYNC|BAR|CCTL|PREEXIT|griddep|ERRBAR|MEMBAR|CGAERRBAR|LDS|STS" \
