@@ -28,6 +28,12 @@ constexpr int gemv_fma_blocks_per_sm(int tokens) {
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
 // gemv_claim (gemv_plan::claimed): one block of this many threads an SM
 inline constexpr int k_gemv_claim_threads = 1024;
+// The column-stationary kernel (gemv_cs.cuh, one token; the FP8 GEMV's and the bf16 / fp16 one's):
+// a block of 16 warps an SM, a warp a slice of k_gemv_cs_vectors 16-byte weight vectors a lane
+// (1 KB of a row), k_gemv_cs_depth rows of it in flight; K up to 16 slices.
+inline constexpr int k_gemv_cs_threads = 512;
+inline constexpr int k_gemv_cs_vectors = 2;
+inline constexpr int k_gemv_cs_depth = 4;
 
 struct gemv_args {
     const void* x = nullptr;    // T x K

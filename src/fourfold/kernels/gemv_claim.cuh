@@ -126,6 +126,24 @@ template <typename T> struct same_weights {
             acc = fmaf(wf[j], xf[j], acc);
         return acc;
     }
+    // gemv_cs (gemv_cs.cuh): x held as floats in registers
+    static constexpr int x_floats = 16 / sizeof(T);
+    __device__ static __forceinline__ void unpack_x(const uint4& r, float* f) {
+        float t[x_floats];
+        packet<T, x_floats>::unpack(r, t);
+#pragma unroll
+        for (int j = 0; j < x_floats; ++j)
+            f[j] = t[j];
+    }
+    __device__ static __forceinline__ float dot_regs(float acc, const uint4& wv,
+                                                     const float (&xf)[x_floats]) {
+        float wf[x_floats];
+        packet<T, x_floats>::unpack(wv, wf);
+#pragma unroll
+        for (int j = 0; j < x_floats; ++j)
+            acc = fmaf(wf[j], xf[j], acc);
+        return acc;
+    }
 };
 
 // After the block's barrier: each row's step slots added in step order (deterministic), times its

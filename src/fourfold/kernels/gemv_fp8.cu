@@ -18,6 +18,7 @@
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/fp8_widen.cuh"
 #include "fourfold/kernels/gemv_claim.cuh"
+#include "fourfold/kernels/gemv_cs.cuh"
 #include "fourfold/kernels/gemv_fp8.hpp"
 #include "fourfold/kernels/reduce.cuh"
 
@@ -53,6 +54,22 @@ struct e4m3_weights {
             for (int j = 0; j < 8; ++j)
                 acc = fmaf(wf[j], xf[j], acc);
         }
+        return acc;
+    }
+    // gemv_cs (gemv_cs.cuh): the 16 x values a weight vector multiplies, held as floats
+    static constexpr int x_floats = 16;
+    __device__ static __forceinline__ void unpack_x(const uint4& r, float* f) { unpack_bf16(r, f); }
+    __device__ static __forceinline__ float dot_regs(float acc, const uint4& c,
+                                                     const float (&xf)[16]) {
+        float wf[8];
+        unpack_e4m3(c.x, c.y, wf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            acc = fmaf(wf[e], xf[e], acc);
+        unpack_e4m3(c.z, c.w, wf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            acc = fmaf(wf[e], xf[8 + e], acc);
         return acc;
     }
 };
@@ -459,160 +476,16 @@ __global__ void __launch_bounds__(256, gemv_fp8_blocks_per_sm(TOK))
     finish_split<TOK, R>(acc, part, warp, lane, ks, ks_index, row0, n, TOK, ep, y, ld_y);
 }
 
-// One token, column-stationary (session 40; gemv_fp8_plan::column_stationary): a warp owns one
-// slice of K, 32 x k_gemv_fp8_cs_vectors 16-byte weight vectors of a row (1 KB: 1,024 weights),
-// down a contiguous run of rows, so its x (the slice's 1,024 bf16 values) is loaded and widened
-// to floats once, into registers, before the first row: a row then costs the weights' loads,
-// their conversions and the FMAs alone. The FP8 GEMV's missing bandwidth was on x's side (its
-// loads through L1 and their widening, 2 x 16 bytes of x a 16-byte weight vector: session 39's
-// probe); bench/gpu/gemv_probe.cu's copy of this kernel moved the bare stream's rate (28672 x
-// 4096 28.6 µs against the balanced kernel's 34.4; H200, session 40). k_gemv_fp8_cs_depth rows of
-// the slice are in flight (a ring of registers); the sums of 8 rows are reduced across the warp at
-// once (9 shuffles where 8 warp sums take 40). The block's 16 warps are 16 / S row runs of S
-// slices (S = the plan's `slices`; warps past 16 / S runs idle), each run's warps adding their
-// slices' sums in slice order through shared memory once all rows are done (deterministic). The
-// prologue (PRO) makes x in shared memory once a block as gemv_claim's does, and each warp reads
-// its slice from there.
-// PRO = k_cs_swiglu_slices (the default for a fused SwiGLU, session 41) makes each warp compute
-// the SwiGLU of its own slice from [gate | up] in global memory, with the block prologue's value
-// and rounding: no x in shared memory, no barrier before the rows (4096 x 14336 + SwiGLU + bias
-// 17.7 -> 17.0 µs on the H200). Its loads of [gate | up] are load_after_wait's: with __ldg it ran
-// 16.4 µs and gave llama3-8b fp8 a relative L2 of 0.27 (reduce.cuh).
+// One token, column-stationary (session 40; gemv_fp8_plan::column_stationary): gemv_cs of
+// gemv_cs.cuh over e4m3_weights, a warp's slice 1 KB of a row (1,024 weights, its x as 32 floats a
+// lane). The FP8 GEMV's missing bandwidth was on x's side (its loads through L1 and their
+// widening, 2 x 16 bytes of x a 16-byte weight vector: session 39's probe); bench/gpu/
+// gemv_probe.cu's copy of the kernel moved the bare stream's rate (28672 x 4096 28.6 µs against
+// the balanced kernel's 34.4; H200, session 40). The SwiGLU made by each warp for its slice (the
+// default for a fused SwiGLU, session 41): 4096 x 14336 + SwiGLU + bias 17.7 -> 16.8 µs.
 // (Session 40's first rows loaded before the prologue gained alone on runs of 12 rows, 6144 x 4096
 // + RMSNorm 11.3 -> 10.6 µs, and lost the decode each time: 387.6 -> 385.8 tokens/s, 391.0 ->
 // 389.1 with the per-warp SwiGLU, s41_c; removed.)
-constexpr int k_cs_warps = k_gemv_fp8_cs_threads / 32;
-constexpr int k_cs_batch = 8; // rows whose sums are reduced together
-constexpr int k_cs_swiglu_slices = 3;
-
-template <int PRO>
-__global__ void __launch_bounds__(k_gemv_fp8_cs_threads, 1)
-    gemv_fp8_cs(const bf16* __restrict__ x, const std::uint8_t* __restrict__ w,
-                const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
-                const bf16* __restrict__ bias, bf16* __restrict__ y, std::int64_t n,
-                std::int64_t nkv, std::int64_t ld_w, int slices, int max_rows,
-                const bf16* __restrict__ norm_weight, float norm_eps) {
-    using namespace gemv_common;
-    constexpr int U = k_gemv_fp8_cs_vectors, DEPTH = k_gemv_fp8_cs_depth, RB = k_cs_batch;
-    static_assert(RB % DEPTH == 0, "the ring's slots are fixed at compile time");
-    // the prologues that make x in shared memory once a block
-    constexpr bool SHARED_X = PRO == k_pro_norm || PRO == k_pro_swiglu;
-    extern __shared__ uint4
-        smem[]; // SHARED_X: x (2 nkv vectors); then k_cs_warps x max_rows floats
-    allow_dependents();
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int runs = k_cs_warps / slices; // row runs a block
-    const int slice = warp % slices, run = warp / slices;
-    const std::int64_t all_runs = std::int64_t{gridDim.x} * runs;
-    const std::int64_t g = std::int64_t{blockIdx.x} * runs + run;
-    const std::int64_t r0 = run < runs ? g * n / all_runs : 0;
-    const int rows = run < runs ? static_cast<int>((g + 1) * n / all_runs - r0) : 0;
-    const int kv = static_cast<int>(nkv); // the plan keeps n and k below 2^31
-    const int xkv = 2 * kv;               // x's 16-byte vectors
-    float* part = reinterpret_cast<float*>(smem + (SHARED_X ? xkv : 0));
-    const std::int64_t ldv = ld_w / 16; // W's row stride in vectors
-    const uint4* wr = reinterpret_cast<const uint4*>(w + r0 * ld_w);
-    const int v0 = slice * 32 * U + lane; // the lane's first vector of a row
-    // the first rows of the slice into L2 while the kernel before may still run, then wait
-    if (lane % 8 == 0)
-        for (int r = 0; r < DEPTH && r < rows; ++r)
-#pragma unroll
-            for (int u = 0; u < U; ++u)
-                if (v0 + 32 * u < kv)
-                    prefetch_l2(wr + r * ldv + v0 + 32 * u);
-    dependency_wait();
-    const auto fetch = [&](uint4(&dst)[U], int row) {
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int v = v0 + 32 * u;
-            dst[u] =
-                row < rows && v < kv ? load_streaming(wr + row * ldv + v) : make_uint4(0, 0, 0, 0);
-        }
-    };
-    uint4 buf[DEPTH][U];
-    const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
-    if constexpr (PRO == k_pro_norm)
-        prologue_norm<bf16, 1>(xv, smem, xkv, norm_weight, norm_eps);
-    if constexpr (PRO == k_pro_swiglu)
-        prologue_swiglu<bf16, 1>(xv, smem, xkv);
-    if constexpr (SHARED_X)
-        __syncthreads(); // x in shared memory
-#pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-        fetch(buf[d], d);
-    // the slice's x as floats (16 a vector: x's vectors 2 v and 2 v + 1)
-    float xf[U][16];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int v = v0 + 32 * u;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            uint4 r = make_uint4(0, 0, 0, 0);
-            if constexpr (PRO == k_cs_swiglu_slices) {
-                // [gate | up]: round_bf16(silu(gate) * up), prologue_swiglu's value
-                uint4 ur = make_uint4(0, 0, 0, 0);
-                if (v < kv) {
-                    r = load_after_wait(xv[0] + 2 * v + h);
-                    ur = load_after_wait(xv[0] + xkv + 2 * v + h);
-                }
-                float g[8], up[8];
-                unpack_bf16(r, g);
-                unpack_bf16(ur, up);
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-                    xf[u][8 * h + j] = __bfloat162float(__float2bfloat16_rn(silu(g[j]) * up[j]));
-            } else {
-                if (v < kv)
-                    r = SHARED_X ? xv[0][2 * v + h] : __ldg(xv[0] + 2 * v + h);
-                unpack_bf16(r, &xf[u][8 * h]);
-            }
-        }
-    }
-    for (int rb = 0; rb < rows; rb += RB) {
-        float acc[RB];
-#pragma unroll
-        for (int j = 0; j < RB; ++j) {
-            float a = 0.f;
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const uint4 c = buf[j % DEPTH][u];
-                float wf[8];
-                unpack_e4m3(c.x, c.y, wf);
-#pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    a = fmaf(wf[e], xf[u][e], a);
-                unpack_e4m3(c.z, c.w, wf);
-#pragma unroll
-                for (int e = 0; e < 8; ++e)
-                    a = fmaf(wf[e], xf[u][8 + e], a);
-            }
-            acc[j] = a;
-            fetch(buf[j % DEPTH], rb + j + DEPTH);
-        }
-        const float sum = warp_sum_8(acc); // lane 4 q: row q of the batch
-        const int row = rb + lane / 4;
-        if (lane % 4 == 0 && row < rows)
-            part[warp * max_rows + row] = sum;
-    }
-    __syncthreads();
-    // each run's rows: the slices' sums in slice order, times the scale, plus the bias, rounded
-    for (int i = threadIdx.x; i < runs * max_rows; i += blockDim.x) {
-        const int q = i / max_rows, r = i - q * max_rows;
-        const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;
-        const std::int64_t a0 = gq * n / all_runs;
-        if (r >= (gq + 1) * n / all_runs - a0)
-            continue;
-        float v = 0.f;
-        for (int sl = 0; sl < slices; ++sl)
-            v += part[(q * slices + sl) * max_rows + r];
-        const std::int64_t row = a0 + r;
-        row_epilogue e;
-        e.scale = per_row ? scale[row * inc_scale] : scale[0];
-        if (bias)
-            e.bias = __bfloat162float(bias[row]);
-        y[row] = finish_value(v, e);
-    }
-}
 
 // Any alignment and any strides: one e4m3 value a lane a step, tokens up to 8 at run time,
 // a grid-stride loop over row blocks.
@@ -697,12 +570,13 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     t.y, a.n, a.k / 16, a.ld_w, p.slices, p.slice_rows,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps)));
             };
+            using F = e4m3_weights;
             if (p.fused_swiglu)
-                return p.swiglu_slices ? run(gemv_fp8_cs<k_cs_swiglu_slices>)
-                                       : run(gemv_fp8_cs<k_pro_swiglu>);
+                return p.swiglu_slices ? run(gemv_cs<F, k_cs_swiglu_slices>)
+                                       : run(gemv_cs<F, k_pro_swiglu>);
             if (p.fused_norm)
-                return run(gemv_fp8_cs<k_pro_norm>);
-            return run(gemv_fp8_cs<k_pro_none>);
+                return run(gemv_cs<F, k_pro_norm>);
+            return run(gemv_cs<F, k_pro_none>);
         }
         if (p.claimed) {
             using namespace gemv_common;
