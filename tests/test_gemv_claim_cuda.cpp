@@ -1,9 +1,11 @@
-// GPU tests (label gpu) of kernels/gemv.cu's one-token GEMV whose 2 KB steps are claimed at run
-// time by the 32 warps of an SM's block (gemv_claim, gemv_plan::claimed): against float64 with no
-// prologue, the RMSNorm and the SwiGLU prologues, with and without the bias, rows past whole
-// steps and a row count no block count divides; and the same bits on every run, whichever warp
-// took a step. Calls model_ops directly (no runner), so the sanitizer stage runs it whole.
+// GPU tests (label gpu) of kernels/gemv.cu's one-token GEMVs with a block an SM: the one whose 2 KB
+// steps are claimed at run time by the 32 warps of an SM's block (gemv_claim, gemv_plan::claimed)
+// and the column-stationary one on trial (gemv_cs, FOURFOLD_GEMV_CS=1, bf16 and fp16): against
+// float64 with no prologue, the RMSNorm and the SwiGLU prologues, with and without the bias, rows
+// past whole steps or slices and a row count no block count divides; and the same bits on every
+// run. Calls model_ops directly (no runner), so the sanitizer stage runs it whole.
 #include "decoder_kernels_cuda.hpp"
+#include "env_switch.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/gemv.hpp"
@@ -11,24 +13,31 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
+#include <functional>
 #include <string>
+#include <vector>
 
 using namespace fourfold;
 using namespace fourfold::testing::decoder_kernels;
 namespace mo = fourfold::workloads::model_ops;
 
-TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
-    REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    const workloads::call_context ctx(*dev);
-    // 4 rows a block of the one-token wave and 13 more: the balanced path, rows no block count
-    // divides; K 16 bytes past whole 2 KB steps, rows of 8 KB or more (claimed)
-    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+namespace {
+
+// One token through model_ops' native GEMV with each prologue (none, RMSNorm, SwiGLU; with and
+// without the bias where model_ops takes one), n rows of K = k_of(type) for each type of `ts`: the
+// plan passed to `check_plan` (the case's name, the plan), each case within the type's tolerance
+// of float64 (the prologue's rounding applied), and the same bits on 3 more runs.
+void expect_one_token_cases(
+    backend::device& dev, std::int64_t n, const std::vector<at::ScalarType>& ts,
+    const std::function<std::int64_t(at::ScalarType)>& k_of,
+    const std::function<void(const std::string&, const kernels::gemv_plan&)>& check_plan) {
+    const workloads::call_context ctx(dev);
     const double eps = 1e-5;
     auto gen = at::detail::createCPUGenerator(17);
-    for (const auto t : types()) {
-        const std::int64_t k = t == at::kFloat ? 2052 : 4104;
-        const auto o = at::TensorOptions().dtype(t).device(dev->torch_device());
+    for (const auto t : ts) {
+        const std::int64_t k = k_of(t);
+        const auto o = at::TensorOptions().dtype(t).device(dev.torch_device());
         auto r = [&](std::vector<std::int64_t> shape, double scale) {
             return (at::randn(shape, gen, at::TensorOptions().dtype(at::kDouble)) * scale)
                 .to(t)
@@ -75,9 +84,10 @@ TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
                 ga.norm_weight = std::string(pro) == "rms_norm" ? wg.data_ptr() : nullptr;
                 ga.swiglu_x = std::string(pro) == "swiglu";
                 const auto plan = kernels::plan_gemv(ga, workloads::native::limits(ctx));
-                const auto what = std::string(c10::toString(t)) + " " + pro +
-                                  (bias ? " + bias" : "") + ": " + plan.describe();
-                EXPECT_TRUE(plan.claimed) << what;
+                const auto what = std::string(c10::toString(t)) + " " + std::to_string(n) + "x" +
+                                  std::to_string(k) + " " + pro + (bias ? " + bias" : "") + ": " +
+                                  plan.describe();
+                check_plan(what, plan);
                 const auto y = run();
                 ASSERT_TRUE(y.defined()) << what;
                 EXPECT_LT(scaled_error(y, ref), tolerance(t)) << what;
@@ -85,5 +95,39 @@ TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
                     EXPECT_TRUE(at::equal(run().cpu(), y.cpu())) << what << ", run " << again;
             }
     }
+}
+
+} // namespace
+#endif
+
+TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    // 4 rows a block of the one-token wave and 13 more: the balanced path, rows no block count
+    // divides; K 16 bytes past whole 2 KB steps, rows of 8 KB or more (claimed)
+    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+    expect_one_token_cases(
+        *dev, n, types(), [](at::ScalarType t) { return t == at::kFloat ? 2052 : 4104; },
+        [](const std::string& what, const kernels::gemv_plan& plan) {
+            EXPECT_TRUE(plan.claimed) << what;
+        });
+#endif
+}
+
+// The column-stationary kernel on trial (FOURFOLD_GEMV_CS=1), bf16 and fp16: K of 4 slices of 512
+// elements, of 9 (the last one vector: K = 4104) and of 16; runs of 4-20 rows; the SwiGLU made by
+// each warp for its slice.
+TEST(gemv_claim_cuda, column_stationary_trial_matches_float64_and_repeats_its_bits) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const std::int64_t n = 16 * dev->caps().compute_units + 13;
+    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4104}, std::int64_t{8192}})
+        expect_one_token_cases(
+            *dev, n, {at::kBFloat16, at::kHalf}, [k](at::ScalarType) { return k; },
+            [](const std::string& what, const kernels::gemv_plan& plan) {
+                EXPECT_TRUE(plan.column_stationary) << what;
+                EXPECT_EQ(plan.swiglu_slices, plan.fused_swiglu) << what;
+            });
 #endif
 }

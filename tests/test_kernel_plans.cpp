@@ -1,5 +1,6 @@
 // The host half of fourfold's native kernels: the plans a call would take, decided from the
 // shape, the alignment and the device's limits alone (no GPU needed, so CI checks them).
+#include "env_switch.hpp"
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/pad.hpp"
 #include "fourfold/kernels/softmax.hpp"
@@ -227,6 +228,46 @@ TEST(kernel_plans, gemv_claims_steps_for_one_token_where_its_slots_fit) {
     EXPECT_TRUE(plan_gemv(fp32, h200()).claimed); // 8 KB rows
     // slots past 48 KiB: 1,000,000 rows / 132 x 4 steps x 4 bytes
     EXPECT_FALSE(plan_gemv(gemv_of(1, 1000000, 4096), h200()).claimed);
+}
+
+// The column-stationary kernel on trial (FOURFOLD_GEMV_CS=1): one token of 2-byte elements, K at
+// most 16 slices of 512 elements, a float a row of each warp's run beside the prologue's x (none
+// for the SwiGLU, made by each warp); nothing changes without the switch.
+TEST(kernel_plans, gemv_column_stationary_on_trial_only_where_asked) {
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS");
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), h200()).column_stationary);
+    cs.set("1");
+    const auto o = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    ASSERT_TRUE(o.valid.empty()) << o.valid;
+    EXPECT_TRUE(o.column_stationary && !o.balanced && !o.claimed) << o.describe();
+    EXPECT_NE(o.describe().find("1 KB slice"), std::string::npos) << o.describe();
+    EXPECT_EQ(o.slices, 8); // 2 runs a block, 264 runs
+    EXPECT_EQ(o.slice_rows, 16);
+    EXPECT_EQ(o.blocks, 132);
+    EXPECT_EQ(o.threads, 512);
+    EXPECT_EQ(o.shared_bytes, 16 * 16 * 4);
+    const auto qkv = plan_gemv(with_norm(gemv_of(1, 6144, 4096)), h200());
+    EXPECT_TRUE(qkv.column_stationary && qkv.fused_norm) << qkv.describe();
+    EXPECT_EQ(qkv.shared_bytes, 4096 * 2 + 16 * 24 * 4);
+    const auto head = plan_gemv(with_norm(gemv_of(1, 128256, 4096)), h200());
+    EXPECT_TRUE(head.column_stationary) << head.describe();
+    EXPECT_EQ(head.shared_bytes, 4096 * 2 + 16 * 486 * 4);
+    auto swiglu = gemv_of(1, 4096, 4096);
+    swiglu.swiglu_x = true;
+    swiglu.ld_x = 8192;
+    const auto sw = plan_gemv(swiglu, h200());
+    EXPECT_TRUE(sw.column_stationary && sw.fused_swiglu && sw.swiglu_slices) << sw.describe();
+    EXPECT_EQ(sw.shared_bytes, 16 * 16 * 4); // no x
+    auto down = gemv_of(1, 4096, 14336);     // 28 slices: claimed as before
+    down.swiglu_x = true;
+    down.ld_x = std::int64_t{2} * 14336;
+    EXPECT_TRUE(plan_gemv(down, h200()).claimed);
+    EXPECT_FALSE(plan_gemv(down, h200()).column_stationary);
+    EXPECT_FALSE(plan_gemv(gemv_of(2, 4096, 4096), h200()).column_stationary); // two tokens
+    auto fp32 = gemv_of(1, 4096, 2048);
+    fp32.type = elem::f32;
+    EXPECT_FALSE(plan_gemv(fp32, h200()).column_stationary);
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 1000, 4096), h200()).column_stationary); // not balanced
 }
 
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {

@@ -2217,21 +2217,22 @@ stage_s41_b() {
 # the prologue ops and llama3-8b fp8 decode with the new defaults and each choice forced off.
 # Predicted: decode correctness PASS at about 393-396 tokens/s (ctx 512), qkv + RMSNorm 10.5 µs.
 s41_sass() {
-    local t0=$SECONDS
+    local t0=$SECONDS inc
+    # the old form: gemv_cs.cuh (where the kernel lives since session 41's move) with __ldg
     mkdir -p /tmp/s41old/fourfold/kernels
-    sed 's/load_after_wait(/__ldg(/g' src/fourfold/kernels/gemv_fp8.cu >/tmp/s41old/gemv_fp8.cu
+    sed 's/load_after_wait(/__ldg(/g' src/fourfold/kernels/gemv_cs.cuh \
+        >/tmp/s41old/fourfold/kernels/gemv_cs.cuh
     for v in old new; do
-        local src=src/fourfold/kernels/gemv_fp8.cu
-        [ $v = old ] && src=/tmp/s41old/gemv_fp8.cu
-        nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a -Isrc \
-            -Isrc/fourfold/kernels -cubin $src -o /tmp/s41_$v.cubin &&
+        inc=""
+        [ $v = old ] && inc="-I/tmp/s41old"
+        nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode arch=compute_90a,code=sm_90a $inc -Isrc \
+            -cubin src/fourfold/kernels/gemv_fp8.cu -o /tmp/s41_$v.cubin &&
             cuobjdump -sass /tmp/s41_$v.cubin >/tmp/s41_$v.sass
-        # the SwiGLU-slices kernel without the early rows: its first memory instructions
         # (s41_e's pattern "Function : .*gemv_fp8_csILi3EEv" matched nothing: the header's form
         # is printed now, and any line naming the kernel and "Function" opens it)
         grep -m3 -n "Function" /tmp/s41_$v.sass
-        awk '/Function/ && /gemv_fp8_cs.*ILi3E/{on=1; next} /Function/{on=0} on' /tmp/s41_$v.sass \
-            >"$OUT/s41_sass_$v.txt"
+        awk '/Function/ && /gemv_cs.*e4m3_weights.*Li3E/{on=1; next} /Function/{on=0} on' \
+            /tmp/s41_$v.sass >"$OUT/s41_sass_$v.txt"
         echo "$v: $(wc -l <"$OUT/s41_sass_$v.txt") lines; loads, waits, barriers in order:"
         grep -nE "LDG|ACQ|DEPBAR|WARPSYNC|BAR|CCTL|PREEXIT|griddep|ERRBAR|MEMBAR|CGAERRBAR|LDS|STS" \
             "$OUT/s41_sass_$v.txt" | head -24
@@ -2276,4 +2277,39 @@ stage_s41_e() {
     s41_sass
     s38_fp8_prologue_ops new3
     stage_pack s41_e
+}
+
+# Session 42's first call (prepared in session 41, unmeasured): the bf16 / fp16 GEMV's
+# column-stationary kernel on trial (FOURFOLD_GEMV_CS=1: gemv_cs of gemv_cs.cuh over same_weights,
+# the FP8 GEMV's kernel, whose 29 kernels kept their PTX up to register numbers in the move). The
+# gpu tests (the new gemv_claim_cuda.column_stationary_trial_*: bf16 and fp16, K of 4, 9 and 16
+# slices, each prologue, float64 and the same bits), the bf16 decoder's tests with the switch on;
+# the decode's bf16 GEMV shapes and llama3-8b / qwen3-30b-a3b native_fused with it off and on;
+# llama3-8b fp8 (the moved kernel: 390.8 / 372.7 expected). Predicted from session 41's probe:
+# 6144 x 4096 + RMSNorm about -2 µs, 4096 x 4096 about -1, 28672 x 4096 + RMSNorm about -3.5,
+# the LM head about -7; llama3-8b bf16 246 -> about 255 tokens/s at ctx 512 (its down projection,
+# K = 14336, stays claimed); qwen3-30b-a3b's K = 2048 GEMVs take it too: watch it.
+stage_s42_a() {
+    s25_gtests 'gemv_claim_cuda.*:gemv_fp8*:decoder_fp8_cuda.*:native.gemv*' 300 "$OUT/s42_a_tests.txt"
+    FOURFOLD_GEMV_CS=1 s25_gtests 'decode_native_cuda.*:native.gemv*' 200 "$OUT/s42_a_tests_cs.txt"
+    s36_ops base1
+    FOURFOLD_GEMV_CS=1 s36_ops cs1
+    s36_decode llama3-8b base1
+    FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs1
+    s36_decode qwen3-30b-a3b base1
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs1
+    s37_fp8_decode s42
+    stage_pack s42_a
+}
+# The second call on the warm machine: the sanitizers over the trial's test, a second round the
+# other way round, and the SASS read-out of the FP8 SwiGLU kernel's loads (s41_sass).
+stage_s42_b() {
+    s32_sanitizer memcheck s42_b 'gemv_claim_cuda.column*' 120
+    s32_sanitizer racecheck s42_b 'gemv_claim_cuda.column*' 120
+    FOURFOLD_GEMV_CS=1 s36_ops cs2
+    s36_ops base2
+    FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs2
+    s36_decode llama3-8b base2
+    s41_sass
+    stage_pack s42_b
 }

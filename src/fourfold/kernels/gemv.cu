@@ -9,13 +9,14 @@
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/gemv_claim.cuh"
+#include "fourfold/kernels/gemv_cs.cuh"
 #include "fourfold/kernels/reduce.cuh"
 
 namespace fourfold::kernels {
 namespace {
 
 using namespace device;
-using namespace gemv_common; // the prologues, gemv_claim
+using namespace gemv_common; // the prologues, gemv_claim, gemv_cs
 
 // The bias of the row lane `lane` writes (lane r * tok + t writes row row0 + r), loaded before
 // the row's weights so that its latency hides under theirs (read after the reduction, it was
@@ -622,6 +623,25 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
         return status_of(launch_serialised_after(kernel, grid, block, stream, dep, x, w, b, y, a.n,
                                                  nkv, a.ld_x, a.ld_w, a.ld_y, extra...));
     };
+    if (p.column_stationary) {
+        if constexpr (TOK == 1 && sizeof(T) == 2) {
+            using F = same_weights<T>;
+            const auto* nw = static_cast<const T*>(a.norm_weight);
+            const auto eps = static_cast<float>(a.norm_eps);
+            auto run = [&](auto kernel) {
+                return status_of(launch_serialised_after_smem(
+                    kernel, grid, block, p.shared_bytes, stream, dep, x, w,
+                    static_cast<const float*>(nullptr), std::int64_t{0}, false, b, y, a.n, nkv,
+                    a.ld_w, p.slices, p.slice_rows, nw, eps));
+            };
+            if (p.fused_swiglu)
+                return run(gemv_cs<F, k_cs_swiglu_slices>);
+            if (p.fused_norm)
+                return run(gemv_cs<F, k_pro_norm>);
+            return run(gemv_cs<F, k_pro_none>);
+        }
+        return invalid("the column-stationary GEMV takes one token of 2-byte elements");
+    }
     if (p.balanced) {
         const auto* nw = static_cast<const T*>(a.norm_weight);
         const auto eps = static_cast<float>(a.norm_eps);

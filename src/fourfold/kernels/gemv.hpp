@@ -70,6 +70,16 @@ struct gemv_plan {
     // balanced, one token: one block of k_gemv_claim_threads an SM whose warps claim the block's
     // 2 KB steps from a shared counter (gemv_claim); shared_bytes then holds a float a step too
     bool claimed = false;
+    // one token, bf16 or fp16, K at most 16 slices of 1 KB (512 elements), on trial where
+    // FOURFOLD_GEMV_CS=1 (session 41, unmeasured in the product): gemv_cs (gemv_cs.cuh), the FP8
+    // GEMV's column-stationary kernel over these weights: one block of k_gemv_cs_threads an SM,
+    // a warp one slice of K (its x as floats in registers) down a run of at most `slice_rows`
+    // rows, `slices` warps a run; shared_bytes holds the prologue's x (none for the SwiGLU, made
+    // by each warp for its slice), then a float a row of each warp's run
+    bool column_stationary = false;
+    int slices = 0;
+    int slice_rows = 0;
+    bool swiglu_slices = false;
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)

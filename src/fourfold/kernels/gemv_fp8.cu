@@ -58,7 +58,9 @@ struct e4m3_weights {
     }
     // gemv_cs (gemv_cs.cuh): the 16 x values a weight vector multiplies, held as floats
     static constexpr int x_floats = 16;
-    __device__ static __forceinline__ void unpack_x(const uint4& r, float* f) { unpack_bf16(r, f); }
+    __device__ static __forceinline__ void unpack_x(const uint4& r, float* f) {
+        unpack_bf16(r, f);
+    }
     __device__ static __forceinline__ float dot_regs(float acc, const uint4& c,
                                                      const float (&xf)[16]) {
         float wf[8];

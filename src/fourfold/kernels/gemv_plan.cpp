@@ -3,19 +3,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 namespace fourfold::kernels {
 
 std::string gemv_plan::describe() const {
-    std::string s = tensor_cores ? "tensor cores (m16n8k16), 16-byte loads"
-                    : claimed    ? "16-byte loads, 2 KB steps claimed by a block's warps"
-                    : balanced   ? "16-byte loads, rows split evenly over each block's warps"
-                    : streamed
-                        ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
-                                      : "16-byte loads, streamed, a block per 8 row groups")
-                    : vectorised ? "16-byte loads"
-                                 : "scalar loads";
+    std::string s =
+        tensor_cores        ? "tensor cores (m16n8k16), 16-byte loads"
+        : column_stationary ? "16-byte loads, a warp a 1 KB slice of K down a run of rows (x in "
+                              "registers; on trial)"
+        : claimed           ? "16-byte loads, 2 KB steps claimed by a block's warps"
+        : balanced          ? "16-byte loads, rows split evenly over each block's warps"
+        : streamed          ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
+                                          : "16-byte loads, streamed, a block per 8 row groups")
+        : vectorised        ? "16-byte loads"
+                            : "scalar loads";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
+    if (column_stationary)
+        s += ", " + std::to_string(slices) + " slice(s)/row";
+    if (swiglu_slices)
+        s += ", SwiGLU made by each warp for its slice";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
@@ -137,6 +145,33 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
+        }
+        // On trial (FOURFOLD_GEMV_CS=1; session 41's probe, bench/gpu/gemv_probe.cu bf16_cs_u2d4,
+        // against this kernel's balanced copy on the H200, the same outputs: 4096 x 4096 10.9 ->
+        // 9.8 µs, 6144 x 4096 15.3 -> 13.2, 28672 x 4096 57.5 -> 54.0, 128256 x 4096 240 -> 232):
+        // one token of 2-byte elements, K at most 16 slices of 1 KB, the column-stationary kernel
+        // (gemv_cs.cuh) where a float a row of each warp's run fits beside the prologue's x.
+        const char* cs = std::getenv("FOURFOLD_GEMV_CS");
+        if (a.tokens == 1 && es == 2 && cs && std::strcmp(cs, "1") == 0) {
+            constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_cs_vectors;
+            constexpr int warps = k_gemv_cs_threads / 32;
+            const std::int64_t slices = (nkv_all + slice_vectors - 1) / slice_vectors;
+            const std::int64_t runs = slices <= warps ? d.sm_count * (warps / slices) : 0;
+            const std::int64_t run_rows = runs ? (a.n + runs - 1) / runs : 0;
+            const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
+            const std::int64_t bytes = x_bytes + warps * run_rows * 4;
+            if (runs > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
+                p.column_stationary = true;
+                p.balanced = false;
+                p.streamed = false;
+                p.blocks = d.sm_count;
+                p.threads = k_gemv_cs_threads;
+                p.slices = static_cast<int>(slices);
+                p.slice_rows = static_cast<int>(run_rows);
+                p.swiglu_slices = a.swiglu_x;
+                p.shared_bytes = bytes;
+                return p;
+            }
         }
         // One token with rows of 8 KB or more: the steps claimed at run time by one block of 32
         // warps an SM (gemv_claim), where a float a step of the largest block's rows fits beside
