@@ -180,6 +180,28 @@ void expect_prologue_cases(
             }
     }
 }
+
+// A chain of launches captured once and replayed 3 times, `poison` run before each replay: every
+// tensor of `outputs()` the same bits as `expected` (named by `what`), each time.
+[[maybe_unused]] void expect_replays_give(backend::device& dev, const std::function<void()>& run,
+                                          const std::function<void()>& poison,
+                                          const std::function<std::vector<at::Tensor>()>& outputs,
+                                          const std::vector<at::Tensor>& expected,
+                                          const std::function<std::string(std::size_t)>& what) {
+    if (!dev.caps().graphs)
+        return;
+    const auto graph = dev.capture(run);
+    for (int replay = 0; replay < 3; ++replay) {
+        poison();
+        graph->replay();
+        dev.synchronize();
+        const auto y = outputs();
+        for (std::size_t i = 0; i < y.size(); ++i)
+            ASSERT_TRUE(at::equal(y[i], expected[i]))
+                << what(i) << ", replay " << replay << ": max diff "
+                << (y[i].to(at::kDouble) - expected[i].to(at::kDouble)).abs().max().item<double>();
+    }
+}
 #endif
 
 } // namespace
@@ -519,20 +541,15 @@ TEST(gemv_fp8, a_chain_of_dependent_launches_matches_eager_captured_and_float64)
                 dequantised_product(in, links[i].q.wq, links[i].q.scale, links[i].bias_cpu),
                 what(i));
         }
-        if (!dev->caps().graphs)
-            continue;
-        const auto graph = dev->capture(run_chain);
-        for (int replay = 0; replay < 3; ++replay) {
-            poison();
-            graph->replay();
-            dev->synchronize();
-            for (std::size_t i = 0; i < links.size(); ++i) {
-                const auto y = links[i].y.cpu();
-                ASSERT_TRUE(at::equal(y, eager[i]))
-                    << what(i) << ", replay " << replay << ": max diff "
-                    << (y.to(at::kDouble) - eager[i].to(at::kDouble)).abs().max().item<double>();
-            }
-        }
+        expect_replays_give(
+            *dev, run_chain, poison,
+            [&] {
+                std::vector<at::Tensor> y;
+                for (const auto& l : links)
+                    y.push_back(l.y.cpu());
+                return y;
+            },
+            eager, what);
     }
 #endif
 }
@@ -670,17 +687,7 @@ TEST(gemv_fp8, a_fused_swiglu_link_reads_its_gate_up_link_only_after_it) {
         }
         for (std::size_t i = 0; i < eager.size(); ++i)
             ASSERT_TRUE(at::equal(eager[i], base[i])) << what(i) << ", eager";
-        if (!dev->caps().graphs)
-            continue;
-        const auto graph = dev->capture(run_chain);
-        for (int replay = 0; replay < 3; ++replay) {
-            poison();
-            graph->replay();
-            dev->synchronize();
-            const auto y = outputs();
-            for (std::size_t i = 0; i < y.size(); ++i)
-                ASSERT_TRUE(at::equal(y[i], base[i])) << what(i) << ", replay " << replay;
-        }
+        expect_replays_give(*dev, run_chain, poison, outputs, base, what);
     }
 #endif
 }
