@@ -60,6 +60,8 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
         ctx->fact("kernel", json{{"path", plan.describe()},
                                  {"vectorised", plan.vectorised},
                                  {"balanced", plan.balanced},
+                                 {"claimed", plan.claimed},
+                                 {"column_stationary", plan.column_stationary},
                                  {"dependent_launch", plan.dependent_launch},
                                  {"rows_per_warp", plan.rows_per_warp},
                                  {"split_k", plan.k_split},
