@@ -2284,8 +2284,9 @@ stage_s41_e() {
 # the FP8 GEMV's kernel, whose 29 kernels kept their PTX up to register numbers in the move). The
 # gpu tests (the new gemv_claim_cuda.column_stationary_trial_*: bf16 and fp16, K of 4, 9 and 16
 # slices, each prologue, float64 and the same bits), the bf16 decoder's tests with the switch on;
-# the decode's bf16 GEMV shapes and llama3-8b / qwen3-30b-a3b native_fused with it off and on;
-# llama3-8b fp8 (the moved kernel: 390.8 / 372.7 expected). Predicted from session 41's probe:
+# the decode's bf16 GEMV shapes and llama3-8b native_fused with it off and on (about 7 minutes
+# with the build; qwen3-30b-a3b and llama3-8b fp8, the moved kernel, 390.8 / 372.7 expected, in
+# s42_b). Predicted from session 41's probe:
 # 6144 x 4096 + RMSNorm about -2 µs, 4096 x 4096 about -1, 28672 x 4096 + RMSNorm about -3.5,
 # the LM head about -7; llama3-8b bf16 246 -> about 255 tokens/s at ctx 512 (its down projection,
 # K = 14336, stays claimed); qwen3-30b-a3b's K = 2048 GEMVs take it too: watch it.
@@ -2296,16 +2297,17 @@ stage_s42_a() {
     FOURFOLD_GEMV_CS=1 s36_ops cs1
     s36_decode llama3-8b base1
     FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs1
-    s36_decode qwen3-30b-a3b base1
-    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs1
-    s37_fp8_decode s42
     stage_pack s42_a
 }
-# The second call on the warm machine: the sanitizers over the trial's test, a second round the
-# other way round, and the SASS read-out of the FP8 SwiGLU kernel's loads (s41_sass).
+# The second call on the warm machine (about 4 minutes): the sanitizers over the trial's test,
+# qwen3-30b-a3b off and on, llama3-8b fp8 after the move, a second round the other way round, and
+# the SASS read-out of the FP8 SwiGLU kernel's loads (s41_sass).
 stage_s42_b() {
     s32_sanitizer memcheck s42_b 'gemv_claim_cuda.column*' 120
     s32_sanitizer racecheck s42_b 'gemv_claim_cuda.column*' 120
+    s36_decode qwen3-30b-a3b base1
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs1
+    s37_fp8_decode s42
     FOURFOLD_GEMV_CS=1 s36_ops cs2
     s36_ops base2
     FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs2
