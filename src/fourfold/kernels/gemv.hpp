@@ -34,6 +34,14 @@ inline constexpr int k_gemv_claim_threads = 1024;
 inline constexpr int k_gemv_cs_threads = 512;
 inline constexpr int k_gemv_cs_vectors = 2;
 inline constexpr int k_gemv_cs_depth = 4;
+// The column-stationary kernel's partition (both GEMV plans): n rows of nkv 16-byte weight vectors
+// over sm_count blocks. `slices` of K a row, the rows of the longest run, and the bytes of the
+// float a row of each warp's run a block sums in shared memory; run_rows 0 where K has more than
+// 16 slices (the kernel does not take it).
+struct gemv_cs_shape {
+    std::int64_t slices = 0, run_rows = 0, sum_bytes = 0;
+};
+gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count);
 
 struct gemv_args {
     const void* x = nullptr;    // T x K

@@ -29,12 +29,6 @@
 namespace fourfold::kernels {
 
 inline constexpr int k_gemv_fp8_max_tokens = 8;
-// The column-stationary kernel (one token; gemv_cs.cuh, shared with the bf16 GEMV): a block of 16
-// warps an SM, a warp a slice of 2 16-byte vectors a lane (1 KB of a row, 1,024 e4m3 values), 4
-// rows of it in flight; K up to 16 slices.
-inline constexpr int k_gemv_fp8_cs_threads = k_gemv_cs_threads;
-inline constexpr int k_gemv_fp8_cs_vectors = k_gemv_cs_vectors;
-inline constexpr int k_gemv_fp8_cs_depth = k_gemv_cs_depth;
 // Resident blocks per SM the vector kernels are compiled for (__launch_bounds__): 4 (64
 // registers) for one token, 2 beyond (R = 4 rows of up to 8 tokens' accumulators).
 constexpr int gemv_fp8_blocks_per_sm(int tokens) {
@@ -76,8 +70,8 @@ struct gemv_fp8_plan {
     // GEMV); shared_bytes holds the prologue's x, then a float a step
     bool claimed = false;
     // one token where K is at most 16 slices of 1 KB (session 40), in place of balanced or
-    // claimed: a block of k_gemv_fp8_cs_threads an SM whose warps each hold one 1 KB slice of K's
-    // x in registers down a run of rows (gemv_cs.cuh's gemv_cs); `slices` warps a run, rows
+    // claimed: a block of k_gemv_cs_threads (gemv.hpp) an SM whose warps each hold one 1 KB slice
+    // of K's x in registers down a run of rows (gemv_cs.cuh's gemv_cs); `slices` warps a run, rows
     // of a run at most `slice_rows`; shared_bytes holds the prologue's x, then a float a row of
     // each warp's run
     bool column_stationary = false;

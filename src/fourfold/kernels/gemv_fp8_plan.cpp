@@ -163,18 +163,14 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // 20.2 -> 17.8), and llama3-8b fp8 native_fused went 350.5 -> 387.5 tokens/s (build
         // 73b8d6b, stage s40_c). Wider K keeps the balanced and claimed kernels below.
         {
-            constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_fp8_cs_vectors;
-            constexpr int warps = k_gemv_fp8_cs_threads / 32;
-            const std::int64_t slices = (nkv + slice_vectors - 1) / slice_vectors;
-            const std::int64_t runs = slices <= warps ? d.sm_count * (warps / slices) : 0;
-            const std::int64_t run_rows = runs ? (a.n + runs - 1) / runs : 0;
-            const std::int64_t bytes = (prologue ? x_bytes : 0) + warps * run_rows * 4;
-            if (runs > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
+            const auto cs_shape = gemv_cs_shape_of(a.n, nkv, d.sm_count);
+            const std::int64_t bytes = (prologue ? x_bytes : 0) + cs_shape.sum_bytes;
+            if (cs_shape.run_rows > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
                 p.column_stationary = true;
                 p.blocks = p.row_blocks = d.sm_count;
-                p.threads = k_gemv_fp8_cs_threads;
-                p.slices = static_cast<int>(slices);
-                p.slice_rows = static_cast<int>(run_rows);
+                p.threads = k_gemv_cs_threads;
+                p.slices = static_cast<int>(cs_shape.slices);
+                p.slice_rows = static_cast<int>(cs_shape.run_rows);
                 p.shared_bytes = bytes;
                 p.fused_norm = a.norm_weight != nullptr;
                 p.fused_swiglu = a.swiglu_x;

@@ -37,6 +37,17 @@ std::string gemv_plan::describe() const {
     return s;
 }
 
+gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
+    constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_cs_vectors;
+    constexpr int warps = k_gemv_cs_threads / 32;
+    gemv_cs_shape s;
+    s.slices = (nkv + slice_vectors - 1) / slice_vectors;
+    const std::int64_t runs = s.slices <= warps ? sm_count * (warps / s.slices) : 0;
+    s.run_rows = runs ? (n + runs - 1) / runs : 0;
+    s.sum_bytes = warps * s.run_rows * 4;
+    return s;
+}
+
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     gemv_plan p;
     if (a.tokens < 1 || a.tokens > k_gemv_max_tokens) {
@@ -153,21 +164,17 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         // (gemv_cs.cuh) where a float a row of each warp's run fits beside the prologue's x.
         const char* cs = std::getenv("FOURFOLD_GEMV_CS");
         if (a.tokens == 1 && es == 2 && cs && std::strcmp(cs, "1") == 0) {
-            constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_cs_vectors;
-            constexpr int warps = k_gemv_cs_threads / 32;
-            const std::int64_t slices = (nkv_all + slice_vectors - 1) / slice_vectors;
-            const std::int64_t runs = slices <= warps ? d.sm_count * (warps / slices) : 0;
-            const std::int64_t run_rows = runs ? (a.n + runs - 1) / runs : 0;
+            const auto cs_shape = gemv_cs_shape_of(a.n, nkv_all, d.sm_count);
             const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
-            const std::int64_t bytes = x_bytes + warps * run_rows * 4;
-            if (runs > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
+            const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
+            if (cs_shape.run_rows > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
                 p.column_stationary = true;
                 p.balanced = false;
                 p.streamed = false;
                 p.blocks = d.sm_count;
                 p.threads = k_gemv_cs_threads;
-                p.slices = static_cast<int>(slices);
-                p.slice_rows = static_cast<int>(run_rows);
+                p.slices = static_cast<int>(cs_shape.slices);
+                p.slice_rows = static_cast<int>(cs_shape.run_rows);
                 p.swiglu_slices = a.swiglu_x;
                 p.shared_bytes = bytes;
                 return p;
