@@ -11,6 +11,7 @@
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/model_ops/linear_fp8.hpp"
 #include "fourfold/workloads/workload.hpp"
+#include "replays_cuda.hpp"
 #include "runner_helpers.hpp"
 
 #include <ATen/ATen.h>
@@ -181,27 +182,6 @@ void expect_prologue_cases(
     }
 }
 
-// A chain of launches captured once and replayed 3 times, `poison` run before each replay: every
-// tensor of `outputs()` the same bits as `expected` (named by `what`), each time.
-[[maybe_unused]] void expect_replays_give(backend::device& dev, const std::function<void()>& run,
-                                          const std::function<void()>& poison,
-                                          const std::function<std::vector<at::Tensor>()>& outputs,
-                                          const std::vector<at::Tensor>& expected,
-                                          const std::function<std::string(std::size_t)>& what) {
-    if (!dev.caps().graphs)
-        return;
-    const auto graph = dev.capture(run);
-    for (int replay = 0; replay < 3; ++replay) {
-        poison();
-        graph->replay();
-        dev.synchronize();
-        const auto y = outputs();
-        for (std::size_t i = 0; i < y.size(); ++i)
-            ASSERT_TRUE(at::equal(y[i], expected[i]))
-                << what(i) << ", replay " << replay << ": max diff "
-                << (y[i].to(at::kDouble) - expected[i].to(at::kDouble)).abs().max().item<double>();
-    }
-}
 #endif
 
 } // namespace

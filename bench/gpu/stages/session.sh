@@ -2279,39 +2279,65 @@ stage_s41_e() {
     stage_pack s41_e
 }
 
-# Session 42's first call (prepared in session 41, unmeasured): the bf16 / fp16 GEMV's
-# column-stationary kernel on trial (FOURFOLD_GEMV_CS=1: gemv_cs of gemv_cs.cuh over same_weights,
-# the FP8 GEMV's kernel, whose 29 kernels kept their PTX up to register numbers in the move). The
-# gpu tests (the new gemv_claim_cuda.column_stationary_trial_*: bf16 and fp16, K of 4, 9 and 16
-# slices, each prologue, float64 and the same bits), the bf16 decoder's tests with the switch on;
-# the decode's bf16 GEMV shapes and llama3-8b native_fused with it off and on (about 7 minutes
-# with the build; qwen3-30b-a3b and llama3-8b fp8, the moved kernel, 390.8 / 372.7 expected, in
-# s42_b). Predicted from session 41's probe:
-# 6144 x 4096 + RMSNorm about -2 µs, 4096 x 4096 about -1, 28672 x 4096 + RMSNorm about -3.5,
-# the LM head about -7; llama3-8b bf16 246 -> about 255 tokens/s at ctx 512 (its down projection,
-# K = 14336, stays claimed); qwen3-30b-a3b's K = 2048 GEMVs take it too: watch it.
-stage_s42_a() {
-    s25_gtests 'gemv_claim_cuda.*:gemv_fp8*:decoder_fp8_cuda.*:native.gemv*' 300 "$OUT/s42_a_tests.txt"
-    FOURFOLD_GEMV_CS=1 s25_gtests 'decode_native_cuda.*:native.gemv*' 200 "$OUT/s42_a_tests_cs.txt"
+# Session 43's first call (prepared in sessions 41 and 42, unmeasured). Session 42 (no device)
+# read the SASS of every kernel (nvdisasm) and found ptxas placing non-coherent loads (__ldg) of a
+# dependent launch's input above griddepcontrol.wait (ACQBULK): the softmax's first vectors (45
+# kernels), the bf16 / fp16 column-stationary trial's x, and in session 41's old source the FP8
+# per-warp SwiGLU's [gate | up] (its decode's relative L2 0.27). Those inputs now go through
+# load_after_wait (elements.cuh); scripts/check_sass_waits.py (ctest kernels.sass_waits, which
+# needs cuobjdump: here it runs) holds every kernel to it. This call: that check; the gpu tests
+# (new: dependent_launch_cuda.*, a 256 MiB GEMV then the softmax, swiglu or the one-token GEMV
+# reading its NaN-poisoned output, eager and 3 graph replays), the GEMV, FP8, softmax, swiglu and
+# MoE tests (the MoE's norm weight is read before the wait by an L1::no_allocate load now); the
+# bf16 decoder's tests with the trial on; the decode's bf16 GEMV shapes and llama3-8b
+# native_fused with it off and on (the bf16 column-stationary kernel on trial,
+# FOURFOLD_GEMV_CS=1: gemv_cs of gemv_cs.cuh over same_weights). Predicted from session 41's
+# probe: 6144 x 4096 + RMSNorm about -2 µs, 4096 x 4096 about -1, 28672 x 4096 + RMSNorm about
+# -3.5, the LM head about -7; llama3-8b bf16 246 -> about 255 tokens/s at ctx 512 (its down
+# projection, K = 14336, stays claimed); qwen3-30b-a3b's K = 2048 GEMVs take it too (s43_b).
+stage_s43_a() {
+    local t0=$SECONDS
+    ctest --test-dir $BUILD -R sass_waits --output-on-failure >"$OUT/s43_a_sass.txt" 2>&1
+    echo "kernels.sass_waits: exit $? after $((SECONDS - t0)) s"
+    grep -E "check_sass_waits|Passed|Failed|Skipped|loads before" "$OUT/s43_a_sass.txt" | head -12
+    s25_gtests 'dependent_launch_cuda.*:gemv_claim_cuda.*:gemv_fp8*:native.gemv*:native.softmax*:swiglu_cuda.*' \
+        300 "$OUT/s43_a_tests.txt"
+    FOURFOLD_GEMV_CS=1 s25_gtests 'decode_native_cuda.*:native.gemv*' 200 "$OUT/s43_a_tests_cs.txt"
     s36_ops base1
     FOURFOLD_GEMV_CS=1 s36_ops cs1
     s36_decode llama3-8b base1
     FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs1
-    stage_pack s42_a
+    stage_pack s43_a
 }
-# The second call on the warm machine (about 4 minutes): the sanitizers over the trial's test,
-# qwen3-30b-a3b off and on, llama3-8b fp8 after the move, a second round the other way round, and
-# the SASS read-out of the FP8 SwiGLU kernel's loads (s41_sass).
-stage_s42_b() {
-    s32_sanitizer memcheck s42_b 'gemv_claim_cuda.column*' 120
-    s32_sanitizer racecheck s42_b 'gemv_claim_cuda.column*' 120
+# The softmax's article cases after its loads moved below the wait (session 42): they were
+# measured with the first vectors' loads hoisted above it (1 x 128,256 fp32 3.69-3.71 µs).
+# Predicted: +0.2 to +0.5 µs a call (the row's first lines come from L2, prefetched before the
+# wait, after it instead of during the launch before's tail).
+s43_softmax() {
+    local tag=$1 t0=$SECONDS
+    timeout 120 $BIN run --workload softmax --shape 1x128256,1x262144,8x128256,64x32000,64x128256 \
+        --dtype fp32 --variants stock,native --device cuda --ledgers op_time,correctness \
+        --min-time 0.1 --label "s43-softmax-$tag" --db "$DB" --quiet >"$OUT/s43_softmax_$tag.txt" 2>&1
+    timeout 60 $BIN run --workload softmax --shape 1x32000,1x128256 --dtype bf16 --variants stock,native \
+        --device cuda --ledgers op_time,correctness --min-time 0.1 --label "s43-softmax-$tag" \
+        --db "$DB" --quiet >>"$OUT/s43_softmax_$tag.txt" 2>&1
+    echo "softmax ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^softmax .*(graph|PASS|FAIL)" "$OUT/s43_softmax_$tag.txt" | head -30
+}
+# The second call on the warm machine (about 5 minutes): the sanitizers over the trial's test and
+# the dependent-launch tests, the MoE tests, qwen3-30b-a3b off and on, llama3-8b fp8, the
+# softmax cases, a second round the other way round.
+stage_s43_b() {
+    s32_sanitizer memcheck s43_b 'gemv_claim_cuda.column*:dependent_launch_cuda.*' 150
+    s32_sanitizer racecheck s43_b 'gemv_claim_cuda.column*:dependent_launch_cuda.*' 150
+    s25_gtests 'moe_cuda.*:decoder_fp8_cuda.*' 200 "$OUT/s43_b_tests.txt"
     s36_decode qwen3-30b-a3b base1
     FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs1
-    s37_fp8_decode s42
+    s37_fp8_decode s43
+    s43_softmax 1
     FOURFOLD_GEMV_CS=1 s36_ops cs2
     s36_ops base2
     FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs2
     s36_decode llama3-8b base2
-    s41_sass
-    stage_pack s42_b
+    stage_pack s43_b
 }

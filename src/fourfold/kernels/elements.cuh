@@ -4,6 +4,7 @@
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <cstddef>
+#include <cstring>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -30,6 +31,42 @@ template <> struct element<__nv_bfloat16> {
     __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 };
 
+// What the kernel before may have written (a dependent launch's input, after dependency_wait()
+// below): a coherent ld.global, volatile and with a memory clobber, so that neither the compiler
+// nor ptxas moves it above the wait. Never __ldg (ld.global.nc) for such data: .nc promises the
+// data read-only for the kernel's whole life, and ptxas does hoist such loads above
+// griddepcontrol.wait (ACQBULK in the SASS). Seen in nvcc 13.0's sm_90a code: the column-
+// stationary SwiGLU's first [gate | up] vectors (llama3-8b fp8's relative L2 0.27 in session 41,
+// where every test of the kernel alone passed), the softmax's first vectors of a row, the
+// column-stationary GEMV's x. scripts/check_sass_waits.py checks every kernel's SASS for such a
+// load (ctest kernels.sass_waits where cuobjdump is found). 2, 4, 8 or 16 bytes.
+template <typename R> __device__ __forceinline__ R load_after_wait(const R* p) {
+    static_assert(sizeof(R) == 2 || sizeof(R) == 4 || sizeof(R) == 8 || sizeof(R) == 16,
+                  "a dependent input is read in units of 2, 4, 8 or 16 bytes");
+    R out;
+    if constexpr (sizeof(R) == 16) {
+        uint4 v;
+        asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p)
+                     : "memory");
+        memcpy(&out, &v, sizeof out);
+    } else if constexpr (sizeof(R) == 8) {
+        uint2 v;
+        asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+        memcpy(&out, &v, sizeof out);
+    } else if constexpr (sizeof(R) == 4) {
+        unsigned v;
+        asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+        memcpy(&out, &v, sizeof out);
+    } else {
+        unsigned short v;
+        asm volatile("ld.global.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+        memcpy(&out, &v, sizeof out);
+    }
+    return out;
+}
+
 // VEC elements moved as one unit: a 16-byte uint4 for VEC * sizeof(T) == 16, else one T.
 template <typename T, int VEC> struct packet {
     static_assert(VEC * sizeof(T) == 16, "a packet is 16 bytes or one element");
@@ -48,15 +85,16 @@ template <typename T, int VEC> struct packet {
             e[j] = element<T>::from_float(f[j]);
         return r;
     }
+    // (the softmax's and swiglu's input: the kernel before's output)
     __device__ static raw load(const raw* p) {
-        return __ldg(p);
+        return load_after_wait(p);
     }
 };
 template <typename T> struct packet<T, 1> {
     using raw = T;
     __device__ static void unpack(const raw& r, float (&f)[1]) { f[0] = element<T>::to_float(r); }
     __device__ static raw pack(const float (&f)[1]) { return element<T>::from_float(f[0]); }
-    __device__ static raw load(const raw* p) { return *p; }
+    __device__ static raw load(const raw* p) { return load_after_wait(p); }
 };
 
 template <elem E> struct type_of;
@@ -86,8 +124,11 @@ __device__ __forceinline__ float rope_rotate(float v, float rotated, float c, fl
 // before it on the stream is still running: it must call dependency_wait() before it reads
 // anything that kernel may have written (x, never the weights of a model, but the op benchmark
 // makes no exception: only L2 prefetches, which read through the one coherent L2, go before the
-// wait) and before it writes anything. allow_dependents() lets the next kernel launch once every
-// block of this one has run it.
+// wait) and before it writes anything. Such inputs are read by load_after_wait (above) where
+// ptxas would otherwise move a __ldg above the wait; the GEMVs' and the MoE's x loads inside
+// their loops are still __ldg, kept below the wait by ptxas today, which ctest
+// kernels.sass_waits (scripts/check_sass_waits.py) checks on every build that has cuobjdump.
+// allow_dependents() lets the next kernel launch once every block of this one has run it.
 __device__ __forceinline__ void dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");

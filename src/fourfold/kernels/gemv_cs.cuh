@@ -17,8 +17,9 @@
 // memory once a block as gemv_claim's does, and each warp reads its slice from there;
 // PRO = k_cs_swiglu_slices makes each warp compute the SwiGLU of its own slice from [gate | up] in
 // global memory, with the block prologue's value and rounding: no x in shared memory, no barrier
-// before the rows. Its loads of [gate | up] are load_after_wait's (reduce.cuh): with __ldg, the
-// FP8 form gave llama3-8b fp8 a relative L2 of 0.27 (session 41).
+// before the rows. Its loads of [gate | up], and of x without a prologue, are load_after_wait's
+// (elements.cuh): with __ldg ptxas placed the first of them above griddepcontrol.wait (the SASS,
+// session 42), and the FP8 SwiGLU gave llama3-8b fp8 a relative L2 of 0.27 (session 41).
 #include "fourfold/kernels/gemv_claim.cuh"
 
 namespace fourfold::kernels::gemv_common {
@@ -112,7 +113,7 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
                         element<X>::to_float(element<X>::from_float(silu(gf[j]) * up[j]));
             } else {
                 if (v < kv)
-                    r = SHARED_X ? xv[0][XV * v + h] : __ldg(xv[0] + XV * v + h);
+                    r = SHARED_X ? xv[0][XV * v + h] : load_after_wait(xv[0] + XV * v + h);
                 F::unpack_x(r, &xf[u][XVEC * h]);
             }
         }

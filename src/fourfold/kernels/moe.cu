@@ -608,7 +608,9 @@ __device__ __forceinline__ void prologue_load(prologue_prefetch& pf, const T* __
     for (int r = 0; r < k_prologue_vectors; ++r) {
         const int v = static_cast<int>(threadIdx.x) + r * static_cast<int>(blockDim.x);
         if (v < nv) {
-            pf.norm_weight[r] = __ldg(reinterpret_cast<const uint4*>(nw) + v);
+            // (a weight, before the wait: L1::no_allocate, which scripts/check_sass_waits.py
+            // tells from a dependent input's load hoisted there)
+            pf.norm_weight[r] = load_streaming_l1_only(reinterpret_cast<const uint4*>(nw) + v);
             if (static_cast<int>(blockIdx.x) < experts)
                 pf.router[r] = load_streaming(rv + v);
         }

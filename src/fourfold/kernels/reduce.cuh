@@ -24,22 +24,6 @@ __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
     return v;
 }
 
-// What the kernel before wrote (a dependent launch's input): a coherent load, volatile and with a
-// memory clobber, so that it stays below griddepcontrol.wait. ld.global.nc (__ldg) promises the
-// data read-only for the kernel's whole life, which a dependent launch's input is not: the column-
-// stationary SwiGLU's straight-line __ldg of [gate | up] gave llama3-8b fp8 a relative L2 of 0.27
-// on the H200 (session 41), where every test of the kernel alone gave the same bits; with this
-// load it passed (the call 16.4 -> 16.8 µs). Whether ptxas had moved the __ldg above the wait or
-// its cached line was stale is not yet read from the SASS.
-__device__ __forceinline__ uint4 load_after_wait(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
 // load_streaming without the L2 policy (its 64-bit register spilled gemv_mma's 4 bytes).
 __device__ __forceinline__ uint4 load_streaming_l1_only(const uint4* p) {
     uint4 v;
