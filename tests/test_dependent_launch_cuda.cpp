@@ -71,11 +71,11 @@ struct producer {
 // producer's output and `out` NaN first), `out` within `tol` of reference(the producer's output
 // in float64), scaled as decoder_kernels::scaled_error; then 3 graph replays of both launches,
 // NaN again before each, every one the eager run's bits.
-void expect_reads_after_the_producer(
-    backend::device& dev, const workloads::call_context& ctx, const producer& p,
-    const at::Tensor& out, const std::function<void()>& after,
-    const std::function<at::Tensor(const at::Tensor&)>& reference, double tol,
-    const std::string& what) {
+void expect_reads_after_the_producer(backend::device& dev, const workloads::call_context& ctx,
+                                     const producer& p, const at::Tensor& out,
+                                     const std::function<void()>& after,
+                                     const std::function<at::Tensor(const at::Tensor&)>& reference,
+                                     double tol, const std::string& what) {
     ASSERT_TRUE(p.plan.valid.empty()) << p.plan.valid;
     const auto poison = [&] {
         p.y.fill_(std::numeric_limits<float>::quiet_NaN());
@@ -94,7 +94,10 @@ void expect_reads_after_the_producer(
         << what << ": NaN read from the producer's output before it was written";
     EXPECT_LE(scaled_error(eager, reference(y.to(at::kDouble))), tol) << what;
     expect_replays_give(
-        dev, run, poison, [&] { return std::vector<at::Tensor>{p.y.cpu(), out.cpu()}; },
+        dev, run, poison,
+        [&] {
+            return std::vector<at::Tensor>{p.y.cpu(), out.cpu()};
+        },
         {y, eager},
         [&](std::size_t i) { return what + (i == 0 ? ", the producer" : ", the kernel after"); });
 }
@@ -111,8 +114,8 @@ TEST(dependent_launch_cuda, the_softmax_reads_the_launch_before_s_output_after_i
     for (const auto t : {at::kFloat, at::kBFloat16}) {
         const producer p(ctx, t);
         // one long row (a cluster a row), rows of 4096 and 512 (a warp a row), 128-column rows
-        for (const std::int64_t cols : {k_producer_rows, std::int64_t{4096}, std::int64_t{512},
-                                        std::int64_t{128}}) {
+        for (const std::int64_t cols :
+             {k_producer_rows, std::int64_t{4096}, std::int64_t{512}, std::int64_t{128}}) {
             const std::int64_t rows = k_producer_rows / cols;
             const auto out = at::empty({rows, cols}, p.y.options());
             kernels::softmax_args a;
@@ -125,9 +128,9 @@ TEST(dependent_launch_cuda, the_softmax_reads_the_launch_before_s_output_after_i
             a.type = workloads::native::elem_of(t);
             const auto plan = kernels::plan_softmax(a, limits);
             ASSERT_TRUE(plan.valid.empty()) << plan.valid;
-            const auto what = fmt::format("softmax {} x {} {}, {} path, dependent {}", rows, cols,
-                                          c10::toString(t), static_cast<int>(plan.kind),
-                                          plan.dependent);
+            const auto what =
+                fmt::format("softmax {} x {} {}, {} path, dependent {}", rows, cols,
+                            c10::toString(t), static_cast<int>(plan.kind), plan.dependent);
             expect_reads_after_the_producer(
                 *dev, ctx, p, out,
                 [&] {
@@ -135,7 +138,9 @@ TEST(dependent_launch_cuda, the_softmax_reads_the_launch_before_s_output_after_i
                         kernels::launch_softmax(plan, a, workloads::native::stream(ctx)),
                         "softmax");
                 },
-                [&](const at::Tensor& y) { return at::softmax(y.view({rows, cols}), -1); },
+                [&](const at::Tensor& y) {
+                    return at::softmax(y.view({rows, cols}), -1);
+                },
                 tolerance(t), what);
         }
     }
@@ -206,7 +211,9 @@ TEST(dependent_launch_cuda, the_one_token_gemv_reads_the_launch_before_s_output_
                 a.type = workloads::native::elem_of(t);
                 const auto plan = kernels::plan_gemv(a, limits);
                 ASSERT_TRUE(plan.valid.empty()) << plan.valid;
-                EXPECT_EQ(plan.column_stationary, trial) << plan.describe();
+                if (n == 4096) { // (2048 rows take the split-K stream either way)
+                    EXPECT_EQ(plan.column_stationary, trial) << plan.describe();
+                }
                 const auto wd = w.cpu().to(at::kDouble);
                 expect_reads_after_the_producer(
                     *dev, ctx, p, out,
