@@ -9,6 +9,7 @@
 // plan of llama3-8b's shape. Each on both paths where the device has clusters: the cluster
 // path (a kv head's splits merged in distributed shared memory) and the grid path.
 #include "decoder_kernels_cuda.hpp"
+#include "env_switch.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
 #include "graph_timing.hpp"
 #if FOURFOLD_WITH_KERNELS
@@ -324,94 +325,102 @@ TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_be
 // rope_kv inside decode attention (decode_attention_rope, the native_fused decoder's path) against
 // rope_kv then attention: the output and the caches' rows at the position the same bits, with and
 // without the q/k norms, every dtype, head_dim 32..128, GQA groups 1..8, one split and many,
-// positions at a split's edges; eager and from a graph replayed at later positions.
+// positions at a split's edges; eager and from a graph replayed at later positions; the fused
+// rope's loads issued together (the default) and in the compiler's order
+// (FOURFOLD_ATTENTION_ROPE_LOADS=0).
 TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_attention) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
     struct shape {
         std::int64_t heads, kv_heads, hd, cap;
     };
-    for (const auto t : types())
-        for (const auto& s : std::vector<shape>{
-                 {32, 8, 128, 576}, {32, 4, 128, 544}, {8, 8, 64, 100}, {4, 1, 32, 64}})
-            for (const bool norms : {false, true}) {
-                auto unfused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
-                auto fused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
-                fused.k.copy_(unfused.k);
-                fused.v.copy_(unfused.v);
-                const auto o = unfused.q.options();
-                const auto width = (s.heads + 2 * s.kv_heads) * s.hd;
-                const auto qkv = at::randn({1, width + 8}, o); // a row longer than q, k and v
-                const auto cos = at::rand({s.cap, s.hd}, o) + 0.5;
-                const auto sin = at::rand({s.cap, s.hd}, o) - 0.5;
-                const auto qn = at::rand({s.hd}, o) + 0.5, kn = at::rand({s.hd}, o) + 0.5;
-                kernels::rope_kv_args r;
-                r.qkv = qkv.data_ptr();
-                r.ld_qkv = width + 8;
-                if (norms) {
-                    r.q_norm = qn.data_ptr();
-                    r.k_norm = kn.data_ptr();
+    const fourfold::testing::env_switch order("FOURFOLD_ATTENTION_ROPE_LOADS");
+    for (const char* loads_first : {"1", "0"})
+        for (const auto t : types())
+            for (const auto& s : std::vector<shape>{
+                     {32, 8, 128, 576}, {32, 4, 128, 544}, {8, 8, 64, 100}, {4, 1, 32, 64}})
+                for (const bool norms : {false, true}) {
+                    order.set(loads_first);
+                    auto unfused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+                    auto fused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+                    fused.k.copy_(unfused.k);
+                    fused.v.copy_(unfused.v);
+                    const auto o = unfused.q.options();
+                    const auto width = (s.heads + 2 * s.kv_heads) * s.hd;
+                    const auto qkv = at::randn({1, width + 8}, o); // a row longer than q, k and v
+                    const auto cos = at::rand({s.cap, s.hd}, o) + 0.5;
+                    const auto sin = at::rand({s.cap, s.hd}, o) - 0.5;
+                    const auto qn = at::rand({s.hd}, o) + 0.5, kn = at::rand({s.hd}, o) + 0.5;
+                    kernels::rope_kv_args r;
+                    r.qkv = qkv.data_ptr();
+                    r.ld_qkv = width + 8;
+                    if (norms) {
+                        r.q_norm = qn.data_ptr();
+                        r.k_norm = kn.data_ptr();
+                    }
+                    r.cos = cos.data_ptr();
+                    r.sin = sin.data_ptr();
+                    r.pos = unfused.pos.data_ptr<std::int64_t>();
+                    r.q_out = unfused.q.data_ptr();
+                    r.k_cache = unfused.k.data_ptr();
+                    r.v_cache = unfused.v.data_ptr();
+                    r.heads = s.heads;
+                    r.kv_heads = s.kv_heads;
+                    r.head_dim = s.hd;
+                    r.capacity = s.cap;
+                    r.type = unfused.args.type;
+                    workloads::call_context ctx(*dev);
+                    const auto lim = workloads::native::limits(ctx);
+                    const auto rp = kernels::plan_rope_kv(r, lim);
+                    ASSERT_TRUE(rp.valid.empty()) << rp.valid;
+                    fused.args.rope = {r.qkv, r.ld_qkv, r.q_norm, r.k_norm, r.eps, r.cos, r.sin};
+                    fused.args.q = nullptr; // unused
+                    fused.plan = kernels::plan_decode_attention(fused.args, lim);
+                    ASSERT_TRUE(fused.plan.valid.empty()) << fused.plan.valid;
+                    ASSERT_TRUE(fused.plan.fused_rope) << fused.plan.describe();
+                    ASSERT_EQ(fused.plan.rope_loads_first, std::string(loads_first) == "1")
+                        << fused.plan.describe();
+                    auto run_both = [&] {
+                        workloads::native::check(
+                            kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)),
+                            "rope_kv");
+                        launch(*dev, unfused);
+                        launch(*dev, fused);
+                    };
+                    auto same = [&](std::int64_t p, const char* how) {
+                        const auto what = std::string(how) + " " + c10::toString(t) + " " +
+                                          std::to_string(s.heads) + "/" +
+                                          std::to_string(s.kv_heads) + "x" + std::to_string(s.hd) +
+                                          (norms ? " normed" : "") + " pos " + std::to_string(p) +
+                                          " (" + fused.plan.describe() + ")";
+                        EXPECT_TRUE(at::equal(fused.out, unfused.out)) << what;
+                        EXPECT_TRUE(at::equal(fused.k, unfused.k)) << "k cache, " << what;
+                        EXPECT_TRUE(at::equal(fused.v, unfused.v)) << "v cache, " << what;
+                        EXPECT_LT(
+                            scaled_error(fused.out, reference(unfused.q, unfused.k, unfused.v, p)),
+                            tolerance(t))
+                            << what;
+                    };
+                    for (const std::int64_t p : {std::int64_t{0}, std::int64_t{31},
+                                                 std::int64_t{32}, s.cap / 2, s.cap - 1}) {
+                        unfused.pos.fill_(p);
+                        fused.pos.fill_(p);
+                        run_both();
+                        same(p, "eager");
+                    }
+                    if (!dev->caps().graphs)
+                        continue;
+                    workloads::models::captured_step step;
+                    unfused.pos.fill_(1);
+                    fused.pos.fill_(1);
+                    step.capture(*dev, run_both);
+                    for (const std::int64_t p : {std::int64_t{2}, std::int64_t{33}, s.cap - 2}) {
+                        unfused.pos.fill_(p);
+                        fused.pos.fill_(p);
+                        step.run([] { FAIL() << "not captured"; });
+                        same(p, "replayed");
+                    }
                 }
-                r.cos = cos.data_ptr();
-                r.sin = sin.data_ptr();
-                r.pos = unfused.pos.data_ptr<std::int64_t>();
-                r.q_out = unfused.q.data_ptr();
-                r.k_cache = unfused.k.data_ptr();
-                r.v_cache = unfused.v.data_ptr();
-                r.heads = s.heads;
-                r.kv_heads = s.kv_heads;
-                r.head_dim = s.hd;
-                r.capacity = s.cap;
-                r.type = unfused.args.type;
-                workloads::call_context ctx(*dev);
-                const auto lim = workloads::native::limits(ctx);
-                const auto rp = kernels::plan_rope_kv(r, lim);
-                ASSERT_TRUE(rp.valid.empty()) << rp.valid;
-                fused.args.rope = {r.qkv, r.ld_qkv, r.q_norm, r.k_norm, r.eps, r.cos, r.sin};
-                fused.args.q = nullptr; // unused
-                fused.plan = kernels::plan_decode_attention(fused.args, lim);
-                ASSERT_TRUE(fused.plan.valid.empty()) << fused.plan.valid;
-                ASSERT_TRUE(fused.plan.fused_rope) << fused.plan.describe();
-                auto run_both = [&] {
-                    workloads::native::check(
-                        kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)), "rope_kv");
-                    launch(*dev, unfused);
-                    launch(*dev, fused);
-                };
-                auto same = [&](std::int64_t p, const char* how) {
-                    const auto what = std::string(how) + " " + c10::toString(t) + " " +
-                                      std::to_string(s.heads) + "/" + std::to_string(s.kv_heads) +
-                                      "x" + std::to_string(s.hd) + (norms ? " normed" : "") +
-                                      " pos " + std::to_string(p) + " (" + fused.plan.describe() +
-                                      ")";
-                    EXPECT_TRUE(at::equal(fused.out, unfused.out)) << what;
-                    EXPECT_TRUE(at::equal(fused.k, unfused.k)) << "k cache, " << what;
-                    EXPECT_TRUE(at::equal(fused.v, unfused.v)) << "v cache, " << what;
-                    EXPECT_LT(
-                        scaled_error(fused.out, reference(unfused.q, unfused.k, unfused.v, p)),
-                        tolerance(t))
-                        << what;
-                };
-                for (const std::int64_t p :
-                     {std::int64_t{0}, std::int64_t{31}, std::int64_t{32}, s.cap / 2, s.cap - 1}) {
-                    unfused.pos.fill_(p);
-                    fused.pos.fill_(p);
-                    run_both();
-                    same(p, "eager");
-                }
-                if (!dev->caps().graphs)
-                    continue;
-                workloads::models::captured_step step;
-                unfused.pos.fill_(1);
-                fused.pos.fill_(1);
-                step.capture(*dev, run_both);
-                for (const std::int64_t p : {std::int64_t{2}, std::int64_t{33}, s.cap - 2}) {
-                    unfused.pos.fill_(p);
-                    fused.pos.fill_(p);
-                    step.run([] { FAIL() << "not captured"; });
-                    same(p, "replayed");
-                }
-            }
 #endif
 }
 

@@ -1,5 +1,6 @@
 // Host-side tests of the decoder kernels' plans (pure arithmetic, no device): rmsnorm,
 // rope_kv, decode_attention, argmax and swiglu; built wherever the kernels are.
+#include "env_switch.hpp"
 #include "fourfold/kernels/argmax.hpp"
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/rmsnorm.hpp"
@@ -174,6 +175,27 @@ TEST(decoder_kernel_plans, decode_attention_splits_the_cache_in_chunks_of_32_or_
     a.heads = 80;
     a.kv_heads = 8; // 10 a group: more than 8
     EXPECT_FALSE(plan_decode_attention(a, h200).valid.empty());
+}
+
+// The fused rope's loads issued together by default (session 42); the compiler's order where
+// FOURFOLD_ATTENTION_ROPE_LOADS=0 (A/B runs); nothing to say without the fused rope.
+TEST(decoder_kernel_plans, decode_attention_issues_the_fused_rope_s_loads_together) {
+    const fourfold::testing::env_switch order("FOURFOLD_ATTENTION_ROPE_LOADS");
+    auto a = llama3_attention();
+    EXPECT_FALSE(plan_decode_attention(a, h200).rope_loads_first); // no fused rope
+    const int table = 0;
+    a.rope.qkv = &table;
+    a.rope.ld_qkv = (a.heads + 2 * a.kv_heads) * a.head_dim;
+    a.rope.cos = &table;
+    a.rope.sin = &table;
+    auto p = plan_decode_attention(a, h200);
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.fused_rope && p.rope_loads_first) << p.describe();
+    EXPECT_FALSE(says(p.describe(), "compiler's order")) << p.describe();
+    order.set("0");
+    p = plan_decode_attention(a, h200);
+    EXPECT_TRUE(p.fused_rope && !p.rope_loads_first) << p.describe();
+    EXPECT_TRUE(says(p.describe(), "its loads in the compiler's order")) << p.describe();
 }
 
 TEST(decoder_kernel_plans, decode_attention_takes_a_least_chunk_for_fewer_longer_splits) {

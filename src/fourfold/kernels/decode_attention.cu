@@ -533,10 +533,17 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
 // x * inv * w unrounded, the rotation's partner from the unrounded values (rope_rotate), one
 // rounding to T. The query rows go to `qs` (shared memory); k and v to the caches' row at *pos.
 // A block barrier follows. Outside the cache (*pos past it) nothing is written and qs is zero.
+// Each row's loads (the row, its norm's weight, the position's cos and sin) are issued together,
+// before any of them is used: one round trip a row. In nvcc 13.0's code the norm's weight was
+// loaded after the sum of squares and cos / sin after the norm (three round trips a row), and the
+// v row's copy alternated loads and stores (four in series: the cache row may alias the qkv row
+// for all the compiler knows); SASS read in session 42.
+// FOURFOLD_ATTENTION_ROPE_LOADS=0 (read by the plan, `rope_loads_first`) keeps the old order for
+// A/B runs: the same arithmetic, the same bits either way.
 template <typename T, int HD, int W>
 __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::int64_t kvh,
                                            int groups, std::int64_t start, std::int64_t chunk,
-                                           T* qs) {
+                                           T* qs, bool loads_first) {
     constexpr int E = HD / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const auto& r = a.rope;
@@ -545,6 +552,9 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
     const bool owner = in_cache && p >= start && p < start + chunk;
     const int rows = groups + (owner ? 2 : 0);
     const T* src_row = static_cast<const T*>(r.qkv);
+    // the position's cos and sin rows (only read in the cache)
+    const T* cs = static_cast<const T*>(r.cos) + (in_cache ? p * HD : 0);
+    const T* sc = static_cast<const T*>(r.sin) + (in_cache ? p * HD : 0);
     for (int w = warp; w < rows; w += W) {
         const bool is_q = w < groups, is_k = w == groups;
         const std::int64_t h = is_q   ? kvh * groups + w
@@ -554,16 +564,37 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
         if (!is_q && !is_k) { // v: copied into the cache as it is
             T* vrow =
                 const_cast<T*>(static_cast<const T*>(a.v_cache)) + (kvh * a.capacity + p) * HD;
+            if (loads_first) {
+                T e[E];
 #pragma unroll
-            for (int j = 0; j < E; ++j)
-                vrow[lane + 32 * j] = src[lane + 32 * j];
+                for (int j = 0; j < E; ++j)
+                    e[j] = src[lane + 32 * j];
+#pragma unroll
+                for (int j = 0; j < E; ++j)
+                    vrow[lane + 32 * j] = e[j];
+            } else {
+#pragma unroll
+                for (int j = 0; j < E; ++j)
+                    vrow[lane + 32 * j] = src[lane + 32 * j];
+            }
             continue;
         }
-        float v[E];
-#pragma unroll
-        for (int j = 0; j < E; ++j)
-            v[j] = element<T>::to_float(src[lane + 32 * j]);
         const T* nw = static_cast<const T*>(is_q ? r.q_norm : r.k_norm);
+        float v[E], wn[E], c[E], sn[E];
+        if (loads_first) {
+#pragma unroll
+            for (int j = 0; j < E; ++j) {
+                const int i = lane + 32 * j;
+                v[j] = element<T>::to_float(src[i]);
+                wn[j] = nw ? element<T>::to_float(nw[i]) : 0.f;
+                c[j] = in_cache ? element<T>::to_float(cs[i]) : 0.f;
+                sn[j] = in_cache ? element<T>::to_float(sc[i]) : 0.f;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+                v[j] = element<T>::to_float(src[lane + 32 * j]);
+        }
         if (nw) {
             float t = 0.f;
 #pragma unroll
@@ -575,7 +606,7 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
             const float inv = rsqrtf(ss / static_cast<float>(HD) + static_cast<float>(r.eps));
 #pragma unroll
             for (int j = 0; j < E; ++j)
-                v[j] = v[j] * inv * element<T>::to_float(nw[lane + 32 * j]);
+                v[j] = v[j] * inv * (loads_first ? wn[j] : element<T>::to_float(nw[lane + 32 * j]));
         }
         float out[E];
 #pragma unroll
@@ -588,11 +619,11 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
             } else {
                 rotated = j < E / 2 ? -v[j + E / 2] : v[j - E / 2];
             }
-            const float c =
-                in_cache ? element<T>::to_float(static_cast<const T*>(r.cos)[p * HD + i]) : 0.f;
-            const float s =
-                in_cache ? element<T>::to_float(static_cast<const T*>(r.sin)[p * HD + i]) : 0.f;
-            out[j] = rope_rotate(v[j], rotated, c, s);
+            if (!loads_first) {
+                c[j] = in_cache ? element<T>::to_float(cs[i]) : 0.f;
+                sn[j] = in_cache ? element<T>::to_float(sc[i]) : 0.f;
+            }
+            out[j] = rope_rotate(v[j], rotated, c[j], sn[j]);
         }
         if (is_q) {
 #pragma unroll
@@ -613,7 +644,7 @@ template <typename T, int HD>
 __global__ void __launch_bounds__(k_attention_threads(HD),
                                   HD >= 256 ? 1 : k_attention_blocks_per_sm)
     attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
-                     split_barrier* barriers, bool shared_merge) {
+                     split_barrier* barriers, bool shared_merge, bool rope_loads_first) {
     constexpr int W = k_attention_threads(HD) / 32;
     __shared__ attention_parts<HD, W> sm;
     __shared__ bool last;
@@ -636,7 +667,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     if constexpr (HD >= 32 && HD <= 128) {
         if (a.rope.qkv) { // (block-uniform) this block's q rows, and the row at *pos if it is ours
             if (start < len)
-                fused_rope<T, HD, W>(a, kvh, groups, start, chunk, qs);
+                fused_rope<T, HD, W>(a, kvh, groups, start, chunk, qs, rope_loads_first);
             qg = qs;
         }
     }
@@ -799,7 +830,7 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
     return status_of(
         launch_serialised_after(attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
                                 dim3(k_attention_threads(HD)), stream, p.dependent_launch, a,
-                                p.chunk, p.splits, barriers, p.shared_merge));
+                                p.chunk, p.splits, barriers, p.shared_merge, p.rope_loads_first));
 }
 
 template <typename T>

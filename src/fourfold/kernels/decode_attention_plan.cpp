@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -20,7 +22,8 @@ std::string decode_attention_plan::describe() const {
              : fused_combine ? ", log-sum-exp combine fused (the last block of a kv head merges)"
                              : ", no combine";
     if (fused_rope)
-        s += ", RoPE (q/k norms) and the KV append fused";
+        s += std::string(", RoPE (q/k norms) and the KV append fused") +
+             (rope_loads_first ? "" : " (its loads in the compiler's order)");
     if (dependent_launch)
         s += ", dependent launch";
     return s;
@@ -75,6 +78,8 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
             return p;
         }
         p.fused_rope = true;
+        const char* order = std::getenv("FOURFOLD_ATTENTION_ROPE_LOADS");
+        p.rope_loads_first = !(order && std::strcmp(order, "0") == 0);
     }
     const auto aligned = [](const void* p) {
         return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
