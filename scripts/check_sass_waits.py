@@ -16,8 +16,9 @@ may be
   - non-coherent with L1::no_allocate (LDG...NA...CONSTANT): a weight streamed early on purpose
     (load_streaming and its variants in reduce.cuh; weights are never a kernel's output);
 and never a non-coherent load that allocates in L1 (__ldg, or a plain load of a const
-__restrict__ pointer that the compiler made non-coherent). Dependent inputs go through
-load_after_wait (elements.cuh).
+__restrict__ pointer that the compiler made non-coherent), nor an asynchronous copy to shared
+memory (cp.async: LDGSTS; none is issued before a wait today, so one there was moved).
+Dependent inputs go through load_after_wait (elements.cuh).
 
 Usage:
   check_sass_waits.py --cuobjdump PATH FILE...   disassemble FILE (an object, library or
@@ -35,7 +36,7 @@ SKIP = 77
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 # cuobjdump: "Function : name"; nvdisasm: ".text.name:"
 FUNCTION = re.compile(r"^\s*(?:Function\s*:\s*(\S+)|\.text\.(\S+):)\s*$")
-GLOBAL_LOAD = re.compile(r"\bLDG(?:\.[A-Z0-9_]+)*\b")
+GLOBAL_LOAD = re.compile(r"\bLDG(?:STS)?(?:\.[A-Z0-9_]+)*\b")
 
 
 def functions(listing):
@@ -77,7 +78,7 @@ def findings(listing):
             if not GLOBAL_LOAD.fullmatch(op):
                 continue
             mods = op.split(".")[1:]
-            if "CONSTANT" in mods and "NA" not in mods:
+            if op.startswith("LDGSTS") or ("CONSTANT" in mods and "NA" not in mods):
                 found.append((name, text))
     return found, waiting
 
@@ -112,8 +113,9 @@ def main(argv):
         found, n = findings(listing)
         waiting += n
         for name, text in found:
-            print(f"{f}: {name}: '{text}' loads before griddepcontrol.wait (ACQBULK) without "
-                  "L1::no_allocate: a dependent launch's input read early? use load_after_wait")
+            print(f"{f}: {name}: '{text}' loads before griddepcontrol.wait (ACQBULK), "
+                  "non-coherent into L1 or by cp.async: a dependent launch's input read early? "
+                  "use load_after_wait")
         bad += len(found)
     if waiting == 0:
         print("check_sass_waits: no function with griddepcontrol.wait (ACQBULK) found: "

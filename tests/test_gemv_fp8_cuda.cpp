@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 #include <iostream>
 #include <limits>
+#include <utility>
 #include <vector>
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/gemv_fp8.hpp"
@@ -635,8 +636,14 @@ TEST(gemv_fp8, a_fused_swiglu_link_reads_its_gate_up_link_only_after_it) {
         return out;
     };
     std::vector<at::Tensor> base;
-    for (const bool by_slices : {false, true}) {
+    const env_switch prefetch("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
+    // each SwiGLU form with the epilogue's scale and bias fetched at the start (the default),
+    // then the SwiGLU by slices with them loaded after the block barrier
+    for (const auto& form :
+         std::vector<std::pair<bool, bool>>{{false, true}, {true, true}, {true, false}}) {
+        const bool by_slices = form.first, early = form.second;
         slices.set(by_slices ? "1" : "0");
+        prefetch.set(early ? "1" : "0");
         const auto chain = plan_chain();
         const auto run_chain = [&] {
             for (const auto& c : chain)
@@ -645,10 +652,11 @@ TEST(gemv_fp8, a_fused_swiglu_link_reads_its_gate_up_link_only_after_it) {
                     "gemv_fp8");
         };
         const auto what = [&](std::size_t i) {
-            return fmt::format("SwiGLU by slices {}, launch {}: {}", by_slices, i,
-                               chain[i].plan.describe());
+            return fmt::format("SwiGLU by slices {}, epilogue prefetch {}, launch {}: {}",
+                               by_slices, early, i, chain[i].plan.describe());
         };
         EXPECT_EQ(chain[1].plan.swiglu_slices, by_slices) << what(1);
+        EXPECT_EQ(chain[1].plan.epilogue_prefetch, early) << what(1);
         poison();
         run_chain();
         dev->synchronize();

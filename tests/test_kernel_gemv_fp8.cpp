@@ -2,6 +2,7 @@
 // split-K and grid a call would take, decided from the shape, the alignment and the device's
 // limits alone (no GPU needed, so CI checks them).
 #include "env_switch.hpp"
+#include "fourfold/kernels/gemv.hpp"
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cstdlib>
@@ -69,7 +70,10 @@ TEST(kernel_plans_fp8, the_target_shapes_hold_x_in_registers_a_warp_a_1_kb_slice
         EXPECT_EQ(p.threads, 512) << n << "x" << k;
         const std::int64_t runs = std::int64_t{132} * (16 / slices);
         EXPECT_EQ(p.slice_rows, (n + runs - 1) / runs) << n << "x" << k;
-        EXPECT_EQ(p.shared_bytes, 16 * p.slice_rows * 4) << n << "x" << k;
+        // the sums, then the epilogue's scale (and bias) words fetched at the start
+        EXPECT_TRUE(p.epilogue_prefetch) << n << "x" << k;
+        EXPECT_EQ(p.shared_bytes, std::int64_t{16} * p.slice_rows * 4 + k_gemv_cs_epilogue_bytes)
+            << n << "x" << k;
         EXPECT_NE(p.describe().find("1 KB slice"), std::string::npos) << p.describe();
     }
     // K past 16 slices: the balanced split, each block a contiguous run of rows, its warps equal
@@ -96,14 +100,14 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     ASSERT_TRUE(c.valid.empty()) << c.valid;
     EXPECT_TRUE(c.column_stationary && c.fused_norm && !c.fused_swiglu) << c.describe();
     EXPECT_NE(c.describe().find("RMSNorm fused"), std::string::npos) << c.describe();
-    // the normalised x (K bf16 values), then 16 warps x 12 rows of floats
-    EXPECT_EQ(c.shared_bytes, 4096 * 2 + 16 * 12 * 4);
+    // the normalised x (K bf16 values), then 16 warps x 12 rows of floats, then the epilogue's
+    EXPECT_EQ(c.shared_bytes, 4096 * 2 + 16 * 12 * 4 + k_gemv_cs_epilogue_bytes);
     auto head = fp8_of(1, 128256, 4096);
     head.norm_weight = k_norm;
     const auto h = plan_gemv_fp8(head, h200());
     EXPECT_TRUE(h.column_stationary && h.fused_norm) << h.describe();
     EXPECT_EQ(h.slice_rows, 243);
-    EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * 243 * 4);
+    EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * 243 * 4 + k_gemv_cs_epilogue_bytes);
     auto llama_down = fp8_of(1, 4096, 14336);
     llama_down.swiglu_x = true;
     llama_down.ld_x = std::int64_t{2} * 14336;
@@ -111,7 +115,8 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     EXPECT_TRUE(l.column_stationary && l.fused_swiglu && !l.fused_norm) << l.describe();
     EXPECT_EQ(l.slices, 14); // one run a block, 2 warps idle
     EXPECT_EQ(l.slice_rows, 32);
-    EXPECT_EQ(l.shared_bytes, 16 * 32 * 4); // the SwiGLU made by each warp: the sums alone
+    // the SwiGLU made by each warp: the sums and the epilogue's words alone
+    EXPECT_EQ(l.shared_bytes, std::int64_t{16} * 32 * 4 + k_gemv_cs_epilogue_bytes);
     // past 16 slices, the claimed steps
     auto wide_qkv = fp8_of(1, 6144, 16400);
     wide_qkv.norm_weight = k_norm;
@@ -123,8 +128,10 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     EXPECT_NE(p.describe().find("RMSNorm fused"), std::string::npos) << p.describe();
     EXPECT_EQ(p.blocks, 132);
     EXPECT_EQ(p.threads, 1024);
-    // the normalised x (K bf16 values), then 47 rows x 9 steps of floats
-    EXPECT_EQ(p.shared_bytes, 16400 * 2 + 47 * 9 * 4);
+    // the normalised x (K bf16 values), then 47 rows x 9 steps of floats, then the epilogue's
+    // words (8 KiB: a scale word and a bias word a thread)
+    EXPECT_TRUE(p.epilogue_prefetch) << p.describe();
+    EXPECT_EQ(p.shared_bytes, 16400 * 2 + 47 * 9 * 4 + k_gemv_claim_epilogue_bytes);
     auto down = fp8_of(1, 4096, 20464);
     down.swiglu_x = true;
     down.ld_x = std::int64_t{2} * 20464;
@@ -132,6 +139,7 @@ TEST(kernel_plans_fp8, the_claimed_path_fuses_an_rms_norm_or_a_swiglu_in_front) 
     ASSERT_TRUE(q.valid.empty()) << q.valid;
     EXPECT_TRUE(q.claimed && q.fused_swiglu && !q.fused_norm) << q.describe();
     EXPECT_NE(q.describe().find("SwiGLU fused"), std::string::npos) << q.describe();
+    EXPECT_FALSE(q.epilogue_prefetch) << q.describe(); // no room for the epilogue's 8 KiB
     EXPECT_EQ(q.shared_bytes, 20464 * 2 + 32 * 10 * 4);
     // refusals: off the claimed path, both at once, [gate | up] narrower than 2K, a misaligned
     // norm weight, a negative eps, an x that does not fit
@@ -303,11 +311,11 @@ TEST(kernel_plans_fp8, the_column_stationary_swiglu_by_slices_unless_switched_of
     qkv.norm_weight = k_norm;
     const auto d = plan_gemv_fp8(down, h200());
     EXPECT_TRUE(d.column_stationary && d.fused_swiglu && d.swiglu_slices) << d.describe();
-    EXPECT_EQ(d.shared_bytes, 16 * 32 * 4); // the sums alone
+    EXPECT_EQ(d.shared_bytes, std::int64_t{16} * 32 * 4 + k_gemv_cs_epilogue_bytes); // no x
     EXPECT_NE(d.describe().find("each warp"), std::string::npos) << d.describe();
     const auto q = plan_gemv_fp8(qkv, h200());
     EXPECT_TRUE(q.column_stationary && !q.swiglu_slices) << q.describe();
-    EXPECT_EQ(q.shared_bytes, 4096 * 2 + 16 * 12 * 4);
+    EXPECT_EQ(q.shared_bytes, 4096 * 2 + 16 * 12 * 4 + k_gemv_cs_epilogue_bytes);
     const auto none = plan_gemv_fp8(fp8_of(1, 4096, 4096), h200());
     EXPECT_TRUE(none.column_stationary && !none.swiglu_slices) << none.describe();
     auto wide = fp8_of(1, 4096, 20464); // the claimed kernel
@@ -318,6 +326,52 @@ TEST(kernel_plans_fp8, the_column_stationary_swiglu_by_slices_unless_switched_of
     slices.set("0");
     const auto d0 = plan_gemv_fp8(down, h200());
     EXPECT_TRUE(d0.column_stationary && d0.fused_swiglu && !d0.swiglu_slices) << d0.describe();
-    EXPECT_EQ(d0.shared_bytes, 14336 * 2 + 16 * 32 * 4);
+    EXPECT_EQ(d0.shared_bytes, 14336 * 2 + 16 * 32 * 4 + k_gemv_cs_epilogue_bytes);
     EXPECT_EQ(d0.describe().find("each warp"), std::string::npos) << d0.describe();
+}
+
+// The column-stationary epilogue's scale and bias fetched at the start (cp.async into shared
+// memory, k_gemv_cs_epilogue_bytes after the sums) wherever they fit in 47 KiB, unless
+// FOURFOLD_GEMV_EPILOGUE_PREFETCH=0; the bf16 / fp16 GEMV's (column-stationary on trial, or
+// claimed) only with a bias.
+TEST(kernel_plans_fp8, the_column_stationary_epilogue_fetches_its_scale_and_bias_early) {
+    const fourfold::testing::env_switch prefetch("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const auto o = plan_gemv_fp8(fp8_of(1, 4096, 4096), h200());
+    EXPECT_TRUE(o.column_stationary && o.epilogue_prefetch) << o.describe();
+    EXPECT_NE(o.describe().find("fetched at the start"), std::string::npos) << o.describe();
+    // a head of 300,000 rows with its norm: x 8 KB and 16 x 569 floats of sums leave too little
+    // room
+    auto head = fp8_of(1, 300000, 4096);
+    head.norm_weight = k_norm;
+    const auto h = plan_gemv_fp8(head, h200());
+    EXPECT_TRUE(h.column_stationary && !h.epilogue_prefetch) << h.describe();
+    EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * h.slice_rows * 4);
+    // the bf16 GEMV on trial: with a bias only
+    gemv_args b;
+    const auto stand_in = fp8_of(1, 4096, 4096); // its aligned stand-in addresses
+    b.x = b.w = stand_in.x;
+    b.y = stand_in.y;
+    b.tokens = 1;
+    b.n = b.k = b.ld_x = b.ld_w = b.ld_y = 4096;
+    const auto plain = plan_gemv(b, h200());
+    EXPECT_TRUE(plain.column_stationary && !plain.epilogue_prefetch) << plain.describe();
+    b.bias = b.x;
+    const auto biased = plan_gemv(b, h200());
+    EXPECT_TRUE(biased.column_stationary && biased.epilogue_prefetch) << biased.describe();
+    EXPECT_EQ(biased.shared_bytes, plain.shared_bytes + k_gemv_cs_epilogue_bytes);
+    // off the trial, the claimed kernel's epilogue (the bf16 default for 8 KB rows) alike
+    cs.set("0");
+    const auto claimed = plan_gemv(b, h200());
+    EXPECT_TRUE(claimed.claimed && claimed.epilogue_prefetch) << claimed.describe();
+    EXPECT_NE(claimed.describe().find("bias fetched at the start"), std::string::npos)
+        << claimed.describe();
+    // 32 rows x 4 steps of floats, then the epilogue's words
+    EXPECT_EQ(claimed.shared_bytes, std::int64_t{32} * 4 * 4 + k_gemv_claim_epilogue_bytes);
+    prefetch.set("0");
+    const auto o0 = plan_gemv_fp8(fp8_of(1, 4096, 4096), h200());
+    EXPECT_TRUE(o0.column_stationary && !o0.epilogue_prefetch) << o0.describe();
+    EXPECT_EQ(o0.shared_bytes, o.shared_bytes - k_gemv_cs_epilogue_bytes);
+    EXPECT_FALSE(plan_gemv(b, h200()).epilogue_prefetch);
+    EXPECT_EQ(plan_gemv(b, h200()).shared_bytes, 32 * 4 * 4);
 }

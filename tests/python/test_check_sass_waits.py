@@ -2,7 +2,7 @@
 cuobjdump), on listings in both disassemblers' forms. The instruction lines are nvcc 13.0's
 sm_90a code for fourfold's kernels (session 42, read with nvdisasm): the FP8 GEMV's per-warp
 SwiGLU of session 41 with its [gate | up] loads hoisted above the wait, the MoE block's weights
-streamed before it, the attention's *pos hint."""
+streamed before it, the attention's *pos hint, the column-stationary epilogue's cp.async."""
 import os
 import subprocess
 import sys
@@ -25,6 +25,10 @@ HOISTED = """
         /*0c00*/                   ACQBULK ;
         /*0c10*/                   LDG.E.128.CONSTANT R4, [R2.64] ;
         /*0c20*/                   EXIT ;
+		Function : _ZN8fourfold7kernels7gemv_csILi0EEEv
+        /*0100*/              @P2 LDGSTS.E.ZFILL [R7], [R8.64], P3 ;
+        /*0200*/                   ACQBULK ;
+        /*0300*/                   LDGSTS.E [R7+0x800], [R10.64] ;
 """
 LEGAL = """
   .text._ZN8fourfold7kernels14moe_one_launchIffLi1EEEv:
@@ -42,9 +46,11 @@ LEGAL = """
 
 def test_a_load_hoisted_above_the_wait_is_found_in_cuobjdump_form():
     found, waiting = check.findings(HOISTED)
-    assert waiting == 1
-    assert [name for name, _ in found] == ["_ZN8fourfold7kernels11gemv_fp8_csILi3EEEv"] * 2
+    assert waiting == 2
+    assert [name for name, _ in found] == ["_ZN8fourfold7kernels11gemv_fp8_csILi3EEEv"] * 2 + [
+        "_ZN8fourfold7kernels7gemv_csILi0EEEv"]  # a cp.async before the wait, not the one after
     assert found[0][1].startswith("@!P1 LDG.E.128.CONSTANT R16")
+    assert found[2][1].startswith("@P2 LDGSTS.E.ZFILL")
 
 
 def test_weights_streamed_early_and_coherent_hints_are_allowed_in_nvdisasm_form():
@@ -63,7 +69,7 @@ def test_exit_codes(tmp_path):
     good.write_text(LEGAL)
     none.write_text("  .text._Z1fv:\n        /*0000*/ EXIT ;\n")
     r = run("--sass", str(bad), str(good))
-    assert r.returncode == 1 and r.stdout.count("loads before griddepcontrol.wait") == 2, r.stdout
+    assert r.returncode == 1 and r.stdout.count("loads before griddepcontrol.wait") == 3, r.stdout
     assert run("--sass", str(good)).returncode == 0
     assert run("--sass", str(none)).returncode == 1  # nothing waits: not a sm_90 build
     skipped = run("--cuobjdump", "FOURFOLD_CUOBJDUMP-NOTFOUND", "lib.a")

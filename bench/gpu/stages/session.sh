@@ -2360,3 +2360,24 @@ stage_s43_c() {
     s36_decode llama3-8b base2
     stage_pack s43_c
 }
+# The fourth call (about 6 minutes): the GEMV epilogues' scale and bias fetched at the start
+# (session 42's default: cp.async into shared memory after the wait, where the column-stationary
+# and claimed epilogues loaded them after their block barrier, one L2 round trip at each
+# kernel's end) against FOURFOLD_GEMV_EPILOGUE_PREFETCH=0: the FP8 ops (every one has a scale),
+# the bf16 ops with a bias (claimed by default), llama3-8b fp8 twice each way, llama3-8b bf16 once
+# each way. Predicted: about -0.5 µs an op with a scale or a bias; llama3-8b fp8 +2-3 % (four
+# such GEMVs a layer: 390.8 -> about 400 tokens/s at ctx 512), bf16 +1 % (two).
+stage_s43_d() {
+    local round
+    FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s37_fp8_ops epiold
+    s37_fp8_ops epinew
+    FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s36_ops epiold
+    s36_ops epinew
+    for round in 1 2; do
+        FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s37_fp8_decode epiold$round
+        s37_fp8_decode epinew$round
+    done
+    FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s36_decode llama3-8b epiold1
+    s36_decode llama3-8b epinew1
+    stage_pack s43_d
+}

@@ -42,6 +42,17 @@ struct gemv_cs_shape {
     std::int64_t slices = 0, run_rows = 0, sum_bytes = 0;
 };
 gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count);
+// The column-stationary and claimed epilogues' bias and scale, copied into shared memory by
+// cp.async at the start (a 4-byte word of each for every thread's first epilogue row): the
+// epilogue then reads them there, where it loaded them after its block barrier, one round trip of
+// L2 in series at the kernel's end (the SASS, session 42; unmeasured). Both plans take it where
+// the kernel has a bias or a scale and the bytes fit, unless FOURFOLD_GEMV_EPILOGUE_PREFETCH=0
+// (A/B runs); the same bits either way.
+inline constexpr std::int64_t k_gemv_cs_epilogue_bytes = std::int64_t{2} * k_gemv_cs_threads * 4;
+// the same for gemv_claim (one word of each a thread of its k_gemv_claim_threads)
+inline constexpr std::int64_t k_gemv_claim_epilogue_bytes =
+    std::int64_t{2} * k_gemv_claim_threads * 4;
+bool gemv_cs_epilogue_prefetch_allowed();
 
 struct gemv_args {
     const void* x = nullptr;    // T x K
@@ -88,6 +99,9 @@ struct gemv_plan {
     int slices = 0;
     int slice_rows = 0;
     bool swiglu_slices = false;
+    // column-stationary or claimed, with a bias: the epilogue's bias fetched at the start
+    // (k_gemv_cs_epilogue_bytes / k_gemv_claim_epilogue_bytes above, in shared_bytes last)
+    bool epilogue_prefetch = false;
     // a programmatic dependent launch (compute capability 9 or more): the kernel may start
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)

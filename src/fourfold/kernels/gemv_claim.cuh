@@ -146,23 +146,77 @@ template <typename T> struct same_weights {
     }
 };
 
+// 4 bytes from global to shared memory without a register (cp.async, sm_80 on); `bytes` of them
+// read (4 or 2), the rest zero. Lands by copy_async_wait_all() (reduce.cuh).
+__device__ __forceinline__ void copy_async_4(void* smem, const void* gmem, int bytes) {
+    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(gmem), "r"(bytes)
+                 : "memory");
+}
+
+// The epilogue's bias and scale of one row fetched early (gemv.hpp's k_gemv_cs_epilogue_bytes):
+// into pre[t] the aligned 4-byte word that holds bias[row] (a 2-byte element's half past the
+// bias's end not read), into pre[threads + t] the row's scale; no register held until the
+// epilogue reads them.
+template <typename F>
+__device__ __forceinline__ void
+fetch_epilogue(unsigned* pre, int threads, std::int64_t row, std::int64_t n, const float* scale,
+               std::int64_t inc_scale, bool per_row, const typename F::X* bias) {
+    static_assert(sizeof(typename F::X) == 2 || sizeof(typename F::X) == 4, "2- or 4-byte bias");
+    if (bias && sizeof(typename F::X) == 4) {
+        copy_async_4(pre + threadIdx.x, bias + row, 4);
+    } else if (bias) {
+        const auto at = reinterpret_cast<std::uintptr_t>(bias + row);
+        const auto word = at & ~std::uintptr_t{3};
+        const auto end = reinterpret_cast<std::uintptr_t>(bias + n);
+        copy_async_4(pre + threadIdx.x, reinterpret_cast<const void*>(word),
+                     word + 4 <= end ? 4 : 2);
+    }
+    if constexpr (F::scaled)
+        copy_async_4(pre + threads + threadIdx.x, per_row ? scale + row * inc_scale : scale, 4);
+}
+
+// A row's scale (scaled formats) and bias for the epilogue: from fetch_epilogue's words where
+// `fetched` (the thread's own), else from global memory.
+template <typename F> struct epilogue_inputs {
+    const unsigned* pre;
+    int threads;
+    const float* scale;
+    std::int64_t inc_scale;
+    bool per_row;
+    const typename F::X* bias;
+    __device__ float scale_of(std::int64_t row, bool fetched) const {
+        if (fetched)
+            return __uint_as_float(pre[threads + threadIdx.x]);
+        return per_row ? scale[row * inc_scale] : scale[0];
+    }
+    __device__ float bias_of(std::int64_t row, bool fetched) const {
+        using X = typename F::X;
+        if (!fetched)
+            return element<X>::to_float(bias[row]);
+        const auto half =
+            sizeof(X) == 2 ? (reinterpret_cast<std::uintptr_t>(bias + row) >> 1) & 1 : 0;
+        return element<X>::to_float(reinterpret_cast<const X*>(pre + threadIdx.x)[half]);
+    }
+};
+
 // After the block's barrier: each row's step slots added in step order (deterministic), times its
-// scale for a scaled format, plus its bias, rounded once and written (gemv_claim's epilogue).
+// scale for a scaled format, plus its bias, rounded once and written (gemv_claim's epilogue); the
+// thread's first row's scale and bias from fetch_epilogue where `prefetched`.
 template <typename F>
 __device__ __forceinline__ void write_rows(const float* sums, int rows, int steps, std::int64_t r0,
-                                           const float* __restrict__ scale, std::int64_t inc_scale,
-                                           bool per_row, const typename F::X* __restrict__ bias,
+                                           const epilogue_inputs<F>& in, bool prefetched,
                                            typename F::X* __restrict__ y) {
     using X = typename F::X;
     for (int r = threadIdx.x; r < rows; r += blockDim.x) {
         float v = 0.f;
         for (int s = 0; s < steps; ++s)
             v += sums[r * steps + s];
+        const bool fetched = prefetched && r == static_cast<int>(threadIdx.x);
         if constexpr (F::scaled) {
-            const float sc = per_row ? scale[(r0 + r) * inc_scale] : scale[0];
-            v = fmaf(v, sc, bias ? element<X>::to_float(bias[r0 + r]) : 0.f);
-        } else if (bias)
-            v += element<X>::to_float(bias[r0 + r]);
+            v = fmaf(v, in.scale_of(r0 + r, fetched), in.bias ? in.bias_of(r0 + r, fetched) : 0.f);
+        } else if (in.bias)
+            v += in.bias_of(r0 + r, fetched);
         y[r0 + r] = element<X>::from_float(v);
     }
 }
@@ -186,7 +240,8 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
                const typename F::X* __restrict__ bias, typename F::X* __restrict__ y,
                std::int64_t n, std::int64_t nkv, std::int64_t ld_w,
                const typename F::X* __restrict__ norm_weight, float norm_eps,
-               const float* __restrict__ scale, std::int64_t inc_scale, bool per_row) {
+               const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
+               bool prefetch) {
     using X = typename F::X;
     constexpr int WVEC = 16 / sizeof(typename F::W);
     constexpr int U = 4;
@@ -245,6 +300,12 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
     }
     if constexpr (PRO == k_pro_norm)
         prologue_norm<X, 1>(xv, smem, xkv, norm_weight, norm_eps);
+    // the epilogue's first row of this thread (row r0 + threadIdx.x): its bias and scale into
+    // shared memory after the slots now (the plan's epilogue_prefetch), by cp.async
+    auto* pre = reinterpret_cast<unsigned*>(sums + total);
+    if (prefetch && static_cast<int>(threadIdx.x) < rows)
+        fetch_epilogue<F>(pre, k_gemv_claim_threads, r0 + threadIdx.x, n, scale, inc_scale, per_row,
+                          bias);
     __syncthreads(); // x in shared memory, the counter set
     int next = i < total ? claim() : total;
     while (i < total) {
@@ -270,8 +331,12 @@ __global__ void __launch_bounds__(k_gemv_claim_threads, 1)
         i = next;
         next = after;
     }
+    if (prefetch)
+        copy_async_wait_all(); // (each thread reads its own copies)
     __syncthreads();
-    write_rows<F>(sums, rows, steps, r0, scale, inc_scale, per_row, bias, y);
+    write_rows<F>(sums, rows, steps, r0,
+                  epilogue_inputs<F>{pre, k_gemv_claim_threads, scale, inc_scale, per_row, bias},
+                  prefetch, y);
 }
 
 } // namespace fourfold::kernels::gemv_common

@@ -30,15 +30,18 @@ constexpr int k_cs_swiglu_slices = 3;
 
 // nkv: a row's 16-byte weight vectors; ld_w: W's row stride in W elements; scale (scaled formats):
 // one float, or one a row `inc_scale` apart when per_row; max_rows: the longest run's rows (the
-// plan's slice_rows), the stride of each warp's sums in shared memory.
+// plan's slice_rows), the stride of each warp's sums in shared memory. prefetch: the plan's
+// epilogue_prefetch (gemv.hpp's k_gemv_cs_epilogue_bytes after the sums: thread t's first
+// epilogue row's bias as the 4-byte word that holds it, then its scale).
 template <typename F, int PRO>
 __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     gemv_cs(const typename F::X* __restrict__ x, const typename F::W* __restrict__ w,
             const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
             const typename F::X* __restrict__ bias, typename F::X* __restrict__ y, std::int64_t n,
             std::int64_t nkv, std::int64_t ld_w, int slices, int max_rows,
-            const typename F::X* __restrict__ norm_weight, float norm_eps) {
+            const typename F::X* __restrict__ norm_weight, float norm_eps, bool prefetch) {
     using X = typename F::X;
+    static_assert(sizeof(X) == 2, "x, the bias and y are 2-byte elements");
     constexpr int U = k_gemv_cs_vectors, DEPTH = k_gemv_cs_depth, RB = k_cs_batch;
     constexpr int XV = F::x_vectors, XVEC = 16 / sizeof(X), XF = F::x_floats;
     constexpr int WVEC = 16 / sizeof(typename F::W);
@@ -89,6 +92,18 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
 #pragma unroll
     for (int d = 0; d < DEPTH; ++d)
         fetch(buf[d], d);
+    // The epilogue's first row of this thread: its bias and scale into shared memory now, by
+    // cp.async (no register held down the rows), where the epilogue would load them after its
+    // barrier. The epilogue's mapping: entry i = threadIdx.x of the block's runs x max_rows.
+    auto* pre = reinterpret_cast<unsigned*>(part + k_cs_warps * max_rows);
+    if (prefetch && static_cast<int>(threadIdx.x) < runs * max_rows) {
+        const int q = static_cast<int>(threadIdx.x) / max_rows;
+        const int r = static_cast<int>(threadIdx.x) - q * max_rows;
+        const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;
+        const std::int64_t a0 = gq * n / all_runs;
+        if (r < (gq + 1) * n / all_runs - a0)
+            fetch_epilogue<F>(pre, k_gemv_cs_threads, a0 + r, n, scale, inc_scale, per_row, bias);
+    }
     // the slice's x as floats (XF a weight vector: x's vectors XV v .. XV v + XV - 1)
     float xf[U][XF];
 #pragma unroll
@@ -134,9 +149,12 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
         if (lane % 4 == 0 && row < rows)
             part[warp * max_rows + row] = sum;
     }
+    if (prefetch)
+        copy_async_wait_all(); // (each thread reads its own copies)
     __syncthreads();
     // each run's rows: the slices' sums in slice order, times the scale (scaled formats), plus
     // the bias, rounded once
+    const epilogue_inputs<F> in{pre, k_gemv_cs_threads, scale, inc_scale, per_row, bias};
     for (int i = threadIdx.x; i < runs * max_rows; i += blockDim.x) {
         const int q = i / max_rows, r = i - q * max_rows;
         const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;
@@ -147,11 +165,11 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
         for (int sl = 0; sl < slices; ++sl)
             v += part[(q * slices + sl) * max_rows + r];
         const std::int64_t row = a0 + r;
-        if constexpr (F::scaled) {
-            const float sc = per_row ? scale[row * inc_scale] : scale[0];
-            v = fmaf(v, sc, bias ? element<X>::to_float(bias[row]) : 0.f);
-        } else if (bias)
-            v += element<X>::to_float(bias[row]); // (gemv_claim's write_rows: no bias, no add)
+        const bool fetched = prefetch && i == static_cast<int>(threadIdx.x);
+        if constexpr (F::scaled)
+            v = fmaf(v, in.scale_of(row, fetched), bias ? in.bias_of(row, fetched) : 0.f);
+        else if (bias)
+            v += in.bias_of(row, fetched); // (gemv_claim's write_rows: no bias, no add)
         y[row] = element<X>::from_float(v);
     }
 }

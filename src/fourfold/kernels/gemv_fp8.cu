@@ -570,7 +570,8 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
                     stream, p.dependent_launch, t.x, t.w, a.scale, a.inc_scale, t.per_row, t.bias,
                     t.y, a.n, a.k / 16, a.ld_w, p.slices, p.slice_rows,
-                    static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps)));
+                    static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
+                    p.epilogue_prefetch));
             };
             using F = e4m3_weights;
             if (p.fused_swiglu)
@@ -588,7 +589,7 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads), p.shared_bytes,
                     stream, p.dependent_launch, t.x, t.w, t.bias, t.y, a.n, a.k / 16, a.ld_w,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
-                    a.scale, a.inc_scale, t.per_row));
+                    a.scale, a.inc_scale, t.per_row, p.epilogue_prefetch));
             };
             return p.fused_norm     ? run(gemv_claim<e4m3_weights, k_pro_norm>)
                    : p.fused_swiglu ? run(gemv_claim<e4m3_weights, k_pro_swiglu>)

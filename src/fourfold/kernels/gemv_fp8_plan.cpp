@@ -27,6 +27,8 @@ std::string gemv_fp8_plan::describe() const {
         s += ", " + std::to_string(slices) + " slice(s)/row";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
+    if (epilogue_prefetch)
+        s += ", the epilogue's scale and bias fetched at the start";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
@@ -183,6 +185,12 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 p.swiglu_slices = a.swiglu_x && !(slices_x && std::strcmp(slices_x, "0") == 0);
                 if (p.swiglu_slices)
                     p.shared_bytes -= x_bytes;
+                // the scale (and the bias) fetched at the start (gemv.hpp)
+                p.epilogue_prefetch =
+                    p.shared_bytes + k_gemv_cs_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
+                    gemv_cs_epilogue_prefetch_allowed();
+                if (p.epilogue_prefetch)
+                    p.shared_bytes += k_gemv_cs_epilogue_bytes;
                 return p;
             }
         }
@@ -194,6 +202,12 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
             p.shared_bytes = x_bytes + slots;
             p.fused_norm = a.norm_weight != nullptr;
             p.fused_swiglu = a.swiglu_x;
+            // the scale (and the bias) fetched at the start (gemv.hpp)
+            p.epilogue_prefetch =
+                p.shared_bytes + k_gemv_claim_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
+                gemv_cs_epilogue_prefetch_allowed();
+            if (p.epilogue_prefetch)
+                p.shared_bytes += k_gemv_claim_epilogue_bytes;
         } else if (prologue) {
             p.valid = std::string("a fused ") + prologue +
                       " keeps K bf16 values and a float a 2 KB "

@@ -24,6 +24,8 @@ std::string gemv_plan::describe() const {
         s += ", " + std::to_string(slices) + " slice(s)/row";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
+    if (epilogue_prefetch)
+        s += ", the epilogue's bias fetched at the start";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
@@ -46,6 +48,11 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
     s.run_rows = runs ? (n + runs - 1) / runs : 0;
     s.sum_bytes = warps * s.run_rows * 4;
     return s;
+}
+
+bool gemv_cs_epilogue_prefetch_allowed() {
+    const char* v = std::getenv("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
+    return !(v && std::strcmp(v, "0") == 0);
 }
 
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
@@ -177,6 +184,12 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
                 p.slice_rows = static_cast<int>(cs_shape.run_rows);
                 p.swiglu_slices = a.swiglu_x;
                 p.shared_bytes = bytes;
+                p.epilogue_prefetch =
+                    a.bias != nullptr &&
+                    bytes + k_gemv_cs_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
+                    gemv_cs_epilogue_prefetch_allowed();
+                if (p.epilogue_prefetch)
+                    p.shared_bytes += k_gemv_cs_epilogue_bytes;
                 return p;
             }
         }
@@ -196,6 +209,13 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
                 p.blocks = d.sm_count;
                 p.threads = k_gemv_claim_threads;
                 p.shared_bytes += slots;
+                // the epilogue's bias fetched at the start (gemv.hpp)
+                p.epilogue_prefetch =
+                    a.bias != nullptr &&
+                    p.shared_bytes + k_gemv_claim_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
+                    gemv_cs_epilogue_prefetch_allowed();
+                if (p.epilogue_prefetch)
+                    p.shared_bytes += k_gemv_claim_epilogue_bytes;
             }
         }
         return p;
