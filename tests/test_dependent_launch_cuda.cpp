@@ -36,6 +36,23 @@ namespace {
 constexpr std::int64_t k_producer_rows = 32768; // the GEMV's N: what the kernel after reads
 constexpr std::int64_t k_producer_bytes = std::int64_t{256} << 20;
 
+// One token's y = x Wᵀ: W n x k (rows contiguous), x's row of k at its pointer, y's of n.
+kernels::gemv_args one_token(const void* x, const void* w, void* y, std::int64_t n, std::int64_t k,
+                             std::int64_t ld_x, at::ScalarType t) {
+    kernels::gemv_args a;
+    a.x = x;
+    a.w = w;
+    a.y = y;
+    a.tokens = 1;
+    a.n = n;
+    a.k = k;
+    a.ld_x = ld_x;
+    a.ld_w = k;
+    a.ld_y = n;
+    a.type = workloads::native::elem_of(t);
+    return a;
+}
+
 // y = x Wᵀ, one token, N = k_producer_rows, K so that W is 256 MiB (about 60 µs on the H200):
 // the dependent launch after it starts while it still streams.
 struct producer {
@@ -49,16 +66,7 @@ struct producer {
         x = at::randn({1, k}, o);
         w = at::randn({k_producer_rows, k}, o).div(std::sqrt(static_cast<double>(k)));
         y = at::empty({1, k_producer_rows}, o);
-        a.x = x.data_ptr();
-        a.w = w.data_ptr();
-        a.y = y.data_ptr();
-        a.tokens = 1;
-        a.n = k_producer_rows;
-        a.k = k;
-        a.ld_x = k;
-        a.ld_w = k;
-        a.ld_y = k_producer_rows;
-        a.type = workloads::native::elem_of(t);
+        a = one_token(x.data_ptr(), w.data_ptr(), y.data_ptr(), k_producer_rows, k, k, t);
         plan = kernels::plan_gemv(a, workloads::native::limits(ctx));
     }
     void launch(const workloads::call_context& ctx) const {
@@ -198,17 +206,8 @@ TEST(dependent_launch_cuda, the_one_token_gemv_reads_the_launch_before_s_output_
                 if (trial && t == at::kFloat)
                     continue; // the column-stationary trial is for 2-byte elements
                 cs.set(trial ? "1" : "0");
-                kernels::gemv_args a;
-                a.x = p.y.data_ptr();
-                a.w = w.data_ptr();
-                a.y = out.data_ptr();
-                a.tokens = 1;
-                a.n = n;
-                a.k = k;
-                a.ld_x = k_producer_rows;
-                a.ld_w = k;
-                a.ld_y = n;
-                a.type = workloads::native::elem_of(t);
+                const auto a = one_token(p.y.data_ptr(), w.data_ptr(), out.data_ptr(), n, k,
+                                         k_producer_rows, t);
                 const auto plan = kernels::plan_gemv(a, limits);
                 ASSERT_TRUE(plan.valid.empty()) << plan.valid;
                 if (n == 4096) { // (2048 rows take the split-K stream either way)
