@@ -52,7 +52,10 @@ inline constexpr std::int64_t k_gemv_cs_epilogue_bytes = std::int64_t{2} * k_gem
 // the same for gemv_claim (one word of each a thread of its k_gemv_claim_threads)
 inline constexpr std::int64_t k_gemv_claim_epilogue_bytes =
     std::int64_t{2} * k_gemv_claim_threads * 4;
-bool gemv_cs_epilogue_prefetch_allowed();
+// Whether a plan takes it: where `wanted` (a bias or a scale to fetch), `bytes` fit beside
+// `shared_bytes` in 47 KiB and FOURFOLD_GEMV_EPILOGUE_PREFETCH is not 0; shared_bytes then grows
+// by them.
+bool take_epilogue_prefetch(std::int64_t& shared_bytes, std::int64_t bytes, bool wanted);
 
 struct gemv_args {
     const void* x = nullptr;    // T x K

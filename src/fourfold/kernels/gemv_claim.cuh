@@ -146,14 +146,6 @@ template <typename T> struct same_weights {
     }
 };
 
-// 4 bytes from global to shared memory without a register (cp.async, sm_80 on); `bytes` of them
-// read (4 or 2), the rest zero. Lands by copy_async_wait_all() (reduce.cuh).
-__device__ __forceinline__ void copy_async_4(void* smem, const void* gmem, int bytes) {
-    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(gmem), "r"(bytes)
-                 : "memory");
-}
-
 // The epilogue's bias and scale of one row fetched early (gemv.hpp's k_gemv_cs_epilogue_bytes):
 // into pre[t] the aligned 4-byte word that holds bias[row] (a 2-byte element's half past the
 // bias's end not read), into pre[threads + t] the row's scale; no register held until the

@@ -187,10 +187,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                     p.shared_bytes -= x_bytes;
                 // the scale (and the bias) fetched at the start (gemv.hpp)
                 p.epilogue_prefetch =
-                    p.shared_bytes + k_gemv_cs_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
-                    gemv_cs_epilogue_prefetch_allowed();
-                if (p.epilogue_prefetch)
-                    p.shared_bytes += k_gemv_cs_epilogue_bytes;
+                    take_epilogue_prefetch(p.shared_bytes, k_gemv_cs_epilogue_bytes, true);
                 return p;
             }
         }
@@ -204,10 +201,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
             p.fused_swiglu = a.swiglu_x;
             // the scale (and the bias) fetched at the start (gemv.hpp)
             p.epilogue_prefetch =
-                p.shared_bytes + k_gemv_claim_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
-                gemv_cs_epilogue_prefetch_allowed();
-            if (p.epilogue_prefetch)
-                p.shared_bytes += k_gemv_claim_epilogue_bytes;
+                take_epilogue_prefetch(p.shared_bytes, k_gemv_claim_epilogue_bytes, true);
         } else if (prologue) {
             p.valid = std::string("a fused ") + prologue +
                       " keeps K bf16 values and a float a 2 KB "

@@ -50,9 +50,13 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
     return s;
 }
 
-bool gemv_cs_epilogue_prefetch_allowed() {
+bool take_epilogue_prefetch(std::int64_t& shared_bytes, std::int64_t bytes, bool wanted) {
     const char* v = std::getenv("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
-    return !(v && std::strcmp(v, "0") == 0);
+    if (!wanted || shared_bytes + bytes > k_gemv_norm_max_shared_bytes ||
+        (v && std::strcmp(v, "0") == 0))
+        return false;
+    shared_bytes += bytes;
+    return true;
 }
 
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
@@ -184,12 +188,8 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
                 p.slice_rows = static_cast<int>(cs_shape.run_rows);
                 p.swiglu_slices = a.swiglu_x;
                 p.shared_bytes = bytes;
-                p.epilogue_prefetch =
-                    a.bias != nullptr &&
-                    bytes + k_gemv_cs_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
-                    gemv_cs_epilogue_prefetch_allowed();
-                if (p.epilogue_prefetch)
-                    p.shared_bytes += k_gemv_cs_epilogue_bytes;
+                p.epilogue_prefetch = take_epilogue_prefetch(
+                    p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
                 return p;
             }
         }
@@ -210,12 +210,8 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
                 p.threads = k_gemv_claim_threads;
                 p.shared_bytes += slots;
                 // the epilogue's bias fetched at the start (gemv.hpp)
-                p.epilogue_prefetch =
-                    a.bias != nullptr &&
-                    p.shared_bytes + k_gemv_claim_epilogue_bytes <= k_gemv_norm_max_shared_bytes &&
-                    gemv_cs_epilogue_prefetch_allowed();
-                if (p.epilogue_prefetch)
-                    p.shared_bytes += k_gemv_claim_epilogue_bytes;
+                p.epilogue_prefetch = take_epilogue_prefetch(
+                    p.shared_bytes, k_gemv_claim_epilogue_bytes, a.bias != nullptr);
             }
         }
         return p;

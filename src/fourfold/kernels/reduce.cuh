@@ -42,6 +42,13 @@ __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
                  "l"(l2_evict_first_policy())
                  : "memory");
 }
+// 4 bytes from global to shared memory without a register (cp.async.ca, sm_80 on), `bytes` of
+// them read (4 or 2), the rest zero: a few scattered values a thread, not a stream of weights.
+__device__ __forceinline__ void copy_async_4(void* smem, const void* gmem, int bytes) {
+    const auto s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(gmem), "r"(bytes)
+                 : "memory");
+}
 __device__ __forceinline__ void copy_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
