@@ -2340,44 +2340,35 @@ stage_s43_b() {
     s43_softmax 1
     stage_pack s43_b
 }
-# The third call (about 6 minutes): decode attention's fused rope with its loads issued together
-# (session 42's default: one round trip a row where nvcc's order made three, and the v row's
-# copy no longer four loads and stores in series) against FOURFOLD_ATTENTION_ROPE_LOADS=0, on
-# qwen3-30b-a3b and llama3-8b fp8 each way twice, interleaved, llama3-8b bf16 once; the bf16 trial's
-# second round. Predicted: qwen3-30b-a3b native_fused +2-3 % (342 -> about 350 tokens/s at ctx
-# 512), llama3-8b bf16 +1 %, fp8 390.8 -> about 395.
+# The third call (about 6 minutes; session 43 started with 25 of its 30 device minutes, so the
+# rope and epilogue A/Bs share one call, each default run serving both): decode attention's fused
+# rope with its loads issued together (session 42's default: one round trip a row where nvcc's
+# order made three, the v row's copy no longer four loads and stores in series) against
+# FOURFOLD_ATTENTION_ROPE_LOADS=0; the GEMV epilogues' scale and bias fetched at the start
+# (cp.async into shared memory after the wait, where the column-stationary and claimed epilogues
+# loaded them after their last block barrier) against FOURFOLD_GEMV_EPILOGUE_PREFETCH=0. The
+# defaults' runs of s43_a (llama3-8b bf16, the bf16 ops) and s43_b (qwen3-30b-a3b) count too.
+# Predicted: rope qwen3-30b-a3b +2-3 % (342 -> about 350 tokens/s at ctx 512), llama3-8b +1 %;
+# epilogue about -0.5 µs an op with a scale or a bias, llama3-8b fp8 390.8 -> about 400, bf16 +1 %.
 stage_s43_c() {
-    local round
-    for round in 1 2; do
-        FOURFOLD_ATTENTION_ROPE_LOADS=0 s36_decode qwen3-30b-a3b ropeold$round
-        s36_decode qwen3-30b-a3b ropenew$round
-        FOURFOLD_ATTENTION_ROPE_LOADS=0 s37_fp8_decode ropeold$round
-        s37_fp8_decode ropenew$round
-    done
-    FOURFOLD_ATTENTION_ROPE_LOADS=0 s36_decode llama3-8b ropeold1
-    s36_decode llama3-8b ropenew1
-    FOURFOLD_GEMV_CS=1 s36_decode llama3-8b cs2
-    s36_decode llama3-8b base2
-    stage_pack s43_c
-}
-# The fourth call (about 6 minutes): the GEMV epilogues' scale and bias fetched at the start
-# (session 42's default: cp.async into shared memory after the wait, where the column-stationary
-# and claimed epilogues loaded them after their block barrier, one L2 round trip at each
-# kernel's end) against FOURFOLD_GEMV_EPILOGUE_PREFETCH=0: the FP8 ops (every one has a scale),
-# the bf16 ops with a bias (claimed by default), llama3-8b fp8 twice each way, llama3-8b bf16 once
-# each way. Predicted: about -0.5 µs an op with a scale or a bias; llama3-8b fp8 +2-3 % (four
-# such GEMVs a layer: 390.8 -> about 400 tokens/s at ctx 512), bf16 +1 % (two).
-stage_s43_d() {
-    local round
+    FOURFOLD_ATTENTION_ROPE_LOADS=0 s36_decode qwen3-30b-a3b ropeold1
+    FOURFOLD_ATTENTION_ROPE_LOADS=0 s37_fp8_decode ropeold1
+    s37_fp8_decode new1
+    FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s37_fp8_decode epiold1
     FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s37_fp8_ops epiold
     s37_fp8_ops epinew
     FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s36_ops epiold
-    s36_ops epinew
-    for round in 1 2; do
-        FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s37_fp8_decode epiold$round
-        s37_fp8_decode epinew$round
-    done
+    FOURFOLD_ATTENTION_ROPE_LOADS=0 s36_decode llama3-8b ropeold1
     FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s36_decode llama3-8b epiold1
-    s36_decode llama3-8b epinew1
+    s36_decode qwen3-30b-a3b new2
+    stage_pack s43_c
+}
+# A fourth call if the device time allows (about 4 minutes): s43_c's second round, interleaved.
+stage_s43_d() {
+    s36_decode qwen3-30b-a3b new3
+    FOURFOLD_ATTENTION_ROPE_LOADS=0 s36_decode qwen3-30b-a3b ropeold2
+    FOURFOLD_GEMV_EPILOGUE_PREFETCH=0 s37_fp8_decode epiold2
+    s37_fp8_decode new2
+    FOURFOLD_ATTENTION_ROPE_LOADS=0 s37_fp8_decode ropeold2
     stage_pack s43_d
 }
