@@ -1,6 +1,6 @@
 // GPU tests (label gpu) of kernels/gemv.cu's one-token GEMVs with a block an SM: the one whose 2 KB
 // steps are claimed at run time by the 32 warps of an SM's block (gemv_claim, gemv_plan::claimed)
-// and the column-stationary one on trial (gemv_cs, FOURFOLD_GEMV_CS=1, bf16 and fp16): against
+// and the column-stationary one (gemv_cs, bf16 and fp16 rows of 8 KB or more by default): against
 // float64 with no prologue, the RMSNorm and the SwiGLU prologues, with and without the bias, rows
 // past whole steps or slices and a row count no block count divides; and the same bits on every
 // run. Calls model_ops directly (no runner), so the sanitizer stage runs it whole.
@@ -104,7 +104,9 @@ TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
     // 4 rows a block of the one-token wave and 13 more: the balanced path, rows no block count
-    // divides; K 16 bytes past whole 2 KB steps, rows of 8 KB or more (claimed)
+    // divides; K 16 bytes past whole 2 KB steps, rows of 8 KB or more (claimed; 2-byte elements
+    // are column-stationary there by default since session 43)
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0");
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
     expect_one_token_cases(
         *dev, n, types(), [](at::ScalarType t) { return t == at::kFloat ? 2052 : 4104; },
@@ -114,9 +116,9 @@ TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
 #endif
 }
 
-// The column-stationary kernel on trial (FOURFOLD_GEMV_CS=1), bf16 and fp16: K of 4 slices of 512
-// elements, of 9 (the last one vector: K = 4104) and of 16; runs of 4-20 rows; the SwiGLU made by
-// each warp for its slice.
+// The column-stationary kernel (FOURFOLD_GEMV_CS=1: at any row length), bf16 and fp16: K of 4
+// slices of 512 elements, of 9 (the last one vector: K = 4104) and of 16; runs of 4-20 rows; the
+// SwiGLU made by each warp for its slice.
 TEST(gemv_claim_cuda, column_stationary_trial_matches_float64_and_repeats_its_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS

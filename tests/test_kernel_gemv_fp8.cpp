@@ -332,8 +332,8 @@ TEST(kernel_plans_fp8, the_column_stationary_swiglu_by_slices_unless_switched_of
 
 // The column-stationary epilogue's scale and bias fetched at the start (cp.async into shared
 // memory, k_gemv_cs_epilogue_bytes after the sums) wherever they fit in 47 KiB, unless
-// FOURFOLD_GEMV_EPILOGUE_PREFETCH=0; the bf16 / fp16 GEMV's (column-stationary on trial, or
-// claimed) only with a bias.
+// FOURFOLD_GEMV_EPILOGUE_PREFETCH=0; the bf16 / fp16 GEMV's (column-stationary, or claimed) only
+// with a bias.
 TEST(kernel_plans_fp8, the_column_stationary_epilogue_fetches_its_scale_and_bias_early) {
     const fourfold::testing::env_switch prefetch("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
     const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
@@ -347,7 +347,7 @@ TEST(kernel_plans_fp8, the_column_stationary_epilogue_fetches_its_scale_and_bias
     const auto h = plan_gemv_fp8(head, h200());
     EXPECT_TRUE(h.column_stationary && !h.epilogue_prefetch) << h.describe();
     EXPECT_EQ(h.shared_bytes, 4096 * 2 + 16 * h.slice_rows * 4);
-    // the bf16 GEMV on trial: with a bias only
+    // the bf16 GEMV, column-stationary: with a bias only
     gemv_args b;
     const auto stand_in = fp8_of(1, 4096, 4096); // its aligned stand-in addresses
     b.x = b.w = stand_in.x;
@@ -360,7 +360,7 @@ TEST(kernel_plans_fp8, the_column_stationary_epilogue_fetches_its_scale_and_bias
     const auto biased = plan_gemv(b, h200());
     EXPECT_TRUE(biased.column_stationary && biased.epilogue_prefetch) << biased.describe();
     EXPECT_EQ(biased.shared_bytes, plain.shared_bytes + k_gemv_cs_epilogue_bytes);
-    // off the trial, the claimed kernel's epilogue (the bf16 default for 8 KB rows) alike
+    // with FOURFOLD_GEMV_CS=0, the claimed kernel's epilogue (8 KB rows) alike
     cs.set("0");
     const auto claimed = plan_gemv(b, h200());
     EXPECT_TRUE(claimed.claimed && claimed.epilogue_prefetch) << claimed.describe();

@@ -162,6 +162,9 @@ gemv_args with_norm(gemv_args a, std::uintptr_t where = k_aligned * 3) {
 } // namespace
 
 TEST(kernel_plans, gemv_small_n_splits_k_over_the_warps_of_a_block) {
+    // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
+    // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0");
     const auto small = plan_gemv(gemv_of(1, 768, 2048), h200());
     ASSERT_TRUE(small.valid.empty()) << small.valid;
     EXPECT_TRUE(small.vectorised);
@@ -208,6 +211,9 @@ TEST(kernel_plans, gemv_splits_k_only_below_half_a_wave_of_resident_blocks) {
 // One token on the balanced path with rows of 8 KB or more: one block of 1024 an SM whose warps
 // claim the steps, with a float a step of its rows in shared memory
 TEST(kernel_plans, gemv_claims_steps_for_one_token_where_its_slots_fit) {
+    // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
+    // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0");
     const auto gate_up = plan_gemv(with_norm(gemv_of(1, 28672, 4096)), h200());
     ASSERT_TRUE(gate_up.valid.empty()) << gate_up.valid;
     EXPECT_TRUE(gate_up.claimed) << gate_up.describe();
@@ -230,13 +236,22 @@ TEST(kernel_plans, gemv_claims_steps_for_one_token_where_its_slots_fit) {
     EXPECT_FALSE(plan_gemv(gemv_of(1, 1000000, 4096), h200()).claimed);
 }
 
-// The column-stationary kernel on trial (FOURFOLD_GEMV_CS=1): one token of 2-byte elements, K at
-// most 16 slices of 512 elements, a float a row of each warp's run beside the prologue's x (none
-// for the SwiGLU, made by each warp); nothing changes without the switch.
-TEST(kernel_plans, gemv_column_stationary_on_trial_only_where_asked) {
+// The column-stationary kernel: one token of 2-byte elements with rows of 8 KB or more (session
+// 43: llama3-8b +3.8 %, qwen3-30b-a3b's 4 KB rows -3.5 %), K at most 16 slices of 512 elements,
+// a float a row of each warp's run beside the prologue's x (none for the SwiGLU, made by each
+// warp). FOURFOLD_GEMV_CS=0: never; =1: rows of any length.
+TEST(kernel_plans, gemv_column_stationary_for_one_token_of_8_kb_rows) {
     const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS");
+    const auto qwen3_qkv = with_norm(gemv_of(1, 5120, 2048)); // 4 KB rows
+    EXPECT_FALSE(plan_gemv(qwen3_qkv, h200()).column_stationary);
+    EXPECT_TRUE(plan_gemv(qwen3_qkv, h200()).balanced);
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 151936, 2048), h200()).column_stationary); // its LM head
+    cs.set("0");
     EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), h200()).column_stationary);
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).claimed);
     cs.set("1");
+    EXPECT_TRUE(plan_gemv(qwen3_qkv, h200()).column_stationary);
+    cs.unset();
     const auto o = plan_gemv(gemv_of(1, 4096, 4096), h200());
     ASSERT_TRUE(o.valid.empty()) << o.valid;
     EXPECT_TRUE(o.column_stationary && !o.balanced && !o.claimed) << o.describe();
@@ -271,6 +286,9 @@ TEST(kernel_plans, gemv_column_stationary_on_trial_only_where_asked) {
 }
 
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
+    // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
+    // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0");
     const auto qkv = plan_gemv(with_norm(gemv_of(1, 6144, 4096)), h200());
     EXPECT_TRUE(qkv.valid.empty()) << qkv.valid;
     EXPECT_TRUE(qkv.balanced);
@@ -309,6 +327,9 @@ TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
 }
 
 TEST(kernel_plans, gemv_balances_rows_over_each_blocks_warps_from_four_rows_a_block) {
+    // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
+    // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0");
     // 4 rows a block of the wave (2112 rows for 528 blocks) and rows of 2 KB (128 vectors) on
     for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{{5120, 25600},
                                                                                  {5120, 5120},

@@ -12,7 +12,7 @@ std::string gemv_plan::describe() const {
     std::string s =
         tensor_cores        ? "tensor cores (m16n8k16), 16-byte loads"
         : column_stationary ? "16-byte loads, a warp a 1 KB slice of K down a run of rows (x in "
-                              "registers; on trial)"
+                              "registers)"
         : claimed           ? "16-byte loads, 2 KB steps claimed by a block's warps"
         : balanced          ? "16-byte loads, rows split evenly over each block's warps"
         : streamed          ? (persistent ? "16-byte loads, persistent, rows streamed back to back"
@@ -49,6 +49,18 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
     s.sum_bytes = warps * s.run_rows * 4;
     return s;
 }
+
+namespace {
+// The column-stationary kernel's rule for one token of 2-byte elements (plan_gemv, below).
+bool column_stationary_wanted(std::int64_t row_bytes) {
+    const char* v = std::getenv("FOURFOLD_GEMV_CS");
+    if (v && std::strcmp(v, "0") == 0)
+        return false;
+    if (v && std::strcmp(v, "1") == 0)
+        return true;
+    return row_bytes >= 8192;
+}
+} // namespace
 
 bool take_epilogue_prefetch(std::int64_t& shared_bytes, std::int64_t bytes, bool wanted) {
     const char* v = std::getenv("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
@@ -168,13 +180,17 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
             p.fused_swiglu = a.swiglu_x;
             p.shared_bytes = bytes;
         }
-        // On trial (FOURFOLD_GEMV_CS=1; session 41's probe, bench/gpu/gemv_probe.cu bf16_cs_u2d4,
-        // against this kernel's balanced copy on the H200, the same outputs: 4096 x 4096 10.9 ->
-        // 9.8 µs, 6144 x 4096 15.3 -> 13.2, 28672 x 4096 57.5 -> 54.0, 128256 x 4096 240 -> 232):
-        // one token of 2-byte elements, K at most 16 slices of 1 KB, the column-stationary kernel
-        // (gemv_cs.cuh) where a float a row of each warp's run fits beside the prologue's x.
-        const char* cs = std::getenv("FOURFOLD_GEMV_CS");
-        if (a.tokens == 1 && es == 2 && cs && std::strcmp(cs, "1") == 0) {
+        // One token of 2-byte elements with rows of 8 KB or more, K at most 16 slices of 1 KB:
+        // the column-stationary kernel (gemv_cs.cuh) where a float a row of each warp's run fits
+        // beside the prologue's x. Measured on the H200 (session 43, build 2ea9b86, against the
+        // claimed kernel, every record PASS): llama3-8b native_fused 244.8 -> 254.2 tokens/s at
+        // ctx 512 (234.9 -> 245.3 at 2048), 6144 x 4096 + norm 15.7 -> 13.1 µs, 4096 x 4096 +
+        // bias 11.6 -> 9.17, 28672 x 4096 + norm 55.4 -> 53.3, the LM head 232 -> 230. Rows of 4
+        // KB lost as the claimed kernel's did (session 36): qwen3-30b-a3b 342.3 -> 330.4 with its
+        // two K = 2048 GEMVs (each after the MoE block) column-stationary, though 5120 x 2048 +
+        // norm alone went 9.18 -> 8.59 µs; not isolated. FOURFOLD_GEMV_CS=0: never (the claimed
+        // or the static partition as before); =1: at any row length (the trial's rule).
+        if (a.tokens == 1 && es == 2 && column_stationary_wanted(nkv_all * 16)) {
             const auto cs_shape = gemv_cs_shape_of(a.n, nkv_all, d.sm_count);
             const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
             const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
