@@ -2372,3 +2372,31 @@ stage_s43_d() {
     FOURFOLD_ATTENTION_ROPE_LOADS=0 s37_fp8_decode ropeold2
     stage_pack s43_d
 }
+
+# Session 44's first call (about 9 minutes with the build). Session 43 made the column-stationary
+# GEMV the default for one token of bf16 / fp16 with rows of 8 KB or more (llama3-8b 244.8 ->
+# 254.2 tokens/s; qwen3-30b-a3b's 4 KB rows keep the static partition: with them it lost 3.5 %).
+# Not yet measured with that rule: the article suite's 96 one-token GEMV shapes (issue 13: geometric
+# mean >= 1.5x over stock, none more than 2 % slower; last 1.238x, session 23) and the decodes at
+# the new default. This call: the GEMV and decoder gpu tests at the default; the article's
+# linear_decode jobs (stock, generic, native); llama3-8b and qwen3-30b-a3b native_fused.
+# Predicted: llama3-8b about 254 / 245 tokens/s (ctx 512 / 2048), qwen3-30b-a3b about 342 / 336
+# (its GEMVs unchanged); the GEMV geometric mean 1.24 -> about 1.3x (the K = 4096 shapes 1-21 %
+# faster, session 43's ops).
+stage_s44_a() {
+    local t0=$SECONDS
+    s25_gtests 'dependent_launch_cuda.*:gemv_claim_cuda.*:native.gemv*:decode_native_cuda.*' 240 \
+        "$OUT/s44_a_tests.txt"
+    s36_decode llama3-8b cs
+    s36_decode qwen3-30b-a3b cs
+    timeout -s INT 240 $BIN run --suite article --workload linear_decode --device cuda \
+        --min-time 0.05 --label s44-article --db "$DB" --quiet >"$OUT/s44_article.txt" 2>&1
+    echo "article linear_decode: exit $? after $((SECONDS - t0)) s"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/s44_article.txt"
+    grep -cE "^linear_decode .*PASS" "$OUT/s44_article.txt"
+    grep -E "^linear_decode .*(FAIL|skipped)" "$OUT/s44_article.txt" | head -5
+    $BIN export --format json --run s44-article --db "$DB" >"$OUT/s44_article.json"
+    python3 bench/gpu/native_table.py "$OUT/s44_article.json" >"$OUT/s44_article_table.md" 2>&1
+    tail -12 "$OUT/s44_article_table.md"
+    stage_pack s44_a
+}
