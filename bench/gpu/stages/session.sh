@@ -2400,3 +2400,28 @@ stage_s44_a() {
     tail -12 "$OUT/s44_article_table.md"
     stage_pack s44_a
 }
+
+# Session 44's second call (about 5 minutes): the column-stationary GEMV in two blocks of 8 warps
+# an SM (on trial, FOURFOLD_GEMV_CS_TWO_BLOCKS=1, session 43, unmeasured). The suspect in
+# qwen3-30b-a3b's loss with its K = 2048 GEMVs column-stationary (342.3 -> 330.4, session 43) or
+# claimed (session 36): each follows the MoE one-launch, two blocks of 256 an SM at 113 registers
+# (61,440 of the 65,536), and one block of 512 x 128 registers (or the claimed 1024 x 56) starts
+# on an SM only when both have left, where the static partition's 256 x 116 starts once one has;
+# a block of 256 x 128 (32,768) fits beside the last MoE block too. Predicted: qwen3-30b-a3b with
+# FOURFOLD_GEMV_CS=1 and the trial 330.4 -> at least 342 (main's), up to about 347 with the K =
+# 2048 GEMVs' op gain (5120 x 2048 + norm 9.18 -> 8.59 µs); llama3-8b within 1 % of 254.2 either
+# way (its GEMVs follow GEMVs and attention). The sanitizers over the column-stationary test
+# (both block shapes).
+stage_s44_b() {
+    s32_sanitizer memcheck s44_b 'gemv_claim_cuda.column*' 150
+    s32_sanitizer racecheck s44_b 'gemv_claim_cuda.column*' 150
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_TWO_BLOCKS=1 s36_decode qwen3-30b-a3b cs1two
+    s36_decode qwen3-30b-a3b base1
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs1one
+    FOURFOLD_GEMV_CS_TWO_BLOCKS=1 s36_decode llama3-8b two
+    s36_decode llama3-8b one
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_TWO_BLOCKS=1 s36_decode qwen3-30b-a3b cs1two2
+    FOURFOLD_GEMV_CS_TWO_BLOCKS=1 s36_ops two
+    s36_ops one
+    stage_pack s44_b
+}
