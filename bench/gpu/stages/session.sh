@@ -2425,3 +2425,15 @@ stage_s44_b() {
     s36_ops one
     stage_pack s44_b
 }
+
+# Session 43's last device minutes (about 4 minutes after the build): s44_b's core on c6400ff,
+# the two-block trial's correctness first, then its A/B on both decodes.
+stage_s43_e() {
+    s25_gtests 'gemv_claim_cuda.column*:native.gemv*' 120 "$OUT/s43_e_tests.txt"
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_TWO_BLOCKS=1 s36_decode qwen3-30b-a3b cs1two
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_CS_TWO_BLOCKS=1 s36_decode llama3-8b two
+    s36_decode llama3-8b one
+    s32_sanitizer memcheck s43_e 'gemv_claim_cuda.column*' 60
+    stage_pack s43_e
+}
