@@ -285,38 +285,6 @@ TEST(kernel_plans, gemv_column_stationary_for_one_token_of_8_kb_rows) {
     EXPECT_FALSE(plan_gemv(gemv_of(1, 1000, 4096), h200()).column_stationary); // not balanced
 }
 
-// On trial (FOURFOLD_GEMV_CS_TWO_BLOCKS=1): the column-stationary kernel in two blocks of 8 warps
-// an SM where K has at most 8 slices (a block of 16 takes an SM's whole register file); wider K
-// keeps one block of 16.
-TEST(kernel_plans, gemv_column_stationary_in_two_blocks_an_sm_on_trial_only) {
-    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS");
-    const fourfold::testing::env_switch two("FOURFOLD_GEMV_CS_TWO_BLOCKS");
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), h200()).cs_two_blocks);
-    two.set("1");
-    const auto o = plan_gemv(gemv_of(1, 4096, 4096), h200());
-    ASSERT_TRUE(o.valid.empty()) << o.valid;
-    EXPECT_TRUE(o.column_stationary && o.cs_two_blocks) << o.describe();
-    EXPECT_NE(o.describe().find("two blocks of 8 warps"), std::string::npos) << o.describe();
-    EXPECT_EQ(o.blocks, 2 * 132);
-    EXPECT_EQ(o.threads, 256);
-    EXPECT_EQ(o.slices, 8); // one run a block: 264 runs of at most 16 rows
-    EXPECT_EQ(o.slice_rows, 16);
-    EXPECT_EQ(o.shared_bytes, 8 * 16 * 4);
-    // qwen3-30b-a3b's qkv (4 KB rows: with FOURFOLD_GEMV_CS=1): 4 slices, two runs a block, 528
-    // runs of at most 10 rows, beside the normalised x
-    cs.set("1");
-    const auto qkv = plan_gemv(with_norm(gemv_of(1, 5120, 2048)), h200());
-    EXPECT_TRUE(qkv.column_stationary && qkv.cs_two_blocks && qkv.fused_norm) << qkv.describe();
-    EXPECT_EQ(qkv.slices, 4);
-    EXPECT_EQ(qkv.slice_rows, 10);
-    EXPECT_EQ(qkv.shared_bytes, 2048 * 2 + 8 * 10 * 4);
-    // 16 slices: one block of 16 warps, as without the trial
-    const auto wide = plan_gemv(gemv_of(1, 4096, 8192), h200());
-    EXPECT_TRUE(wide.column_stationary && !wide.cs_two_blocks) << wide.describe();
-    EXPECT_EQ(wide.threads, 512);
-    EXPECT_EQ(wide.blocks, 132);
-}
-
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
     // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)

@@ -634,15 +634,11 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                     static_cast<const float*>(nullptr), std::int64_t{0}, false, b, y, a.n, nkv,
                     a.ld_w, p.slices, p.slice_rows, nw, eps, p.epilogue_prefetch));
             };
-            constexpr int half = k_cs_warps / 2; // cs_two_blocks (on trial)
             if (p.fused_swiglu)
-                return p.cs_two_blocks ? run(gemv_cs<F, k_cs_swiglu_slices, half>)
-                                       : run(gemv_cs<F, k_cs_swiglu_slices>);
+                return run(gemv_cs<F, k_cs_swiglu_slices>);
             if (p.fused_norm)
-                return p.cs_two_blocks ? run(gemv_cs<F, k_pro_norm, half>)
-                                       : run(gemv_cs<F, k_pro_norm>);
-            return p.cs_two_blocks ? run(gemv_cs<F, k_pro_none, half>)
-                                   : run(gemv_cs<F, k_pro_none>);
+                return run(gemv_cs<F, k_pro_norm>);
+            return run(gemv_cs<F, k_pro_none>);
         }
         return invalid("the column-stationary GEMV takes one token of 2-byte elements");
     }

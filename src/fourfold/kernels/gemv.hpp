@@ -35,14 +35,13 @@ inline constexpr int k_gemv_cs_threads = 512;
 inline constexpr int k_gemv_cs_vectors = 2;
 inline constexpr int k_gemv_cs_depth = 4;
 // The column-stationary kernel's partition (both GEMV plans): n rows of nkv 16-byte weight vectors
-// over sm_count x blocks_per_sm blocks of `warps` warps. `slices` of K a row, the rows of the
-// longest run, and the bytes of the float a row of each warp's run a block sums in shared memory;
-// run_rows 0 where K has more slices than a block has warps (the kernel does not take it).
+// over sm_count blocks. `slices` of K a row, the rows of the longest run, and the bytes of the
+// float a row of each warp's run a block sums in shared memory; run_rows 0 where K has more than
+// 16 slices (the kernel does not take it).
 struct gemv_cs_shape {
     std::int64_t slices = 0, run_rows = 0, sum_bytes = 0;
 };
-gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count,
-                               int warps = k_gemv_cs_threads / 32, int blocks_per_sm = 1);
+gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count);
 // The column-stationary and claimed epilogues' bias and scale, copied into shared memory by
 // cp.async at the start (a 4-byte word of each for every thread's first epilogue row): the
 // epilogue then reads them there, where it loaded them after its block barrier, one round trip of
@@ -102,12 +101,6 @@ struct gemv_plan {
     // rows, `slices` warps a run; shared_bytes holds the prologue's x (none for the SwiGLU, made
     // by each warp for its slice), then a float a row of each warp's run
     bool column_stationary = false;
-    // On trial (FOURFOLD_GEMV_CS_TWO_BLOCKS=1, session 43, unmeasured), K at most 8 slices: two
-    // blocks of 8 warps an SM (threads 256) where one of 16 takes the SM's whole register file
-    // (512 x 128). Behind the MoE block (two blocks of 256 an SM) the one block of 16 starts only
-    // when both have left; a block of 8 once one has. The suspect in qwen3-30b-a3b's loss with
-    // its K = 2048 GEMVs column-stationary (session 43) or claimed (session 36).
-    bool cs_two_blocks = false;
     int slices = 0;
     int slice_rows = 0;
     bool swiglu_slices = false;

@@ -11,9 +11,8 @@
 // then costs its weight loads, their conversion and the FMAs alone (the FP8 GEMV's missing
 // bandwidth was on x's side, session 39). k_gemv_cs_depth rows of the slice are in flight (a ring
 // of registers); the sums of 8 rows are reduced across the warp at once (9 shuffles where 8 warp
-// sums take 40). The block's W warps (16, one block an SM; 8, two blocks an SM: the plan's
-// cs_two_blocks) are W / S row runs of S slices (S = the plan's `slices`; warps past W / S runs
-// idle), each run's warps adding their slices' sums in slice order through
+// sums take 40). The block's 16 warps are 16 / S row runs of S slices (S = the plan's `slices`;
+// warps past 16 / S runs idle), each run's warps adding their slices' sums in slice order through
 // shared memory once all rows are done (deterministic). The prologue (PRO) makes x in shared
 // memory once a block as gemv_claim's does, and each warp reads its slice from there;
 // PRO = k_cs_swiglu_slices makes each warp compute the SwiGLU of its own slice from [gate | up] in
@@ -34,8 +33,8 @@ constexpr int k_cs_swiglu_slices = 3;
 // plan's slice_rows), the stride of each warp's sums in shared memory. prefetch: the plan's
 // epilogue_prefetch (gemv.hpp's k_gemv_cs_epilogue_bytes after the sums: thread t's first
 // epilogue row's bias as the 4-byte word that holds it, then its scale).
-template <typename F, int PRO, int W = k_cs_warps>
-__global__ void __launch_bounds__(W * 32, k_cs_warps / W)
+template <typename F, int PRO>
+__global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     gemv_cs(const typename F::X* __restrict__ x, const typename F::W* __restrict__ w,
             const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
             const typename F::X* __restrict__ bias, typename F::X* __restrict__ y, std::int64_t n,
@@ -50,10 +49,11 @@ __global__ void __launch_bounds__(W * 32, k_cs_warps / W)
     static_assert(RB % DEPTH == 0, "the ring's slots are fixed at compile time");
     // the prologues that make x in shared memory once a block
     constexpr bool SHARED_X = PRO == k_pro_norm || PRO == k_pro_swiglu;
-    extern __shared__ uint4 smem[]; // SHARED_X: x (XV nkv vectors); then W x max_rows floats
+    extern __shared__ uint4
+        smem[]; // SHARED_X: x (XV nkv vectors); then k_cs_warps x max_rows floats
     allow_dependents();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int runs = W / slices; // row runs a block
+    const int runs = k_cs_warps / slices; // row runs a block
     const int slice = warp % slices, run = warp / slices;
     const std::int64_t all_runs = std::int64_t{gridDim.x} * runs;
     const std::int64_t g = std::int64_t{blockIdx.x} * runs + run;
@@ -95,14 +95,14 @@ __global__ void __launch_bounds__(W * 32, k_cs_warps / W)
     // The epilogue's first row of this thread: its bias and scale into shared memory now, by
     // cp.async (no register held down the rows), where the epilogue would load them after its
     // barrier. The epilogue's mapping: entry i = threadIdx.x of the block's runs x max_rows.
-    auto* pre = reinterpret_cast<unsigned*>(part + W * max_rows);
+    auto* pre = reinterpret_cast<unsigned*>(part + k_cs_warps * max_rows);
     if (prefetch && static_cast<int>(threadIdx.x) < runs * max_rows) {
         const int q = static_cast<int>(threadIdx.x) / max_rows;
         const int r = static_cast<int>(threadIdx.x) - q * max_rows;
         const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;
         const std::int64_t a0 = gq * n / all_runs;
         if (r < (gq + 1) * n / all_runs - a0)
-            fetch_epilogue<F>(pre, W * 32, a0 + r, n, scale, inc_scale, per_row, bias);
+            fetch_epilogue<F>(pre, k_gemv_cs_threads, a0 + r, n, scale, inc_scale, per_row, bias);
     }
     // the slice's x as floats (XF a weight vector: x's vectors XV v .. XV v + XV - 1)
     float xf[U][XF];
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(W * 32, k_cs_warps / W)
     __syncthreads();
     // each run's rows: the slices' sums in slice order, times the scale (scaled formats), plus
     // the bias, rounded once
-    const epilogue_inputs<F> in{pre, W * 32, scale, inc_scale, per_row, bias};
+    const epilogue_inputs<F> in{pre, k_gemv_cs_threads, scale, inc_scale, per_row, bias};
     for (int i = threadIdx.x; i < runs * max_rows; i += blockDim.x) {
         const int q = i / max_rows, r = i - q * max_rows;
         const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;

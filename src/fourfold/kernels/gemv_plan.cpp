@@ -22,8 +22,6 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     if (column_stationary)
         s += ", " + std::to_string(slices) + " slice(s)/row";
-    if (cs_two_blocks)
-        s += ", two blocks of 8 warps an SM (on trial)";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
     if (epilogue_prefetch)
@@ -41,13 +39,12 @@ std::string gemv_plan::describe() const {
     return s;
 }
 
-gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, int warps,
-                               int blocks_per_sm) {
+gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
     constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_cs_vectors;
+    constexpr int warps = k_gemv_cs_threads / 32;
     gemv_cs_shape s;
     s.slices = (nkv + slice_vectors - 1) / slice_vectors;
-    const std::int64_t runs =
-        s.slices <= warps ? std::int64_t{sm_count} * blocks_per_sm * (warps / s.slices) : 0;
+    const std::int64_t runs = s.slices <= warps ? sm_count * (warps / s.slices) : 0;
     s.run_rows = runs ? (n + runs - 1) / runs : 0;
     s.sum_bytes = warps * s.run_rows * 4;
     return s;
@@ -193,25 +190,16 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         // two K = 2048 GEMVs (each after the MoE block) column-stationary, though 5120 x 2048 +
         // norm alone went 9.18 -> 8.59 µs; not isolated. FOURFOLD_GEMV_CS=0: never (the claimed
         // or the static partition as before); =1: at any row length (the trial's rule).
-        // FOURFOLD_GEMV_CS_TWO_BLOCKS=1 (on trial, gemv.hpp): two blocks of 8 warps an SM where K
-        // has at most 8 slices.
         if (a.tokens == 1 && es == 2 && column_stationary_wanted(nkv_all * 16)) {
-            const char* two = std::getenv("FOURFOLD_GEMV_CS_TWO_BLOCKS");
-            const bool two_blocks =
-                two && std::strcmp(two, "1") == 0 &&
-                gemv_cs_shape_of(a.n, nkv_all, d.sm_count, k_gemv_cs_threads / 64, 2).run_rows > 0;
-            const int warps = two_blocks ? k_gemv_cs_threads / 64 : k_gemv_cs_threads / 32;
-            const auto cs_shape =
-                gemv_cs_shape_of(a.n, nkv_all, d.sm_count, warps, two_blocks ? 2 : 1);
+            const auto cs_shape = gemv_cs_shape_of(a.n, nkv_all, d.sm_count);
             const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
             const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
             if (cs_shape.run_rows > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
                 p.column_stationary = true;
                 p.balanced = false;
                 p.streamed = false;
-                p.cs_two_blocks = two_blocks;
-                p.blocks = std::int64_t{d.sm_count} * (two_blocks ? 2 : 1);
-                p.threads = warps * 32;
+                p.blocks = d.sm_count;
+                p.threads = k_gemv_cs_threads;
                 p.slices = static_cast<int>(cs_shape.slices);
                 p.slice_rows = static_cast<int>(cs_shape.run_rows);
                 p.swiglu_slices = a.swiglu_x;
