@@ -51,6 +51,10 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
 }
 
 namespace {
+// One token's rows of at least this many bytes take a kernel of one block an SM (column-stationary
+// for 2-byte elements, else claimed); shorter rows keep the static partition (plan_gemv, below).
+constexpr std::int64_t k_one_block_an_sm_row_bytes = 8192;
+
 // The column-stationary kernel's rule for one token of 2-byte elements (plan_gemv, below).
 bool column_stationary_wanted(std::int64_t row_bytes) {
     const char* v = std::getenv("FOURFOLD_GEMV_CS");
@@ -58,7 +62,7 @@ bool column_stationary_wanted(std::int64_t row_bytes) {
         return false;
     if (v && std::strcmp(v, "1") == 0)
         return true;
-    return row_bytes >= 8192;
+    return row_bytes >= k_one_block_an_sm_row_bytes;
 }
 } // namespace
 
@@ -217,7 +221,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         // lost 342.1 -> 334.0 with its two K = 2048 GEMVs (4 KB rows, each after the MoE block)
         // claimed, though 5120 x 2048 + norm alone went 9.30 -> 9.14 µs: not isolated, so rows
         // under 8 KB keep the static partition.
-        if (a.tokens == 1 && nkv_all * 16 >= 8192) {
+        if (a.tokens == 1 && nkv_all * 16 >= k_one_block_an_sm_row_bytes) {
             const std::int64_t rows = (a.n + d.sm_count - 1) / d.sm_count;
             const std::int64_t slots = rows * ((nkv_all + 127) / 128) * 4;
             if (p.shared_bytes + slots <= k_gemv_norm_max_shared_bytes) {
