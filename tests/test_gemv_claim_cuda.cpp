@@ -3,7 +3,8 @@
 // and the column-stationary one (gemv_cs, bf16 and fp16 rows of 8 KB or more by default): against
 // float64 with no prologue, the RMSNorm and the SwiGLU prologues, with and without the bias, rows
 // past whole steps or slices and a row count no block count divides; and the same bits on every
-// run. Calls model_ops directly (no runner), so the sanitizer stage runs it whole.
+// run. Calls model_ops directly (no runner), so the sanitizer stage runs it whole. And the
+// tensor-core GEMV of 2..8 tokens in rounds (gemv_mma_rounds, the trial of session 44).
 #include "decoder_kernels_cuda.hpp"
 #include "env_switch.hpp"
 #include "fourfold/workloads/model_ops/linear.hpp"
@@ -131,5 +132,65 @@ TEST(gemv_claim_cuda, column_stationary_trial_matches_float64_and_repeats_its_bi
                 EXPECT_TRUE(plan.column_stationary) << what;
                 EXPECT_EQ(plan.swiglu_slices, plan.fused_swiglu) << what;
             });
+#endif
+}
+
+// 2..8 tokens on the tensor cores in rounds (FOURFOLD_GEMV_MMA_ROUNDS=1, gemv_mma_rounds), bf16
+// and fp16, with and without the bias: blocks of 1, 2, 3 and 8 warps; 3 to 10 rounds a block
+// (both buffers of the split's sums written again); K chunks that leave the last warps one unit
+// or none (K = 160: 5 units over 3 warps; K = 416: 13 over 8); rows past the last whole tile.
+// Within the type's tolerance of float64, and the same bits on 3 more runs.
+TEST(gemv_claim_cuda, tensor_cores_in_rounds_match_float64_and_repeat_their_bits) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch rounds("FOURFOLD_GEMV_MMA_ROUNDS", "1");
+    const workloads::call_context ctx(*dev);
+    auto gen = at::detail::createCPUGenerator(29);
+    struct shape {
+        std::int64_t n, k;
+    };
+    for (const auto t : {at::kBFloat16, at::kHalf})
+        for (const shape s : {shape{120000, 32}, shape{120000, 64}, shape{60005, 256},
+                              shape{50021, 160}, shape{4099, 416}})
+            for (const std::int64_t tokens : {2, 5, 8}) {
+                const auto o = at::TensorOptions().dtype(t).device(dev->torch_device());
+                auto r = [&](std::vector<std::int64_t> shape, double scale) {
+                    return (at::randn(shape, gen, at::TensorOptions().dtype(at::kDouble)) * scale)
+                        .to(t)
+                        .to(at::kDouble);
+                };
+                const auto x = r({tokens, s.k}, 1.0),
+                           w = r({s.n, s.k}, 1.0 / std::sqrt(double(s.k)));
+                const auto b = r({s.n}, 1.0);
+                const auto xg = x.to(o), wg = w.to(o);
+                kernels::gemv_args ga;
+                ga.x = xg.data_ptr();
+                ga.w = wg.data_ptr();
+                ga.tokens = tokens;
+                ga.n = s.n;
+                ga.k = s.k;
+                ga.ld_x = s.k;
+                ga.ld_w = s.k;
+                ga.ld_y = s.n;
+                ga.type = workloads::native::elem_of(t);
+                const auto plan = kernels::plan_gemv(ga, workloads::native::limits(ctx));
+                for (const bool bias : {false, true}) {
+                    const auto what = std::string(c10::toString(t)) + " " + std::to_string(tokens) +
+                                      "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                                      (bias ? " + bias" : "") + ": " + plan.describe();
+                    EXPECT_TRUE(plan.tensor_cores) << what;
+                    EXPECT_GE(plan.mma_rounds, 1) << what;
+                    const auto bg = bias ? b.to(o) : at::Tensor();
+                    auto run = [&] { return mo::linear(xg, wg, bg, mo::op_path::native, &ctx); };
+                    auto ref = at::matmul(x, w.t());
+                    if (bias)
+                        ref = ref + b;
+                    const auto y = run();
+                    ASSERT_TRUE(y.defined()) << what;
+                    EXPECT_LT(scaled_error(y, ref), tolerance(t)) << what;
+                    for (int again = 0; again < 3; ++again)
+                        EXPECT_TRUE(at::equal(run().cpu(), y.cpu())) << what << ", run " << again;
+                }
+            }
 #endif
 }

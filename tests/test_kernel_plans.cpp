@@ -285,6 +285,28 @@ TEST(kernel_plans, gemv_column_stationary_for_one_token_of_8_kb_rows) {
     EXPECT_FALSE(plan_gemv(gemv_of(1, 1000, 4096), h200()).column_stationary); // not balanced
 }
 
+// The trial FOURFOLD_GEMV_CS_BIG=1: rows of 4 KB or more column-stationary where the weights are
+// 64 MB or more (qwen3-30b-a3b's LM head), not below (its qkv GEMVs), nor rows under 4 KB.
+TEST(kernel_plans, gemv_column_stationary_for_big_weights_of_4_kb_rows_on_trial) {
+    const fourfold::testing::env_switch big("FOURFOLD_GEMV_CS_BIG");
+    const auto head = with_norm(gemv_of(1, 151936, 2048)); // 622 MB of 4 KB rows
+    const auto qkv = with_norm(gemv_of(1, 5120, 2048));    // 21 MB
+    EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
+    big.set("1");
+    const auto p = plan_gemv(head, h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.column_stationary && p.fused_norm) << p.describe();
+    EXPECT_EQ(p.slices, 4); // 4 runs a block, 528 runs of 288 rows at most
+    EXPECT_EQ(p.slice_rows, 288);
+    EXPECT_EQ(p.shared_bytes, 2048 * 2 + 16 * 288 * 4);
+    EXPECT_FALSE(plan_gemv(qkv, h200()).column_stationary);
+    EXPECT_TRUE(plan_gemv(qkv, h200()).balanced);
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 262144, 1152), h200()).column_stationary); // 2.3 KB rows
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 262208, 2560), h200()).column_stationary);
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0"); // never, whatever the trial
+    EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
+}
+
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
     // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)
@@ -369,6 +391,48 @@ TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles
     f32.type = elem::f32;
     EXPECT_FALSE(plan_gemv(f32, h200()).tensor_cores);                  // fp32 stays exact: no tf32
     EXPECT_FALSE(plan_gemv(gemv_of(4, 64, 4008), h200()).tensor_cores); // K % 32 != 0
+}
+
+// FOURFOLD_GEMV_MMA_ROUNDS=1: one wave of blocks of ks warps, every block the same rounds.
+TEST(kernel_plans, gemv_in_rounds_keeps_every_block_resident_with_equal_rounds) {
+    const fourfold::testing::env_switch rounds("FOURFOLD_GEMV_MMA_ROUNDS", "1");
+    struct shape {
+        std::int64_t n, k;
+    };
+    for (const shape s : {shape{128256, 4096}, shape{25600, 5120}, shape{8192, 8192},
+                          shape{4096, 4096}, shape{768, 2048}, shape{16, 32}, shape{1000, 1024}}) {
+        const auto p = plan_gemv(gemv_of(4, s.n, s.k), h200());
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_TRUE(p.tensor_cores) << p.describe();
+        ASSERT_GE(p.mma_rounds, 1) << p.describe();
+        const std::int64_t tiles = (s.n + 15) / 16;
+        const int ks = p.k_split;
+        EXPECT_GE(ks, 1);
+        EXPECT_LE(ks, 8);
+        EXPECT_LE(ks, s.k / 32); // no warp without a unit of K
+        EXPECT_EQ(p.threads, 32 * ks);
+        EXPECT_EQ(p.shared_bytes, ks > 1 ? 2 * ks * 32 * 16 : 0);
+        // every tile taken, no block idle, the rounds differ by one at most (b, b + B, ...)
+        EXPECT_GE(p.blocks * p.mma_rounds, tiles) << p.describe();
+        EXPECT_LT((p.blocks) * (p.mma_rounds - 1), tiles) << p.describe();
+        EXPECT_LE(p.blocks, tiles);
+        // all resident at once under the kernel's register bound
+        const std::int64_t per_sm = std::min(32, 8 * k_gemv_mma_blocks_per_sm / ks);
+        EXPECT_LE(p.blocks, 132 * per_sm) << p.describe();
+    }
+    // the LM head: 8016 tiles in 21 rounds of 382 blocks of 8 warps (3056 of the 3168 warps)
+    const auto head = plan_gemv(gemv_of(2, 128256, 4096), h200());
+    EXPECT_EQ(head.k_split, 8);
+    EXPECT_EQ(head.mma_rounds, 21);
+    EXPECT_EQ(head.blocks, 382);
+    // 8192 x 8192: 512 tiles over 528 blocks of 6 warps, one round
+    const auto square = plan_gemv(gemv_of(8, 8192, 8192), h200());
+    EXPECT_EQ(square.k_split, 6);
+    EXPECT_EQ(square.mma_rounds, 1);
+    EXPECT_EQ(square.blocks, 512);
+    // off by default: gemv_mma's tile groups
+    rounds.set("0");
+    EXPECT_EQ(plan_gemv(gemv_of(2, 128256, 4096), h200()).mma_rounds, 0);
 }
 
 TEST(kernel_plans, gemv_never_splits_k_below_one_vector_per_lane) {

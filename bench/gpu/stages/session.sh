@@ -2417,6 +2417,64 @@ stage_s44_b() {
     stage_pack s44_b
 }
 
+# Session 45's first call (about 8 minutes with the build): session 44's two trials, unmeasured.
+# 1. The tensor-core GEMV of 2..8 tokens in rounds (FOURFOLD_GEMV_MMA_ROUNDS=1, gemv_mma_rounds):
+#    its gpu test and the GEMV edge sizes with it, memcheck and racecheck over its test (the split's
+#    sums meet in shared memory, two buffers by the round's parity).
+# 2. Column-stationary rows of 4 KB where the weights are 64 MB or more (FOURFOLD_GEMV_CS_BIG=1):
+#    qwen3-30b-a3b native_fused with it and without, twice interleaved (its LM head 156.8 -> 143.8
+#    µs alone under ncu, s44_b). Predicted: +0.3-0.5 % (13 µs of its 2.93 ms a token).
+stage_s45_a() {
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
+        200 "$OUT/s45_a_tests.txt"
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer memcheck s45_a 'gemv_claim_cuda.tensor_cores_in_rounds*' 120
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer racecheck s45_a 'gemv_claim_cuda.tensor_cores_in_rounds*' 150
+    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big2
+    s36_decode qwen3-30b-a3b base2
+    stage_pack s45_a
+}
+
+# Session 45's second call, same machine (about 7 minutes). The 2..8-token sweep (stage
+# native_tokens's 16 shapes at 2, 4 and 8 tokens; issue 13: geometric mean >= 1.3x over stock, 1.09x
+# in session 25, bandwidth-bound 0.878x) in rounds with stock beside it, then gemv_mma (the default)
+# alone on the same machine; then the article's big one-token shapes of 4-8 KB rows, the trial
+# FOURFOLD_GEMV_CS_BIG=1 with stock and the default alone.
+# Predicted (rounds against gemv_mma): the LM head 128,256 x 4096 288-291 -> about 250 µs, 25,600 x
+# 5120 76-83 -> about 68, 8192 x 8192 36-40 -> about 35, the one-wave shapes unchanged; the big
+# 4-8 KB-row shapes 2-8 % faster column-stationary (151,936 x 2048 in the decode: 8 %).
+stage_s45_b() {
+    local t0=$SECONDS
+    local shapes=1x768x2048,1x1024x4096,1x2048x2048,1x4096x4096,1x2560x4096,1x14336x4096,1x4096x14336,1x8192x8192
+    shapes=$shapes,1x3072x3072,1x5120x5120,1x151936x1024,1x128256x4096,1x1024x1024,1x6144x2048,1x17408x5120,1x25600x5120
+    FOURFOLD_GEMV_MMA_ROUNDS=1 timeout -s INT 200 $BIN run --workload linear_decode --shape "$shapes" \
+        --param tokens=2,4,8 --dtype bf16 --variants stock,native --device cuda --min-time 0.05 \
+        --ledgers op_time,correctness --label s45-rounds --db "$DB" --quiet >"$OUT/s45_rounds.txt" 2>&1
+    echo "rounds sweep: exit $? after $((SECONDS - t0)) s"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/s45_rounds.txt"
+    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" --param tokens=2,4,8 \
+        --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
+        --label s45-tiles --db "$DB" --quiet >"$OUT/s45_tiles.txt" 2>&1
+    echo "gemv_mma sweep: exit $? after $((SECONDS - t0)) s"
+    local big=1x151936x2048,1x128256x2048,1x151936x2560,1x262208x2560,1x201088x2880,1x128256x3072,1x262208x3840,1x15360x3840
+    FOURFOLD_GEMV_CS_BIG=1 timeout -s INT 100 $BIN run --workload linear_decode --shape "$big" \
+        --dtype bf16 --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s45-big --db "$DB" --quiet >"$OUT/s45_big.txt" 2>&1
+    echo "4-8 KB rows, column-stationary: exit $? after $((SECONDS - t0)) s"
+    timeout -s INT 60 $BIN run --workload linear_decode --shape "$big" --dtype bf16 --variants native \
+        --device cuda --min-time 0.05 --ledgers op_time --label s45-big-base --db "$DB" --quiet \
+        >"$OUT/s45_big_base.txt" 2>&1
+    echo "4-8 KB rows, default: exit $? after $((SECONDS - t0)) s"
+    local run
+    for run in s45-rounds s45-tiles s45-big s45-big-base; do
+        $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
+    done
+    python3 bench/gpu/ab_table.py "$OUT/s45_s45-tiles.json" "$OUT/s45_s45-rounds.json" gemv_mma rounds
+    python3 bench/gpu/ab_table.py "$OUT/s45_s45-big-base.json" "$OUT/s45_s45-big.json" default cs_big
+    stage_pack s45_b
+}
+
 # Session 43's last device minutes (about 4 minutes after the build), on bfc2820: the two-block
 # trial of c6400ff (FOURFOLD_GEMV_CS_TWO_BLOCKS=1), its correctness first, then its A/B on both
 # decodes. It lost and was removed after this call: the switch does nothing on later builds.

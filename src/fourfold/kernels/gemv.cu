@@ -595,6 +595,156 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     }
 }
 
+// The same MMAs in rounds (gemv_plan::mma_rounds; FOURFOLD_GEMV_MMA_ROUNDS=1, session 44, not yet
+// measured): a block of ks warps (1..8, the plan's k_split) takes one 16-row tile a round, its
+// warps splitting the tile's K into ks chunks of near-equal 32-column units; block b takes tiles
+// b, b + B, ..., with B chosen by the plan so that every block has the same number of tiles and
+// all are resident at once. gemv_mma's grid is one tile group a block: where the groups pass
+// the resident blocks (the 128,256 x 4096 LM head: 1002 blocks over 396 slots) its last wave is
+// part empty, the cause read from session 25's figures (291 µs against stock's 241). A lane
+// loads two 32-column units a step, the next step's loads issued before this step's MMAs (two
+// register sets), across the end of a tile too. The ks sums of a tile meet in shared memory
+// (two buffers by the round's parity, one block barrier a round: the buffer of round r is
+// written again only after round r + 1's barrier, which its reader passes once it has read),
+// and warp r % ks adds them in warp order, then writes the tile.
+template <typename T>
+__global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
+    gemv_mma_rounds(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                    T* __restrict__ y, int tokens, int n, int kblocks, std::int64_t ld_x,
+                    std::int64_t ld_w, std::int64_t ld_y, int tiles) {
+    constexpr int U = 2;                 // 32-column units a lane loads a step
+    extern __shared__ float4 mma_part[]; // ks > 1: [2][ks][32], a lane's 4 sums
+    allow_dependents();
+    dependency_wait(); // x is read from the start
+    const int ks = static_cast<int>(blockDim.x / 32);
+    const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+    const int g = lane / 4, c = lane % 4;
+    const int chunk = (kblocks + ks - 1) / ks;
+    const int kb_begin = min(warp * chunk, kblocks);
+    const int units = min(kb_begin + chunk, kblocks) - kb_begin; // this warp's, of a tile
+    const int steps = (chunk + U - 1) / U; // a tile's steps: the same for every warp of the block
+    const int stride = static_cast<int>(gridDim.x);
+    const int rounds = (tiles - static_cast<int>(blockIdx.x) + stride - 1) / stride;
+    const int total = rounds * steps; // the plan keeps it below 2^31
+    const bool ok_x = g < tokens;
+    // lane (g, c)'s first vector of x (token g) and of W (row g of the block's first tile) in
+    // this warp's K chunk; a round moves W on by `stride` tiles
+    const uint4* xg = reinterpret_cast<const uint4*>(x + (ok_x ? g : 0) * ld_x) + c + kb_begin * 4;
+    const std::int64_t ldv = ld_w / 8; // W's row stride in 16-byte vectors
+    const uint4* w0 = reinterpret_cast<const uint4*>(w) +
+                      (std::int64_t{blockIdx.x} * 16 + g) * ldv + c + kb_begin * 4;
+    const std::int64_t round_vectors = std::int64_t{stride} * 16 * ldv;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    struct step_regs {
+        uint4 lo[U], hi[U], xv[U];
+    };
+    // the next step to load: its tile's rows (row g of it at wl), the step within the tile
+    const uint4* wl = w0;
+    int load_row = static_cast<int>(blockIdx.x) * 16 + g, load_step = 0;
+    const auto load_next = [&](step_regs& b) {
+        const bool ok_lo = load_row < n, ok_hi = load_row + 8 < n;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int unit = load_step * U + u;
+            const bool in = unit < units;
+            const int off = unit * 4; // 16-byte vectors per 32 columns
+            b.lo[u] = in && ok_lo ? load_streaming_l1_only(wl + off) : zero;
+            b.hi[u] = in && ok_hi ? load_streaming_l1_only(wl + 8 * ldv + off) : zero;
+            b.xv[u] = in && ok_x ? __ldg(xg + off) : zero;
+        }
+        if (++load_step == steps) {
+            load_step = 0;
+            wl += round_vectors;
+            load_row += stride * 16;
+        }
+    };
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    int mul_tile = static_cast<int>(blockIdx.x), mul_round = 0, mul_step = 0;
+    // the end of a round's tile: the ks sums added in warp order, the bias, one rounding
+    const auto finish = [&]() {
+        float v[4] = {acc[0], acc[1], acc[2], acc[3]};
+        int writer = 0;
+        if (ks > 1) {
+            float4* part = mma_part + (mul_round & 1) * ks * 32;
+            part[warp * 32 + lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+            __syncthreads();
+            writer = mul_round % ks;
+            if (warp == writer) {
+                float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+                for (int j = 0; j < ks; ++j) {
+                    const float4 q = part[j * 32 + lane];
+                    s.x += q.x;
+                    s.y += q.y;
+                    s.z += q.z;
+                    s.w += q.w;
+                }
+                v[0] = s.x;
+                v[1] = s.y;
+                v[2] = s.z;
+                v[3] = s.w;
+            }
+        }
+        if (warp == writer) {
+            // v: (row g, token 2c), (row g, token 2c + 1), (row g + 8, token 2c), (row g + 8, 2c +
+            // 1)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int row = mul_tile * 16 + g + (i >= 2 ? 8 : 0);
+                const int t = 2 * c + (i & 1);
+                if (row < n && t < tokens) {
+                    float o = v[i];
+                    if (bias)
+                        o += element<T>::to_float(bias[row]);
+                    y[t * ld_y + row] = element<T>::from_float(o);
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            acc[i] = 0.f;
+    };
+    const auto multiply_next = [&](const step_regs& b) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const unsigned a0[4] = {b.lo[u].x, b.hi[u].x, b.lo[u].y, b.hi[u].y};
+            const unsigned b0[2] = {b.xv[u].x, b.xv[u].y};
+            mma_op<T>::run(acc, a0, b0);
+            const unsigned a1[4] = {b.lo[u].z, b.hi[u].z, b.lo[u].w, b.hi[u].w};
+            const unsigned b1[2] = {b.xv[u].z, b.xv[u].w};
+            mma_op<T>::run(acc, a1, b1);
+        }
+        if (++mul_step == steps) {
+            finish();
+            mul_step = 0;
+            mul_tile += stride;
+            ++mul_round;
+        }
+    };
+    step_regs ra, rb;
+    if (total > 0)
+        load_next(ra);
+    for (int j = 0; j < total; j += 2) {
+        if (j + 1 < total)
+            load_next(rb);
+        multiply_next(ra);
+        if (j + 1 < total) {
+            if (j + 2 < total)
+                load_next(ra);
+            multiply_next(rb);
+        }
+    }
+}
+
+template <typename T>
+launch_status launch_mma_rounds(const gemv_plan& p, const gemv_args& a, stream_t stream) {
+    return status_of(launch_serialised_after_smem(
+        gemv_mma_rounds<T>, dim3(static_cast<unsigned>(p.blocks)), dim3(p.threads),
+        static_cast<std::size_t>(p.shared_bytes), stream, p.dependent_launch,
+        static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
+        static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.n),
+        static_cast<int>(a.k / 32), a.ld_x, a.ld_w, a.ld_y, static_cast<int>((a.n + 15) / 16)));
+}
+
 template <typename T>
 launch_status launch_mma(const gemv_plan& p, const gemv_args& a, stream_t stream) {
     const std::int64_t kblocks = a.k / 32;
@@ -693,7 +843,8 @@ launch_status launch_typed(const gemv_plan& p, const gemv_args& a, stream_t stre
     }
     if constexpr (sizeof(T) == 2)
         if (p.tensor_cores)
-            return launch_mma<T>(p, a, stream);
+            return p.mma_rounds > 0 ? launch_mma_rounds<T>(p, a, stream)
+                                    : launch_mma<T>(p, a, stream);
     switch (a.tokens) {
     case 1:
         return launch_vec<T, 1>(p, a, stream);

@@ -26,6 +26,14 @@ constexpr int gemv_fma_blocks_per_sm(int tokens) {
     return tokens <= 1 ? 4 : 2;
 }
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
+// gemv_mma_rounds: the split of a 16-row tile's K over ks warps (1..8) that keeps the most warps
+// busy with the same number of tiles a block and every block resident (blocks of ks warps under
+// gemv_mma's register bound: (8 x k_gemv_mma_blocks_per_sm) / ks of them an SM, at most 32).
+struct gemv_mma_rounds_shape {
+    int ks = 1;
+    std::int64_t rounds = 0, blocks = 0;
+};
+gemv_mma_rounds_shape gemv_mma_rounds_shape_of(std::int64_t n, std::int64_t k, int sm_count);
 // gemv_claim (gemv_plan::claimed): one block of this many threads an SM
 inline constexpr int k_gemv_claim_threads = 1024;
 // The column-stationary kernel (gemv_cs.cuh, one token; the FP8 GEMV's and the bf16 / fp16 one's):
@@ -84,6 +92,11 @@ struct gemv_args {
 struct gemv_plan {
     bool vectorised = true;
     bool tensor_cores = false; // 2..8 tokens, bf16/fp16: m16n8k16 MMAs, 16-row tiles
+    // tensor cores in rounds (FOURFOLD_GEMV_MMA_ROUNDS=1; session 44, not yet measured): blocks
+    // of k_split warps (1..8), one 16-row tile a round, each block the same number of rounds
+    // (this many), every block resident at once; shared_bytes holds the split's sums. 0: one
+    // tile group a block (gemv_mma).
+    int mma_rounds = 0;
     // unsplit K on the FMA path: each warp streams its row groups back to back with the next
     // group's loads in flight (gemv_stream)
     bool streamed = false;

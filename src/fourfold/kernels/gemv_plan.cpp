@@ -20,6 +20,8 @@ std::string gemv_plan::describe() const {
         : vectorised        ? "16-byte loads"
                             : "scalar loads";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
+    if (mma_rounds > 0)
+        s += ", " + std::to_string(mma_rounds) + " tile round(s)/block";
     if (column_stationary)
         s += ", " + std::to_string(slices) + " slice(s)/row";
     if (swiglu_slices)
@@ -50,19 +52,51 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
     return s;
 }
 
+gemv_mma_rounds_shape gemv_mma_rounds_shape_of(std::int64_t n, std::int64_t k, int sm_count) {
+    const std::int64_t tiles = (n + 15) / 16, kblocks = k / 32;
+    gemv_mma_rounds_shape best;
+    std::int64_t best_warps = 0;
+    for (int ks = 1; ks <= 8 && ks <= kblocks; ++ks) {
+        const std::int64_t per_sm = std::min(32, 8 * k_gemv_mma_blocks_per_sm / ks);
+        const std::int64_t slots = std::int64_t{sm_count} * per_sm;
+        const std::int64_t rounds = (tiles + slots - 1) / slots;
+        const std::int64_t blocks = (tiles + rounds - 1) / rounds;
+        if (blocks * ks > best_warps) {
+            best_warps = blocks * ks;
+            best = {ks, rounds, blocks};
+        }
+    }
+    return best;
+}
+
 namespace {
+bool mma_rounds_wanted() {
+    const char* v = std::getenv("FOURFOLD_GEMV_MMA_ROUNDS");
+    return v && std::strcmp(v, "1") == 0;
+}
+
 // One token's rows of at least this many bytes take a kernel of one block an SM (column-stationary
 // for 2-byte elements, else claimed); shorter rows keep the static partition (plan_gemv, below).
 constexpr std::int64_t k_one_block_an_sm_row_bytes = 8192;
 
-// The column-stationary kernel's rule for one token of 2-byte elements (plan_gemv, below).
-bool column_stationary_wanted(std::int64_t row_bytes) {
+// The column-stationary kernel's rule for one token of 2-byte elements (plan_gemv, below). The
+// trial FOURFOLD_GEMV_CS_BIG=1 (session 44, not yet measured in a decode) takes it for rows of 4
+// KB or more too where the weights are 64 MB or more: under ncu (one launch alone, H200, build
+// 16e6989) qwen3-30b-a3b's LM head (151,936 x 2048 + the final norm) ran 156.8 µs static and
+// 143.8 column-stationary, while its 5120 x 2048 qkv GEMVs, 12.3 and 12.1 µs alone, cost the
+// decode 3.5 % column-stationary (session 43): a loss between launches (the kernels alone are
+// not slower), which a 150 µs kernel pays once a step and a 12 µs one 48 times.
+bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes) {
     const char* v = std::getenv("FOURFOLD_GEMV_CS");
     if (v && std::strcmp(v, "0") == 0)
         return false;
     if (v && std::strcmp(v, "1") == 0)
         return true;
-    return row_bytes >= k_one_block_an_sm_row_bytes;
+    if (row_bytes >= k_one_block_an_sm_row_bytes)
+        return true;
+    const char* big = std::getenv("FOURFOLD_GEMV_CS_BIG");
+    return big && std::strcmp(big, "1") == 0 && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
+           weight_bytes >= (std::int64_t{64} << 20);
 }
 } // namespace
 
@@ -135,6 +169,21 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         const std::int64_t per_block = 8 / p.k_split;
         p.blocks = (groups + per_block - 1) / per_block;
     }
+    // In rounds (gemv_mma_rounds, FOURFOLD_GEMV_MMA_ROUNDS=1): one wave whatever N is. Predicted
+    // against gemv_mma (session 25's figures, H200): the 128,256 x 4096 LM head at 2-8 tokens
+    // 288-291 -> about 250 µs, 25,600 x 5,120 76-83 -> about 68, 8192 x 8192 36-40 -> about 35;
+    // shapes of one wave already within noise.
+    // (The kernel counts rows, tiles and a block's steps in 32 bits.)
+    const auto r = gemv_mma_rounds_shape_of(a.n, a.k, d.sm_count);
+    if (p.tensor_cores && mma_rounds_wanted() && a.n < (std::int64_t{1} << 30) &&
+        r.rounds * (a.k / 32 / r.ks / 2 + 1) < (std::int64_t{1} << 31)) {
+        p.mma_rounds = static_cast<int>(r.rounds);
+        p.k_split = r.ks;
+        p.blocks = r.blocks;
+        p.threads = 32 * r.ks;
+        p.unroll = 2;
+        p.shared_bytes = r.ks > 1 ? std::int64_t{2} * r.ks * 32 * 16 : 0;
+    }
     // From 4 rows a block of the wave on, with rows of 2 KB or more: the rows split evenly over
     // each block's warps (gemv_balanced). With rows as the unit of work the grid's last round
     // of rows is what costs: 5120 rows on the 4224 resident warps take two row times where 1.21
@@ -194,7 +243,8 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         // two K = 2048 GEMVs (each after the MoE block) column-stationary, though 5120 x 2048 +
         // norm alone went 9.18 -> 8.59 µs; not isolated. FOURFOLD_GEMV_CS=0: never (the claimed
         // or the static partition as before); =1: at any row length (the trial's rule).
-        if (a.tokens == 1 && es == 2 && column_stationary_wanted(nkv_all * 16)) {
+        if (a.tokens == 1 && es == 2 &&
+            column_stationary_wanted(nkv_all * 16, a.n * nkv_all * 16)) {
             const auto cs_shape = gemv_cs_shape_of(a.n, nkv_all, d.sm_count);
             const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
             const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
