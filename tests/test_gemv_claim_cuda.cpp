@@ -16,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace fourfold;
@@ -131,6 +132,26 @@ TEST(gemv_claim_cuda, column_stationary_trial_matches_float64_and_repeats_its_bi
             [](const std::string& what, const kernels::gemv_plan& plan) {
                 EXPECT_TRUE(plan.column_stationary) << what;
                 EXPECT_EQ(plan.swiglu_slices, plan.fused_swiglu) << what;
+            });
+#endif
+}
+
+// The trial FOURFOLD_GEMV_CS_FEW=1: the column-stationary kernel below the balanced path's 4 rows a
+// block of the wave (on the H200: 1029 rows of K = 4104, 9 slices, one run a block, 7 or 8 rows a
+// run; 600 of K = 4096, 8 slices, 2 runs a block, 2 or 3 rows a run), bf16 and fp16, every
+// prologue, the bias or not.
+TEST(gemv_claim_cuda, column_stationary_few_rows_trial_matches_float64_and_repeats_its_bits) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch few("FOURFOLD_GEMV_CS_FEW", "1");
+    const std::int64_t sms = dev->caps().compute_units;
+    for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{8 * sms - 27, 4104},
+                               std::pair<std::int64_t, std::int64_t>{5 * sms - 60, 4096}})
+        expect_one_token_cases(
+            *dev, n, {at::kBFloat16, at::kHalf}, [k = k](at::ScalarType) { return k; },
+            [](const std::string& what, const kernels::gemv_plan& plan) {
+                EXPECT_TRUE(plan.column_stationary) << what;
+                EXPECT_FALSE(plan.balanced) << what;
             });
 #endif
 }

@@ -307,6 +307,38 @@ TEST(kernel_plans, gemv_column_stationary_for_big_weights_of_4_kb_rows_on_trial)
     EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
 }
 
+// The trial FOURFOLD_GEMV_CS_FEW=1: column-stationary below 4 rows a block of the wave too, with 2
+// rows a run or more (qwen3-30b-a3b's o GEMV, 2048 x 4096), a fused prologue with it; not where
+// runs would hold fewer rows, nor rows under 8 KB.
+TEST(kernel_plans, gemv_column_stationary_for_few_rows_on_trial) {
+    const fourfold::testing::env_switch few("FOURFOLD_GEMV_CS_FEW");
+    const auto o = gemv_of(1, 2048, 4096);
+    EXPECT_FALSE(plan_gemv(o, h200()).column_stationary);
+    EXPECT_EQ(plan_gemv(o, h200()).k_split, 2);
+    few.set("1");
+    const auto p = plan_gemv(o, h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.column_stationary && !p.balanced && !p.streamed) << p.describe();
+    EXPECT_EQ(p.k_split, 1);
+    EXPECT_EQ(p.slices, 8); // 2 runs a block, 264 runs of 8 rows at most
+    EXPECT_EQ(p.slice_rows, 8);
+    EXPECT_EQ(p.blocks, 132);
+    const auto normed = plan_gemv(with_norm(gemv_of(1, 1024, 4096)), h200());
+    ASSERT_TRUE(normed.valid.empty()) << normed.valid;
+    EXPECT_TRUE(normed.column_stationary && normed.fused_norm) << normed.describe();
+    EXPECT_EQ(normed.shared_bytes, 4096 * 2 + 16 * 4 * 4);
+    const auto wide = plan_gemv(gemv_of(1, 1152, 6912), h200()); // 14 slices: one run a block
+    EXPECT_TRUE(wide.column_stationary) << wide.describe();
+    EXPECT_EQ(wide.slice_rows, 9);
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 512, 4096), h200()).column_stationary);  // 2 rows: 1.9 a run
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 2048, 2048), h200()).column_stationary); // 4 KB rows
+    // a prologue where the kernel does not fit: refused as before (the caller runs it alone)
+    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 512, 4096)), h200()).valid.empty());
+    // the balanced path's shapes are as without the trial
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).column_stationary);
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 5120, 2048), h200()).balanced);
+}
+
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
     // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)

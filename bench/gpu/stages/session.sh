@@ -2419,19 +2419,23 @@ stage_s44_b() {
 
 # Session 45's first call (about 8 minutes with the build): session 44's two trials, unmeasured.
 # 1. The tensor-core GEMV of 2..8 tokens in rounds (FOURFOLD_GEMV_MMA_ROUNDS=1, gemv_mma_rounds):
-#    its gpu test and the GEMV edge sizes with it, memcheck and racecheck over its test (the split's
-#    sums meet in shared memory, two buffers by the round's parity).
+#    its gpu test and the GEMV edge sizes with it (the sanitizers in s45_c).
 # 2. Column-stationary rows of 4 KB where the weights are 64 MB or more (FOURFOLD_GEMV_CS_BIG=1):
-#    qwen3-30b-a3b native_fused with it and without, twice interleaved (its LM head 156.8 -> 143.8
-#    µs alone under ncu, s44_b). Predicted: +0.3-0.5 % (13 µs of its 2.93 ms a token).
+#    qwen3-30b-a3b native_fused with it and without (its LM head 156.8 -> 143.8 µs alone under
+#    ncu, s44_b). Predicted: +0.3-0.5 % (13 µs of its 2.93 ms a token).
+# 3. Column-stationary below 4 rows a block of the wave (FOURFOLD_GEMV_CS_FEW=1): its gpu test,
+#    the native decoder's tests with it; qwen3 with it (its o GEMV, 2048 x 4096 +
+#    the residual, 8.77 µs alone on the split-K path) and with both. Predicted: +2-4 % if the
+#    MoE block after it does not pay at its start (the loss the qkv GEMVs showed).
 stage_s45_a() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
         200 "$OUT/s45_a_tests.txt"
-    FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer memcheck s45_a 'gemv_claim_cuda.tensor_cores_in_rounds*' 120
-    FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer racecheck s45_a 'gemv_claim_cuda.tensor_cores_in_rounds*' 150
-    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
+    FOURFOLD_GEMV_CS_FEW=1 s25_gtests 'gemv_claim_cuda.column_stationary_few*:decode_native_cuda.*' \
+        120 "$OUT/s45_a_tests_few.txt"
     s36_decode qwen3-30b-a3b base
-    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big2
+    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
+    FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
+    FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
     s36_decode qwen3-30b-a3b base2
     stage_pack s45_a
 }
@@ -2461,16 +2465,19 @@ stage_s45_b() {
     # the article's 26 one-token shapes on the static partition (rows under 8 KB, 0.988x of stock
     # together in s44_b): column-stationary at any row length (FOURFOLD_GEMV_CS=1; for the 7 of 64
     # MB or more of 4 KB rows and longer, the plan FOURFOLD_GEMV_CS_BIG=1 makes), then the default
-    local big=1x3072x1024,1x2560x2048,1x4096x1536,1x6912x1152,1x2880x2880,1x4096x2048,1x3072x3072
+    # and the split-K shapes of 8 KB rows with 2 rows a run or more (FOURFOLD_GEMV_CS_FEW=1)
+    local big=1x1024x4096,1x1536x4096,1x2048x4096,1x1024x5120,1x2048x5376,1x2048x6144,1x1152x6912
+    big=$big,1x1024x8192,1x2048x8192
+    big=$big,1x3072x1024,1x2560x2048,1x4096x1536,1x6912x1152,1x2880x2880,1x4096x2048,1x3072x3072
     big=$big,1x4096x2560,1x4096x2880,1x6144x2048,1x4096x3840,1x5760x2880,1x8192x2048,1x9728x2560
     big=$big,1x8192x3072,1x10240x2560,1x15360x3840,1x151936x1024,1x128256x2048,1x262144x1152
     big=$big,1x151936x2048,1x151936x2560,1x128256x3072,1x201088x2880,1x262208x2560,1x262208x3840
-    FOURFOLD_GEMV_CS=1 timeout -s INT 110 $BIN run --workload linear_decode --shape "$big" \
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_FEW=1 timeout -s INT 140 $BIN run --workload linear_decode --shape "$big" \
         --dtype bf16 --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
         --label s45-big --db "$DB" --quiet >"$OUT/s45_big.txt" 2>&1
     echo "static-partition shapes, column-stationary: exit $? after $((SECONDS - t0)) s"
     grep -cE "^linear_decode .*PASS" "$OUT/s45_big.txt"
-    timeout -s INT 60 $BIN run --workload linear_decode --shape "$big" --dtype bf16 --variants native \
+    timeout -s INT 75 $BIN run --workload linear_decode --shape "$big" --dtype bf16 --variants native \
         --device cuda --min-time 0.05 --ledgers op_time --label s45-big-base --db "$DB" --quiet \
         >"$OUT/s45_big_base.txt" 2>&1
     echo "static-partition shapes, default: exit $? after $((SECONDS - t0)) s"
@@ -2481,6 +2488,16 @@ stage_s45_b() {
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-tiles.json" "$OUT/s45_s45-rounds.json" gemv_mma rounds
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-big-base.json" "$OUT/s45_s45-big.json" static cs
     stage_pack s45_b
+}
+
+# Session 45's third call (about 5 minutes): the sanitizers over session 44's trials. memcheck and
+# racecheck over the rounds test (the split's sums meet in shared memory, two buffers by the
+# round's parity, one barrier a round) and memcheck over the few-rows column-stationary test.
+stage_s45_c() {
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer memcheck s45_c 'gemv_claim_cuda.tensor_cores_in_rounds*' 120
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer racecheck s45_c 'gemv_claim_cuda.tensor_cores_in_rounds*' 150
+    FOURFOLD_GEMV_CS_FEW=1 s32_sanitizer memcheck s45_c_few 'gemv_claim_cuda.column_stationary_few*' 90
+    stage_pack s45_c
 }
 
 # Session 43's last device minutes (about 4 minutes after the build), on bfc2820: the two-block

@@ -48,6 +48,7 @@ inline constexpr int k_gemv_cs_depth = 4;
 // 16 slices (the kernel does not take it).
 struct gemv_cs_shape {
     std::int64_t slices = 0, run_rows = 0, sum_bytes = 0;
+    std::int64_t runs = 0; // the grid's runs (0 where K has more than 16 slices)
 };
 gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count);
 // The column-stationary and claimed epilogues' bias and scale, copied into shared memory by

@@ -47,6 +47,7 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
     gemv_cs_shape s;
     s.slices = (nkv + slice_vectors - 1) / slice_vectors;
     const std::int64_t runs = s.slices <= warps ? sm_count * (warps / s.slices) : 0;
+    s.runs = runs;
     s.run_rows = runs ? (n + runs - 1) / runs : 0;
     s.sum_bytes = warps * s.run_rows * 4;
     return s;
@@ -108,6 +109,76 @@ bool take_epilogue_prefetch(std::int64_t& shared_bytes, std::int64_t bytes, bool
     shared_bytes += bytes;
     return true;
 }
+
+namespace {
+// A fused prologue's checks and its x in shared memory (T x K elements), for the balanced and
+// column-stationary paths: false with p.valid set where the arguments are wrong.
+bool take_prologue(gemv_plan& p, const gemv_args& a, std::int64_t es) {
+    if (!a.norm_weight && !a.swiglu_x)
+        return true;
+    if (a.norm_weight && a.swiglu_x) {
+        p.valid = "one prologue at a time: a fused RMSNorm or a fused SwiGLU";
+        return false;
+    }
+    if (a.norm_weight && alignment_of(a.norm_weight) < 16) {
+        p.valid = "a fused RMSNorm's weight must be 16-byte aligned";
+        return false;
+    }
+    if (a.norm_weight && !(a.norm_eps >= 0)) {
+        p.valid = "a fused RMSNorm's eps must be >= 0";
+        return false;
+    }
+    if (a.swiglu_x && a.ld_x < 2 * a.k) {
+        p.valid = "a fused SwiGLU reads [gate | up] rows of 2K elements: ld_x must be >= 2K";
+        return false;
+    }
+    const std::int64_t bytes = a.tokens * a.k * es;
+    if (bytes > k_gemv_norm_max_shared_bytes) {
+        p.valid = std::string("a fused ") + (a.swiglu_x ? "SwiGLU" : "RMSNorm") +
+                  " keeps T x K elements in shared memory, at most " +
+                  std::to_string(k_gemv_norm_max_shared_bytes) + " bytes; " +
+                  std::to_string(bytes) + " here: run it on its own";
+        return false;
+    }
+    p.fused_norm = a.norm_weight != nullptr;
+    p.fused_swiglu = a.swiglu_x;
+    p.shared_bytes = bytes;
+    return true;
+}
+
+// The column-stationary kernel (gemv_cs.cuh) for one token, where a float a row of each warp's
+// run fits beside the prologue's x (p.shared_bytes) and every run has `min_rows` rows or more
+// (runs differ by one row at most); false (p unchanged) where it does not.
+bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
+                            const device_limits& d, std::int64_t min_rows) {
+    const auto cs_shape = gemv_cs_shape_of(a.n, nkv, d.sm_count);
+    const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
+    const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
+    if (cs_shape.runs < 1 || a.n / cs_shape.runs < std::max<std::int64_t>(min_rows, 1) ||
+        bytes > k_gemv_norm_max_shared_bytes)
+        return false;
+    p.column_stationary = true;
+    p.balanced = false;
+    p.streamed = false;
+    p.k_split = 1;
+    p.rows_per_warp = 1;
+    p.blocks = d.sm_count;
+    p.threads = k_gemv_cs_threads;
+    p.slices = static_cast<int>(cs_shape.slices);
+    p.slice_rows = static_cast<int>(cs_shape.run_rows);
+    p.swiglu_slices = a.swiglu_x;
+    p.shared_bytes = bytes;
+    p.epilogue_prefetch =
+        take_epilogue_prefetch(p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
+    return true;
+}
+
+// The trial FOURFOLD_GEMV_CS_FEW=1 (session 44, not yet measured): plan_gemv, below.
+bool column_stationary_few_wanted() {
+    const char* v = std::getenv("FOURFOLD_GEMV_CS_FEW");
+    return v && std::strcmp(v, "1") == 0;
+}
+} // namespace
 
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     gemv_plan p;
@@ -195,74 +266,48 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     const std::int64_t nkv_all = p.vectorised ? a.k / vw : 0;
     const double block_steps = (static_cast<double>(a.n) / capacity + 1) *
                                std::ceil(static_cast<double>(nkv_all) / 128); // int in-kernel
-    if (p.vectorised && !p.tensor_cores && nkv_all >= 128 &&
-        static_cast<double>(a.n) >= 4 * capacity && block_steps < 2147483647.0) {
+    const bool whole_steps =
+        p.vectorised && !p.tensor_cores && nkv_all >= 128 && block_steps < 2147483647.0;
+    const bool one_token_cs =
+        a.tokens == 1 && es == 2 && column_stationary_wanted(nkv_all * 16, a.n * nkv_all * 16);
+    // The trial FOURFOLD_GEMV_CS_FEW=1 (session 44, not yet measured): the column-stationary
+    // kernel below the balanced path's 4 rows a block of the wave too (where K is split over a
+    // block's warps), with 2 rows a run or more. In the article suite (s44_b) the split shapes of
+    // 8 KB rows ran at 1.9-2.8 TB/s (2048 x 4096 7.15 µs, 1152 x 6912 9.27 and 0.96x of stock,
+    // 2048 x 8192 11.84) where 4096 x 4096 ran 9.30 column-stationary; qwen3-30b-a3b's o GEMV
+    // (2048 x 4096 + the residual) takes it. Predicted: 2048 x 4096 7.15 -> about 5.5 µs, 1152 x
+    // 6912 9.27 -> about 5.5; qwen3 native_fused +2-4 % if the launch after it does not pay.
+    if (whole_steps && static_cast<double>(a.n) < 4 * capacity && one_token_cs &&
+        column_stationary_few_wanted()) {
+        gemv_plan q = p;
+        if (!take_prologue(q, a, es))
+            return q;
+        if (take_column_stationary(q, a, nkv_all, d, 2))
+            return q;
+    }
+    if (whole_steps && static_cast<double>(a.n) >= 4 * capacity) {
         p.balanced = true;
         p.streamed = true;
         p.k_split = 1;
         p.rows_per_warp = 1;
         p.unroll = 4;
         p.blocks = static_cast<std::int64_t>(capacity);
-        if (a.norm_weight || a.swiglu_x) {
-            if (a.norm_weight && a.swiglu_x) {
-                p.valid = "one prologue at a time: a fused RMSNorm or a fused SwiGLU";
-                return p;
-            }
-            if (a.norm_weight && alignment_of(a.norm_weight) < 16) {
-                p.valid = "a fused RMSNorm's weight must be 16-byte aligned";
-                return p;
-            }
-            if (a.norm_weight && !(a.norm_eps >= 0)) {
-                p.valid = "a fused RMSNorm's eps must be >= 0";
-                return p;
-            }
-            if (a.swiglu_x && a.ld_x < 2 * a.k) {
-                p.valid = "a fused SwiGLU reads [gate | up] rows of 2K elements: ld_x must be "
-                          ">= 2K";
-                return p;
-            }
-            const std::int64_t bytes = a.tokens * a.k * es;
-            if (bytes > k_gemv_norm_max_shared_bytes) {
-                p.valid = std::string("a fused ") + (a.swiglu_x ? "SwiGLU" : "RMSNorm") +
-                          " keeps T x K elements in shared memory, at most " +
-                          std::to_string(k_gemv_norm_max_shared_bytes) + " bytes; " +
-                          std::to_string(bytes) + " here: run it on its own";
-                return p;
-            }
-            p.fused_norm = a.norm_weight != nullptr;
-            p.fused_swiglu = a.swiglu_x;
-            p.shared_bytes = bytes;
-        }
+        if (!take_prologue(p, a, es))
+            return p;
         // One token of 2-byte elements with rows of 8 KB or more, K at most 16 slices of 1 KB:
         // the column-stationary kernel (gemv_cs.cuh) where a float a row of each warp's run fits
         // beside the prologue's x. Measured on the H200 (session 43, build 2ea9b86, against the
         // claimed kernel, every record PASS): llama3-8b native_fused 244.8 -> 254.2 tokens/s at
         // ctx 512 (234.9 -> 245.3 at 2048), 6144 x 4096 + norm 15.7 -> 13.1 µs, 4096 x 4096 +
-        // bias 11.6 -> 9.17, 28672 x 4096 + norm 55.4 -> 53.3, the LM head 232 -> 230. Rows of 4
-        // KB lost as the claimed kernel's did (session 36): qwen3-30b-a3b 342.3 -> 330.4 with its
-        // two K = 2048 GEMVs (each after the MoE block) column-stationary, though 5120 x 2048 +
-        // norm alone went 9.18 -> 8.59 µs; not isolated. FOURFOLD_GEMV_CS=0: never (the claimed
-        // or the static partition as before); =1: at any row length (the trial's rule).
-        if (a.tokens == 1 && es == 2 &&
-            column_stationary_wanted(nkv_all * 16, a.n * nkv_all * 16)) {
-            const auto cs_shape = gemv_cs_shape_of(a.n, nkv_all, d.sm_count);
-            const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
-            const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
-            if (cs_shape.run_rows > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
-                p.column_stationary = true;
-                p.balanced = false;
-                p.streamed = false;
-                p.blocks = d.sm_count;
-                p.threads = k_gemv_cs_threads;
-                p.slices = static_cast<int>(cs_shape.slices);
-                p.slice_rows = static_cast<int>(cs_shape.run_rows);
-                p.swiglu_slices = a.swiglu_x;
-                p.shared_bytes = bytes;
-                p.epilogue_prefetch = take_epilogue_prefetch(
-                    p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
-                return p;
-            }
-        }
+        // bias 11.6 -> 9.17, 28672 x 4096 + norm 55.4 -> 53.3, the LM head 232 -> 230 (session
+        // 44, one machine: 245.0 -> 254.2 / 234.9 -> 245.9). Rows of 4 KB lost as the claimed
+        // kernel's did (session 36): qwen3-30b-a3b 342.3 -> 330.4 with its two K = 2048 GEMVs
+        // (each after the MoE block) column-stationary, though 5120 x 2048 + norm alone went 9.18
+        // -> 8.59 µs, and under ncu neither is slower alone (session 44): the loss is between
+        // launches. FOURFOLD_GEMV_CS=0: never (the claimed or the static partition as before);
+        // =1: at any row length (the trial's rule).
+        if (one_token_cs && take_column_stationary(p, a, nkv_all, d, 1))
+            return p;
         // One token with rows of 8 KB or more: the steps claimed at run time by one block of 32
         // warps an SM (gemv_claim), where a float a step of the largest block's rows fits beside
         // the prologue's x. Measured on the H200 (session 36, build da84dc5, against this
