@@ -65,6 +65,7 @@ at::Tensor native_linear(const at::Tensor& x, const at::Tensor& w, const at::Ten
                                  {"dependent_launch", plan.dependent_launch},
                                  {"rows_per_warp", plan.rows_per_warp},
                                  {"split_k", plan.k_split},
+                                 {"tile_rounds", plan.mma_rounds},
                                  {"blocks", plan.blocks},
                                  {"threads_per_block", plan.threads},
                                  {"bias", b.defined() ? "fused" : "none"},
