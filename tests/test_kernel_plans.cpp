@@ -339,6 +339,16 @@ TEST(kernel_plans, gemv_column_stationary_for_few_rows_on_trial) {
     EXPECT_TRUE(plan_gemv(gemv_of(1, 5120, 2048), h200()).balanced);
 }
 
+TEST(kernel_plans, gemv_dependent_launch_can_be_switched_off_for_an_a_b_run) {
+    const fourfold::testing::env_switch dep("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).dependent_launch);
+    dep.set("0");
+    const auto p = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    EXPECT_FALSE(p.dependent_launch) << p.describe();
+    EXPECT_TRUE(p.column_stationary) << p.describe(); // the same kernel
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 5120, 2048), h200()).dependent_launch);
+}
+
 TEST(kernel_plans, gemv_fuses_an_rms_norm_on_the_balanced_path_only) {
     // the split-K, balanced and claimed paths (bf16 rows of 8 KB or more are column-stationary
     // by default: gemv_column_stationary_for_one_token_of_8_kb_rows)

@@ -2417,7 +2417,7 @@ stage_s44_b() {
     stage_pack s44_b
 }
 
-# Session 45's first call (about 8 minutes with the build): session 44's two trials, unmeasured.
+# Session 45's first call (about 8-9 minutes with the build): session 44's two trials, unmeasured.
 # 1. The tensor-core GEMV of 2..8 tokens in rounds (FOURFOLD_GEMV_MMA_ROUNDS=1, gemv_mma_rounds):
 #    its gpu test and the GEMV edge sizes with it (the sanitizers in s45_c).
 # 2. Column-stationary rows of 4 KB where the weights are 64 MB or more (FOURFOLD_GEMV_CS_BIG=1):
@@ -2427,6 +2427,11 @@ stage_s44_b() {
 #    the native decoder's tests with it; qwen3 with it (its o GEMV, 2048 x 4096 +
 #    the residual, 8.77 µs alone on the split-K path) and with both. Predicted: +2-4 % if the
 #    MoE block after it does not pay at its start (the loss the qkv GEMVs showed).
+# 4. Where column-stationary qwen3 loses (session 43: 342.3 -> 330.4 with FOURFOLD_GEMV_CS=1; its
+#    kernels not slower alone, s44_b): FOURFOLD_GEMV_CS=1 again, then both ways with the GEMVs'
+#    dependent launch off (FOURFOLD_GEMV_DEPENDENT_LAUNCH=0). Predicted, if the loss is in the
+#    overlap with the MoE block before each qkv GEMV: without the dependent launch both lose
+#    ground and column-stationary is no longer behind.
 stage_s45_a() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
         200 "$OUT/s45_a_tests.txt"
@@ -2437,6 +2442,9 @@ stage_s45_a() {
     FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
     FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
     s36_decode qwen3-30b-a3b base2
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+    FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nodep
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b cs_nodep
     stage_pack s45_a
 }
 

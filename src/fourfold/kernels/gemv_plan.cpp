@@ -194,7 +194,13 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.valid = "n and k must be below 2^31";
         return p;
     }
-    p.dependent_launch = d.cc_major >= 9;
+    // FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 (a diagnostic for A/B runs, session 44): every GEMV of this
+    // plan launched after the kernel before it has ended, no overlap (the kernels wait for nothing
+    // then: griddepcontrol.wait returns at once). Where a kernel loses between launches but not
+    // alone (qwen3-30b-a3b's column-stationary K = 2048 GEMVs, session 44's ncu), this says
+    // whether the overlap is where it loses.
+    const char* dep = std::getenv("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
+    p.dependent_launch = d.cc_major >= 9 && !(dep && std::strcmp(dep, "0") == 0);
     const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
     const auto vw = 16 / es;
     if (a.inc_x != 1 || a.inc_w != 1)
