@@ -16,7 +16,11 @@ def key(rec):
 
 def load(path):
     out = {}
-    for rec in json.load(open(path))["records"]:
+    try:
+        records = json.load(open(path))["records"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"ab_table: {path} is not a fourfold JSON export ({e})")
+    for rec in records:
         if rec["status"] == "ok" and rec["ledger"] == "op_time":
             out.setdefault(key(rec), {})[rec["variant"]] = rec["figures"]
     return out

@@ -121,9 +121,15 @@ stage_native_article() {
 
 # T = 2..8 tokens over 16 of the layer shapes spread by size (the GEMV's multi-token target).
 stage_native_tokens() {
-    local shapes=1x768x2048,1x1024x4096,1x2048x2048,1x4096x4096,1x2560x4096,1x14336x4096,1x4096x14336,1x8192x8192
-    shapes=$shapes,1x3072x3072,1x5120x5120,1x151936x1024,1x128256x4096,1x1024x1024,1x6144x2048,1x17408x5120,1x25600x5120
-    timeout -s INT 300 $BIN run --workload linear_decode --shape "$shapes" --param tokens=2,4,8 --dtype bf16 \
+    # (the token count is the shape's first dimension: --shape and --param tokens are one or the other)
+    local shapes="" t nk
+    for t in 2 4 8; do
+        for nk in 768x2048 1024x4096 2048x2048 4096x4096 2560x4096 14336x4096 4096x14336 8192x8192 \
+            3072x3072 5120x5120 151936x1024 128256x4096 1024x1024 6144x2048 17408x5120 25600x5120; do
+            shapes=$shapes${shapes:+,}${t}x$nk
+        done
+    done
+    timeout -s INT 300 $BIN run --workload linear_decode --shape "$shapes" --dtype bf16 \
         --device cuda --min-time "$NATIVE_MIN_TIME" --ledgers op_time,correctness --label native-tokens \
         --db "$DB" --quiet >"$OUT/native_tokens.txt" 2>&1
     echo "native tokens run: exit $?"

@@ -2459,14 +2459,20 @@ stage_s45_a() {
 # the decode: 8 %), those of 2-2.3 KB rows (3 slices, the last a quarter full) not.
 stage_s45_b() {
     local t0=$SECONDS
-    local shapes=1x768x2048,1x1024x4096,1x2048x2048,1x4096x4096,1x2560x4096,1x14336x4096,1x4096x14336,1x8192x8192
-    shapes=$shapes,1x3072x3072,1x5120x5120,1x151936x1024,1x128256x4096,1x1024x1024,1x6144x2048,1x17408x5120,1x25600x5120
+    # (the token count is the shape's first dimension: --shape and --param tokens are one or the other)
+    local shapes="" t nk
+    for t in 2 4 8; do
+        for nk in 768x2048 1024x4096 2048x2048 4096x4096 2560x4096 14336x4096 4096x14336 8192x8192 \
+            3072x3072 5120x5120 151936x1024 128256x4096 1024x1024 6144x2048 17408x5120 25600x5120; do
+            shapes=$shapes${shapes:+,}${t}x$nk
+        done
+    done
     FOURFOLD_GEMV_MMA_ROUNDS=1 timeout -s INT 200 $BIN run --workload linear_decode --shape "$shapes" \
-        --param tokens=2,4,8 --dtype bf16 --variants stock,native --device cuda --min-time 0.05 \
+        --dtype bf16 --variants stock,native --device cuda --min-time 0.05 \
         --ledgers op_time,correctness --label s45-rounds --db "$DB" --quiet >"$OUT/s45_rounds.txt" 2>&1
     echo "rounds sweep: exit $? after $((SECONDS - t0)) s"
     sed -n '/^speed-up of/,/^$/p' "$OUT/s45_rounds.txt"
-    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" --param tokens=2,4,8 \
+    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" \
         --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
         --label s45-tiles --db "$DB" --quiet >"$OUT/s45_tiles.txt" 2>&1
     echo "gemv_mma sweep: exit $? after $((SECONDS - t0)) s"
