@@ -2499,6 +2499,7 @@ stage_s45_b() {
     for run in s45-rounds s45-tiles s45-big s45-big-base; do
         $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
     done
+    python3 bench/gpu/native_table.py "$OUT/s45_s45-rounds.json" | tail -6
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-tiles.json" "$OUT/s45_s45-rounds.json" gemv_mma rounds
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-big-base.json" "$OUT/s45_s45-big.json" static cs
     stage_pack s45_b
