@@ -612,3 +612,24 @@ TEST(kernel_plans, gemv_launches_dependent_on_hopper_and_serial_before_it) {
     EXPECT_FALSE(plan_gemv(gemv_of(1, 4096, 4096), ampere).dependent_launch);
     EXPECT_FALSE(plan_gemv(gemv_of(8, 4096, 4096), h200()).dependent_launch); // measured: slower
 }
+
+// FOURFOLD_DEPENDENT_LAUNCH=0 (a diagnostic for A/B runs): no plan launches its kernel as a
+// programmatic dependent launch; the kernels and their splits are the same.
+TEST(kernel_plans, the_dependent_launch_can_be_switched_off_for_every_kernel) {
+    const fourfold::testing::env_switch dep("FOURFOLD_DEPENDENT_LAUNCH");
+    const auto gemv = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    const auto softmax = plan_softmax(softmax_of(1, 128256, elem::f32), h200());
+    const auto pad = plan_pad(pad_of(k_aligned, elem::f32), h200());
+    EXPECT_TRUE(gemv.dependent_launch && softmax.dependent && pad.dependent_launch);
+    dep.set("0");
+    const auto gemv_off = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    EXPECT_FALSE(gemv_off.dependent_launch);
+    EXPECT_EQ(gemv_off.column_stationary, gemv.column_stationary);
+    EXPECT_EQ(gemv_off.blocks, gemv.blocks);
+    const auto softmax_off = plan_softmax(softmax_of(1, 128256, elem::f32), h200());
+    EXPECT_FALSE(softmax_off.dependent);
+    EXPECT_EQ(softmax_off.cluster, softmax.cluster);
+    EXPECT_FALSE(plan_pad(pad_of(k_aligned, elem::f32), h200()).dependent_launch);
+    dep.set("1"); // anything but 0: on
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).dependent_launch);
+}

@@ -2429,9 +2429,12 @@ stage_s44_b() {
 #    MoE block after it does not pay at its start (the loss the qkv GEMVs showed).
 # 4. Where column-stationary qwen3 loses (session 43: 342.3 -> 330.4 with FOURFOLD_GEMV_CS=1; its
 #    kernels not slower alone, s44_b): FOURFOLD_GEMV_CS=1 again, then both ways with the GEMVs'
-#    dependent launch off (FOURFOLD_GEMV_DEPENDENT_LAUNCH=0). Predicted, if the loss is in the
-#    overlap with the MoE block before each qkv GEMV: without the dependent launch both lose
-#    ground and column-stationary is no longer behind.
+#    dependent launch off (FOURFOLD_GEMV_DEPENDENT_LAUNCH=0: a GEMV's start no longer overlaps
+#    the MoE block's end) and with every kernel's off (FOURFOLD_DEPENDENT_LAUNCH=0: nor does
+#    decode attention's start, whose KV prefetch before its wait needs a free SM, overlap the qkv
+#    GEMV's end; one column-stationary block fills an SM until it leaves, 4 static blocks leave
+#    one by one). Predicted, if the loss is in those overlaps: without them both lose ground and
+#    column-stationary is no longer behind.
 stage_s45_a() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
         200 "$OUT/s45_a_tests.txt"
@@ -2445,6 +2448,8 @@ stage_s45_a() {
     FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
     FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nodep
     FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b cs_nodep
+    FOURFOLD_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nopdl
+    FOURFOLD_GEMV_CS=1 FOURFOLD_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b cs_nopdl
     stage_pack s45_a
 }
 

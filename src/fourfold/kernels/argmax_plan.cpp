@@ -26,7 +26,7 @@ argmax_plan plan_argmax(const argmax_args& a, const device_limits& d) {
         std::clamp<std::int64_t>((a.n + per_block - 1) / per_block, 1, std::max(1, 2 * d.sm_count));
     // counter (16 bytes, keeping the pairs aligned), then a float and an int32 per block
     p.workspace_bytes = 16 + p.blocks * 8;
-    p.dependent_launch = d.cc_major >= 9;
+    p.dependent_launch = dependent_launch(d);
     return p;
 }
 

@@ -97,7 +97,7 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
         p.cluster = static_cast<int>(p.splits);
         p.threads = k_attention_cluster_threads(hd);
         p.blocks = a.kv_heads * p.splits;
-        p.dependent_launch = true;
+        p.dependent_launch = dependent_launch(d);
         return p;
     }
     // Chunks of at least 32 positions (4 a warp of 8 at head_dim <= 128: one round of 4 loads in
@@ -123,7 +123,7 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     p.combine = false;
     p.fused_combine = p.splits > 1;
     p.shared_merge = p.splits > k_attention_last_block_max_splits;
-    p.dependent_launch = d.cc_major >= 9;
+    p.dependent_launch = dependent_launch(d);
     if (p.fused_combine) {
         // per query head and split: head_dim values, max and sum; then a barrier per kv head
         // (16 bytes: two counts and a generation; the last-block merge counts in the first).

@@ -74,7 +74,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         return p;
     }
     // The bf16 GEMV measured 1.1-1.5 us a call won on its FMA paths, which these mirror.
-    p.dependent_launch = d.cc_major >= 9;
+    p.dependent_launch = dependent_launch(d);
     constexpr std::int64_t vw = 16; // e4m3 values in a 16-byte load
     if (a.inc_x != 1 || a.inc_w != 1)
         p.why_scalar = "K is not the contiguous dimension";

@@ -200,7 +200,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // alone (qwen3-30b-a3b's column-stationary K = 2048 GEMVs, session 44's ncu), this says
     // whether the overlap is where it loses.
     const char* dep = std::getenv("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
-    p.dependent_launch = d.cc_major >= 9 && !(dep && std::strcmp(dep, "0") == 0);
+    p.dependent_launch = dependent_launch(d) && !(dep && std::strcmp(dep, "0") == 0);
     const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
     const auto vw = 16 / es;
     if (a.inc_x != 1 || a.inc_w != 1)

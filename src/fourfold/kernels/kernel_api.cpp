@@ -1,5 +1,8 @@
 #include "fourfold/kernels/kernel_api.hpp"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace fourfold::kernels {
 
 std::size_t elem_bytes(elem e) {
@@ -23,6 +26,11 @@ const char* to_string(elem e) {
         return "bf16";
     }
     return "?";
+}
+
+bool dependent_launch(const device_limits& d) {
+    const char* v = std::getenv("FOURFOLD_DEPENDENT_LAUNCH");
+    return d.cc_major >= 9 && !(v && std::strcmp(v, "0") == 0);
 }
 
 } // namespace fourfold::kernels

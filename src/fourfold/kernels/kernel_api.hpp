@@ -45,6 +45,12 @@ bool compiled();
 // The limits of CUDA device `index` (cudaGetDeviceProperties; a host call, no synchronisation).
 device_limits query_device(int index);
 
+// Whether a plan launches its kernel as a programmatic dependent launch (it may start while the
+// kernel before it on the stream ends, and waits for it before reading what it wrote): from
+// compute capability 9, unless FOURFOLD_DEPENDENT_LAUNCH=0, a diagnostic for A/B runs (session 44:
+// every kernel then starts after the one before has ended; the kernels' waits return at once).
+bool dependent_launch(const device_limits& d);
+
 // The alignment in bytes a pointer has (16 at most): vector paths need 16.
 inline int alignment_of(const void* p) {
     const auto a = reinterpret_cast<std::uintptr_t>(p);

@@ -132,7 +132,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.kernels = 1;
         p.one_launch_blocks = std::max(p.gate_up_blocks, p.down_blocks);
         p.smem_bytes = k_moe_one_launch_dynamic_smem;
-        p.dependent_launch = d.cc_major >= 9;
+        p.dependent_launch = dependent_launch(d);
     }
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
     if (a.add_residual && !a.router) {

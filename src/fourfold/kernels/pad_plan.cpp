@@ -108,7 +108,7 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         p.blocks = planes * p.tiles_per_plane;
         p.vec = static_cast<int>(16 / es);
         p.why_scalar.clear();
-        p.dependent_launch = d.cc_major >= 9;
+        p.dependent_launch = dependent_launch(d);
         return p;
     }
     // warp tasks: k_pad_rows_per_warp rows of one plane (the output's last two dimensions)

@@ -47,7 +47,7 @@ rmsnorm_plan plan_rmsnorm(const rmsnorm_args& a, const device_limits& d) {
     p.per_thread = per;
     p.threads = static_cast<int>(std::min<std::int64_t>(1024, (threads + 31) / 32 * 32));
     p.blocks = a.rows;
-    p.dependent_launch = d.cc_major >= 9;
+    p.dependent_launch = dependent_launch(d);
     return p;
 }
 

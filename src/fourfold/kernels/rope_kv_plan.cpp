@@ -39,7 +39,7 @@ rope_kv_plan plan_rope_kv(const rope_kv_args& a, const device_limits& d) {
     p.qk_norm = a.q_norm != nullptr;
     p.threads = static_cast<int>((a.head_dim + 31) / 32 * 32);
     p.blocks = (a.heads + 2 * a.kv_heads) * a.tokens;
-    p.dependent_launch = d.cc_major >= 9;
+    p.dependent_launch = dependent_launch(d);
     return p;
 }
 

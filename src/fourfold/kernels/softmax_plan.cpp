@@ -70,7 +70,7 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
         p.cluster = 1;
         p.chunk_vectors = nvec;
         p.cache = pow2_at_least(ceil_div(nvec, 32));
-        p.dependent = d.cc_major >= 9;
+        p.dependent = dependent_launch(d);
         return p;
     }
     // A few rows too long for a cluster's registers (the largest cluster's blocks of 512 threads
@@ -112,7 +112,7 @@ softmax_plan plan_softmax(const softmax_args& a, const device_limits& d) {
     const auto per_thread = ceil_div(p.chunk_vectors, p.threads);
     p.cache = std::min(pow2_at_least(per_thread), k_max_cache);
     p.rereads = per_thread > p.cache;
-    p.dependent = d.cc_major >= 9;
+    p.dependent = dependent_launch(d);
     return p;
 }
 

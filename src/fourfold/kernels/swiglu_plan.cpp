@@ -36,7 +36,7 @@ swiglu_plan plan_swiglu(const swiglu_args& a, const device_limits& d) {
     const std::int64_t units = a.tokens * ((a.width + p.vec - 1) / p.vec);
     p.blocks = std::clamp<std::int64_t>((units + p.threads - 1) / p.threads, 1,
                                         std::max(1, 8 * d.sm_count));
-    p.dependent_launch = d.cc_major >= 9;
+    p.dependent_launch = dependent_launch(d);
     return p;
 }
 
