@@ -174,8 +174,8 @@ TEST(gemv_claim_cuda, tensor_cores_in_rounds_match_float64_and_repeat_their_bits
                               shape{50021, 160}, shape{4099, 416}})
             for (const std::int64_t tokens : {2, 5, 8}) {
                 const auto o = at::TensorOptions().dtype(t).device(dev->torch_device());
-                auto r = [&](std::vector<std::int64_t> shape, double scale) {
-                    return (at::randn(shape, gen, at::TensorOptions().dtype(at::kDouble)) * scale)
+                auto r = [&](std::vector<std::int64_t> dims, double scale) {
+                    return (at::randn(dims, gen, at::TensorOptions().dtype(at::kDouble)) * scale)
                         .to(t)
                         .to(at::kDouble);
                 };
