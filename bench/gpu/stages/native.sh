@@ -120,8 +120,9 @@ stage_native_article() {
 }
 
 # T = 2..8 tokens over 16 of the layer shapes spread by size (the GEMV's multi-token target).
-stage_native_tokens() {
-    # (the token count is the shape's first dimension: --shape and --param tokens are one or the other)
+# The 16 layer shapes of the 2..8-token GEMV sweeps at 2, 4 and 8 tokens, for --shape (the token
+# count is the shape's first dimension: --shape and --param tokens are one or the other).
+native_token_shapes() {
     local shapes="" t nk
     for t in 2 4 8; do
         for nk in 768x2048 1024x4096 2048x2048 4096x4096 2560x4096 14336x4096 4096x14336 8192x8192 \
@@ -129,6 +130,11 @@ stage_native_tokens() {
             shapes=$shapes${shapes:+,}${t}x$nk
         done
     done
+    echo "$shapes"
+}
+stage_native_tokens() {
+    local shapes
+    shapes=$(native_token_shapes)
     timeout -s INT 300 $BIN run --workload linear_decode --shape "$shapes" --dtype bf16 \
         --device cuda --min-time "$NATIVE_MIN_TIME" --ledgers op_time,correctness --label native-tokens \
         --db "$DB" --quiet >"$OUT/native_tokens.txt" 2>&1

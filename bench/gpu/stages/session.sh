@@ -2464,14 +2464,8 @@ stage_s45_a() {
 # the decode: 8 %), those of 2-2.3 KB rows (3 slices, the last a quarter full) not.
 stage_s45_b() {
     local t0=$SECONDS
-    # (the token count is the shape's first dimension: --shape and --param tokens are one or the other)
-    local shapes="" t nk
-    for t in 2 4 8; do
-        for nk in 768x2048 1024x4096 2048x2048 4096x4096 2560x4096 14336x4096 4096x14336 8192x8192 \
-            3072x3072 5120x5120 151936x1024 128256x4096 1024x1024 6144x2048 17408x5120 25600x5120; do
-            shapes=$shapes${shapes:+,}${t}x$nk
-        done
-    done
+    local shapes
+    shapes=$(native_token_shapes) # (stages/native.sh)
     FOURFOLD_GEMV_MMA_ROUNDS=1 timeout -s INT 200 $BIN run --workload linear_decode --shape "$shapes" \
         --dtype bf16 --variants stock,native --device cuda --min-time 0.05 \
         --ledgers op_time,correctness --label s45-rounds --db "$DB" --quiet >"$OUT/s45_rounds.txt" 2>&1
