@@ -108,9 +108,15 @@ class Decoder:
         ang = torch.arange(capacity, dtype=torch.float64)[:, None] * inv[None, :]
         self.cos = torch.cos(ang).to(device=device, dtype=torch.float32)
         self.sin = torch.sin(ang).to(device=device, dtype=torch.float32)
+        # One K and one V cache tensor a layer, as gpt-fast's KVCache modules hold them. (Until
+        # session 44 they were slices of one [layers, ...] tensor: written in place through a view
+        # of a graph input, which functionalisation may turn into a whole new base a layer, the
+        # 38 MB of both caches rewritten 32 times a step at llama3-8b ctx 512. Not measured: the
+        # peer ran 130.8-137.1 tokens/s where REFERENCE_EXPERIMENTS.md's script ran 202.3.)
         L = len(self.layers)
-        self.k_cache = torch.zeros(L, self.nkv, capacity, self.hd, dtype=dtype, device=device)
-        self.v_cache = torch.zeros_like(self.k_cache)
+        self.k_cache = [torch.zeros(self.nkv, capacity, self.hd, dtype=dtype, device=device)
+                        for _ in range(L)]
+        self.v_cache = [torch.zeros_like(c) for c in self.k_cache]
         self.positions = torch.arange(capacity, device=device)
 
     def mark_static(self):
@@ -119,8 +125,9 @@ class Decoder:
         mark = getattr(getattr(torch, "_dynamo", None), "mark_static_address", None)
         if mark is None:
             return 0
-        tensors = [self.embed, self.norm, self.lm_head, self.cos, self.sin, self.k_cache,
-                   self.v_cache, self.positions]
+        tensors = [self.embed, self.norm, self.lm_head, self.cos, self.sin, self.positions]
+        tensors.extend(self.k_cache)
+        tensors.extend(self.v_cache)
         for l in self.layers:
             tensors.extend(l.values())
         seen = set()

@@ -2514,6 +2514,19 @@ stage_s45_c() {
     stage_pack s45_c
 }
 
+# Session 45's fourth call if the device time allows (about 5 minutes): issue 15's peer in the same
+# call. bench/compile_decode.py with one K and one V cache tensor a layer (session 44; they were
+# views of one [layers, ...] tensor, written in place, which functionalisation may rebuild whole
+# each layer), beside fourfold's llama3-8b stock and native_fused, graph mode, ctx 512.
+# Predicted: torch_compile 130.8 (session 23) -> 170-200 tokens/s if the cache was the gap;
+# native_fused about 254, so 1.27-1.5x (the target asks 1.2x).
+stage_s45_d() {
+    PYTHON_DECODE_LIMIT_S=330 PYTHON_DECODE_ARGS="--param mode=graph --variants stock,native_fused,torch_compile" \
+        stage_python_decode
+    mv "$OUT/python_decode.txt" "$OUT/s45_d_python_decode.txt" 2>/dev/null
+    stage_pack s45_d
+}
+
 # Session 43's last device minutes (about 4 minutes after the build), on bfc2820: the two-block
 # trial of c6400ff (FOURFOLD_GEMV_CS_TWO_BLOCKS=1), its correctness first, then its A/B on both
 # decodes. It lost and was removed after this call: the switch does nothing on later builds.
