@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -78,8 +76,7 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
             return p;
         }
         p.fused_rope = true;
-        const char* order = std::getenv("FOURFOLD_ATTENTION_ROPE_LOADS");
-        p.rope_loads_first = !(order && std::strcmp(order, "0") == 0);
+        p.rope_loads_first = !switch_is("FOURFOLD_ATTENTION_ROPE_LOADS", "0");
     }
     const auto aligned = [](const void* p) {
         return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;

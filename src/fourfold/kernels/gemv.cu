@@ -685,8 +685,7 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
             }
         }
         if (warp == writer) {
-            // v: (row g, token 2c), (row g, token 2c + 1), (row g + 8, token 2c), (row g + 8, 2c +
-            // 1)
+            // v: rows g, g, g + 8, g + 8 with tokens 2c, 2c + 1, 2c, 2c + 1
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const int row = mul_tile * 16 + g + (i >= 2 ? 8 : 0);

@@ -3,8 +3,6 @@
 #include "fourfold/kernels/gemv_fp8.hpp"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -181,8 +179,8 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 // (the same bits; FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=0 takes the block's prologue
                 // instead, for A/B runs): on the H200 4096 x 14336 + SwiGLU + bias 17.7 -> 17.0
                 // µs, llama3-8b fp8 native_fused 387.6 -> 391.0 tokens/s at ctx 512 (s41_c)
-                const char* slices_x = std::getenv("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES");
-                p.swiglu_slices = a.swiglu_x && !(slices_x && std::strcmp(slices_x, "0") == 0);
+                p.swiglu_slices =
+                    a.swiglu_x && !switch_is("FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES", "0");
                 if (p.swiglu_slices)
                     p.shared_bytes -= x_bytes;
                 // the scale (and the bias) fetched at the start (gemv.hpp)

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 namespace fourfold::kernels {
 
@@ -71,11 +69,6 @@ gemv_mma_rounds_shape gemv_mma_rounds_shape_of(std::int64_t n, std::int64_t k, i
 }
 
 namespace {
-bool mma_rounds_wanted() {
-    const char* v = std::getenv("FOURFOLD_GEMV_MMA_ROUNDS");
-    return v && std::strcmp(v, "1") == 0;
-}
-
 // One token's rows of at least this many bytes take a kernel of one block an SM (column-stationary
 // for 2-byte elements, else claimed); shorter rows keep the static partition (plan_gemv, below).
 constexpr std::int64_t k_one_block_an_sm_row_bytes = 8192;
@@ -88,23 +81,20 @@ constexpr std::int64_t k_one_block_an_sm_row_bytes = 8192;
 // decode 3.5 % column-stationary (session 43): a loss between launches (the kernels alone are
 // not slower), which a 150 µs kernel pays once a step and a 12 µs one 48 times.
 bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes) {
-    const char* v = std::getenv("FOURFOLD_GEMV_CS");
-    if (v && std::strcmp(v, "0") == 0)
+    if (switch_is("FOURFOLD_GEMV_CS", "0"))
         return false;
-    if (v && std::strcmp(v, "1") == 0)
+    if (switch_is("FOURFOLD_GEMV_CS", "1"))
         return true;
     if (row_bytes >= k_one_block_an_sm_row_bytes)
         return true;
-    const char* big = std::getenv("FOURFOLD_GEMV_CS_BIG");
-    return big && std::strcmp(big, "1") == 0 && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
+    return switch_is("FOURFOLD_GEMV_CS_BIG", "1") && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
            weight_bytes >= (std::int64_t{64} << 20);
 }
 } // namespace
 
 bool take_epilogue_prefetch(std::int64_t& shared_bytes, std::int64_t bytes, bool wanted) {
-    const char* v = std::getenv("FOURFOLD_GEMV_EPILOGUE_PREFETCH");
     if (!wanted || shared_bytes + bytes > k_gemv_norm_max_shared_bytes ||
-        (v && std::strcmp(v, "0") == 0))
+        switch_is("FOURFOLD_GEMV_EPILOGUE_PREFETCH", "0"))
         return false;
     shared_bytes += bytes;
     return true;
@@ -172,12 +162,6 @@ bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
         take_epilogue_prefetch(p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
     return true;
 }
-
-// The trial FOURFOLD_GEMV_CS_FEW=1 (session 44, not yet measured): plan_gemv, below.
-bool column_stationary_few_wanted() {
-    const char* v = std::getenv("FOURFOLD_GEMV_CS_FEW");
-    return v && std::strcmp(v, "1") == 0;
-}
 } // namespace
 
 gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
@@ -199,8 +183,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // then: griddepcontrol.wait returns at once). Where a kernel loses between launches but not
     // alone (qwen3-30b-a3b's column-stationary K = 2048 GEMVs, session 44's ncu), this says
     // whether the overlap is where it loses.
-    const char* dep = std::getenv("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
-    p.dependent_launch = dependent_launch(d) && !(dep && std::strcmp(dep, "0") == 0);
+    p.dependent_launch = dependent_launch(d) && !switch_is("FOURFOLD_GEMV_DEPENDENT_LAUNCH", "0");
     const auto es = static_cast<std::int64_t>(elem_bytes(a.type));
     const auto vw = 16 / es;
     if (a.inc_x != 1 || a.inc_w != 1)
@@ -251,8 +234,10 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // 288-291 -> about 250 µs, 25,600 x 5,120 76-83 -> about 68, 8192 x 8192 36-40 -> about 35;
     // shapes of one wave already within noise.
     // (The kernel counts rows, tiles and a block's steps in 32 bits.)
-    const auto r = gemv_mma_rounds_shape_of(a.n, a.k, d.sm_count);
-    if (p.tensor_cores && mma_rounds_wanted() && a.n < (std::int64_t{1} << 30) &&
+    const auto r = p.tensor_cores && switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "1")
+                       ? gemv_mma_rounds_shape_of(a.n, a.k, d.sm_count)
+                       : gemv_mma_rounds_shape{};
+    if (r.rounds > 0 && a.n < (std::int64_t{1} << 30) &&
         r.rounds * (a.k / 32 / r.ks / 2 + 1) < (std::int64_t{1} << 31)) {
         p.mma_rounds = static_cast<int>(r.rounds);
         p.k_split = r.ks;
@@ -284,7 +269,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // (2048 x 4096 + the residual) takes it. Predicted: 2048 x 4096 7.15 -> about 5.5 µs, 1152 x
     // 6912 9.27 -> about 5.5; qwen3 native_fused +2-4 % if the launch after it does not pay.
     if (whole_steps && static_cast<double>(a.n) < 4 * capacity && one_token_cs &&
-        column_stationary_few_wanted()) {
+        switch_is("FOURFOLD_GEMV_CS_FEW", "1")) {
         gemv_plan q = p;
         if (!take_prologue(q, a, es))
             return q;

@@ -28,9 +28,13 @@ const char* to_string(elem e) {
     return "?";
 }
 
+bool switch_is(const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v && std::strcmp(v, value) == 0;
+}
+
 bool dependent_launch(const device_limits& d) {
-    const char* v = std::getenv("FOURFOLD_DEPENDENT_LAUNCH");
-    return d.cc_major >= 9 && !(v && std::strcmp(v, "0") == 0);
+    return d.cc_major >= 9 && !switch_is("FOURFOLD_DEPENDENT_LAUNCH", "0");
 }
 
 } // namespace fourfold::kernels

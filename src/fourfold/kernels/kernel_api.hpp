@@ -45,6 +45,10 @@ bool compiled();
 // The limits of CUDA device `index` (cudaGetDeviceProperties; a host call, no synchronisation).
 device_limits query_device(int index);
 
+// Whether the A/B switch `name` (an environment variable the plans read, FOURFOLD_...) is set to
+// `value` exactly ("0" or "1").
+bool switch_is(const char* name, const char* value);
+
 // Whether a plan launches its kernel as a programmatic dependent launch (it may start while the
 // kernel before it on the stream ends, and waits for it before reading what it wrote): from
 // compute capability 9, unless FOURFOLD_DEPENDENT_LAUNCH=0, a diagnostic for A/B runs (session 44:
