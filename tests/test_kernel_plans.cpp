@@ -579,6 +579,9 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     EXPECT_EQ(p.chunks_per_plane, 17);
     EXPECT_EQ(p.chunks, 96ll * 7 * 17);
     EXPECT_EQ(p.blocks, 5 * 132);
+    // launched dependent on the launch before, as the staged path (its first rows prefetched)
+    EXPECT_TRUE(p.dependent_launch);
+    EXPECT_NE(p.describe().find("dependent launch"), std::string::npos) << p.describe();
     strided.y = address(k_aligned + 2);
     EXPECT_EQ(plan_pad(strided, h200()).vec, 1);
     pad_args huge;

@@ -42,7 +42,8 @@ def main():
             continue
         stock = b[k].get("stock") or a[k].get("stock")
         p = json.loads(k[2])
-        case = "x".join(str(p[f]) for f in ("tokens", "n", "k") if f in p) or k[2]
+        fields = ("tokens", "n", "k") if "n" in p else ("channels", "frames", "height", "width")
+        case = "x".join(str(p[f]) for f in fields if f in p) or k[2]
         case += " +bias" if p.get("bias") else ""
         rows.append(dict(case=f"{k[0]} {case} {k[1]}", a=med(a[k]["native"]), b=med(b[k]["native"]),
                          stock=med(stock) if stock else None,

@@ -22,6 +22,8 @@ std::string pad_plan::describe() const {
                     " output rows of a plane, lanes over their flat units, " + std::to_string(vec) +
                     " element(s) per store";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
+    if (dependent_launch)
+        s += ", dependent launch";
     if (!contiguous_rows)
         s += ", strided input rows";
     if (!why_scalar.empty())
@@ -122,6 +124,7 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         std::max<std::int64_t>(1, std::int64_t{d.sm_count} * k_pad_blocks_per_sm);
     p.blocks = std::max<std::int64_t>(
         1, std::min<std::int64_t>((p.chunks + warps_per_block - 1) / warps_per_block, wave));
+    p.dependent_launch = dependent_launch(d);
     return p;
 }
 
