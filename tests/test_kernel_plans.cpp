@@ -536,6 +536,7 @@ TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
     EXPECT_EQ(p.shared_bytes, 11520);
     EXPECT_EQ(p.vec, 4);
     EXPECT_TRUE(p.dependent_launch);
+    EXPECT_EQ(p.prefetch_lines, 4); // its tile's input lines into L2 before the wait
     EXPECT_EQ(p.out_elements, 96ll * 7 * 132 * 132);
     EXPECT_NE(p.describe().find("shared memory"), std::string::npos) << p.describe();
     // an output at any element alignment: its first elements are stored alone
@@ -544,6 +545,14 @@ TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
     const auto half = plan_pad(pad_of(), h200());
     EXPECT_FALSE(half.staged);
     EXPECT_NE(half.describe().find("2-byte elements"), std::string::npos) << half.describe();
+    EXPECT_TRUE(half.dependent_launch);
+    EXPECT_EQ(half.prefetch_lines, 4); // a warp's first rows into L2 before the wait
+    EXPECT_NE(half.describe().find("prefetched"), std::string::npos) << half.describe();
+    {
+        const fourfold::testing::env_switch off("FOURFOLD_PAD_PREFETCH", "0");
+        EXPECT_EQ(plan_pad(pad_of(), h200()).prefetch_lines, 0);
+        EXPECT_EQ(plan_pad(pad_of(k_aligned, elem::f32), h200()).prefetch_lines, 0);
+    }
     // a small plane is one tile
     auto small = pad_of(k_aligned, elem::f32);
     small.in_shape[3] = small.in_shape[4] = 32;
@@ -579,9 +588,10 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     EXPECT_EQ(p.chunks_per_plane, 17);
     EXPECT_EQ(p.chunks, 96ll * 7 * 17);
     EXPECT_EQ(p.blocks, 5 * 132);
-    // launched dependent on the launch before, as the staged path (its first rows prefetched)
+    // launched dependent on the launch before, as the staged path; strided rows not prefetched
     EXPECT_TRUE(p.dependent_launch);
     EXPECT_NE(p.describe().find("dependent launch"), std::string::npos) << p.describe();
+    EXPECT_EQ(p.prefetch_lines, 0);
     strided.y = address(k_aligned + 2);
     EXPECT_EQ(plan_pad(strided, h200()).vec, 1);
     pad_args huge;

@@ -2509,11 +2509,13 @@ stage_s45_b() {
 # sums meet in shared memory, two buffers by the round's parity, one barrier a round) and
 # memcheck over the few-rows column-stationary test. Then the pad: its register path (every
 # 2-byte pad) launched dependent on the launch before, with each warp's first 8 rows of input
-# prefetched into L2 before its wait (the staged fp32 path too); its gpu tests (a pad reading the
-# launch before's output among them) and memcheck over them; the article's 8 pad cases with it
-# and without (FOURFOLD_DEPENDENT_LAUNCH=0: only the native pad's own launches change in that
-# run). Predicted: 96x5x130x130 bf16 13.8 -> about 12.0 µs, the small bf16 pads 6.9-10.0 about
-# 1-1.5 µs less each, fp32 0-0.5 µs less (the staged path had the dependent launch already).
+# prefetched into L2 before its wait (the staged fp32 path, dependent already, prefetches its
+# tile's rows); its gpu tests (a pad reading the launch before's output among them) and memcheck
+# over them; the article's 8 pad cases three ways on one machine: the default, without the
+# prefetch (FOURFOLD_PAD_PREFETCH=0), and without either (FOURFOLD_DEPENDENT_LAUNCH=0 too: the
+# code before, for the bf16 pads). Predicted: 96x5x130x130 bf16 13.8 -> about 12.0 µs (the
+# launch about -1, the first round trip about -0.8), the small bf16 pads 6.9-10.0 about 1-1.5 µs
+# less each, fp32 0-0.5 µs less (its prefetch only).
 stage_s45_c() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer memcheck s45_c 'gemv_claim_cuda.tensor_cores_in_rounds*' 120
     FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer racecheck s45_c 'gemv_claim_cuda.tensor_cores_in_rounds*' 150
@@ -2522,21 +2524,25 @@ stage_s45_c() {
     stage_pack s45_c
 }
 
+s45_pad_run() { # label, then the switches as NAME=VALUE
+    local label=$1 t0=$SECONDS
+    shift
+    env "$@" timeout -s INT 100 $BIN run --suite article --workload pad --device cuda --min-time 0.05 \
+        --label "$label" --db "$DB" --quiet >"$OUT/${label}.txt" 2>&1
+    echo "article pad ($label $*): exit $? after $((SECONDS - t0)) s"
+    grep -cE "^pad .*PASS" "$OUT/${label}.txt"
+    grep -E "^pad .*(FAIL|skipped)" "$OUT/${label}.txt" | head -4
+    $BIN export --format json --run "$label" --db "$DB" >"$OUT/${label}.json"
+}
+
 s45_pad() {
-    local t0=$SECONDS
     s25_gtests 'dependent_launch_cuda.the_pad*:native.pad*' 90 "$OUT/s45_pad_tests.txt"
     s32_sanitizer memcheck s45_pad 'dependent_launch_cuda.the_pad*:native.pad_matches*' 90
-    local label
-    for label in s45-pad s45-pad-nodep; do
-        if [ $label = s45-pad ]; then unset FOURFOLD_DEPENDENT_LAUNCH; else export FOURFOLD_DEPENDENT_LAUNCH=0; fi
-        timeout -s INT 100 $BIN run --suite article --workload pad --device cuda --min-time 0.05 \
-            --label $label --db "$DB" --quiet >"$OUT/${label}.txt" 2>&1
-        echo "article pad ($label): exit $? after $((SECONDS - t0)) s"
-        grep -E "^pad " "$OUT/${label}.txt" | head -30
-        $BIN export --format json --run $label --db "$DB" >"$OUT/${label}.json"
-    done
-    unset FOURFOLD_DEPENDENT_LAUNCH
-    python3 bench/gpu/ab_table.py "$OUT/s45-pad-nodep.json" "$OUT/s45-pad.json" nodep dep
+    s45_pad_run s45-pad
+    s45_pad_run s45-pad-nopf FOURFOLD_PAD_PREFETCH=0
+    s45_pad_run s45-pad-before FOURFOLD_PAD_PREFETCH=0 FOURFOLD_DEPENDENT_LAUNCH=0
+    python3 bench/gpu/ab_table.py "$OUT/s45-pad-before.json" "$OUT/s45-pad.json" before now
+    python3 bench/gpu/ab_table.py "$OUT/s45-pad-nopf.json" "$OUT/s45-pad.json" no-prefetch prefetch
 }
 
 # Session 45's fourth call if the device time allows (about 5 minutes): issue 15's peer in the same

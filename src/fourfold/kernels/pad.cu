@@ -83,10 +83,6 @@ __device__ __forceinline__ void prefetch_rows_l2(const T* x, const pad_params& p
             prefetch_l2(reinterpret_cast<const void*>(line));
     }
 }
-// Lines a lane (register path) or a thread (staged path) prefetches before the wait: a warp's
-// first chunk of 8 rows of 130 bf16 is 24-32 lines, a staged tile of 12 KB about 100.
-constexpr int k_pad_prefetch_budget = 4;
-
 template <typename T, int VE> struct store_of;
 template <typename T> struct store_of<T, 1> { using type = T; };
 template <typename T> struct store_of<T, 2> {
@@ -110,7 +106,7 @@ constexpr int k_units_in_flight = 4; // B
 template <typename T, int VE, bool CONTIGUOUS>
 __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     pad_planes(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value,
-               std::uint32_t chunks, std::uint32_t chunks_per_plane) {
+               std::uint32_t chunks, std::uint32_t chunks_per_plane, int prefetch_lines) {
     using store_t = typename store_of<T, VE>::type;
     // (16-byte units: 2 in flight, 16 loads, inside the register budget of 5 blocks an SM)
     constexpr int B = VE >= 8 ? 2 : k_units_in_flight;
@@ -123,7 +119,7 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
         const int h =
             static_cast<int>(first_chunk - plane * chunks_per_plane) * k_pad_rows_per_warp;
         prefetch_rows_l2(x, p, plane, h, min(k_pad_rows_per_warp, static_cast<int>(p.od[3]) - h),
-                         lane, 32, k_pad_prefetch_budget);
+                         lane, 32, prefetch_lines);
     }
     dependency_wait(); // x is read and y written only below
     const int width = static_cast<int>(p.od[4]);
@@ -251,6 +247,7 @@ struct tile_params {
     std::uint32_t rows;     // output rows a tile
     std::uint32_t slot;     // shared bytes a staged row takes (rows mode)
     bool flat;              // the tile's input rows are one contiguous run
+    int prefetch_lines;     // L2 prefetches a thread issues before the wait
 };
 
 template <typename T>
@@ -267,7 +264,7 @@ __global__ void __launch_bounds__(k_pad_tile_threads, k_pad_tile_blocks_per_sm)
     prefetch_rows_l2(x, p, plane, static_cast<int>(oh0),
                      min(static_cast<int>(tp.rows), static_cast<int>(p.od[3] - oh0)),
                      static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                     k_pad_prefetch_budget);
+                     tp.prefetch_lines);
     dependency_wait(); // x is read and y written only below
 
     const input_plane in_plane = locate_plane(p, plane);
@@ -388,6 +385,7 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
         tp.rows = static_cast<std::uint32_t>(plan.rows_per_tile);
         tp.slot = static_cast<std::uint32_t>(plan.row_slot_bytes);
         tp.flat = plan.flat_rows;
+        tp.prefetch_lines = plan.prefetch_lines;
         return status_of(launch_serialised_after_smem(
             pad_staged<T>, dim3(static_cast<unsigned>(plan.blocks)), dim3(plan.threads),
             static_cast<std::size_t>(plan.shared_bytes), stream, plan.dependent_launch, x, y, p, tp,
@@ -399,9 +397,10 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
     const bool contiguous = p.is[4] == 1;
     cudaError_t launched = cudaSuccess;
     auto run = [&](auto ve, auto contig) {
-        launched = launch_serialised_after(
-            pad_planes<T, decltype(ve)::value, decltype(contig)::value>, dim3(grid),
-            dim3(plan.threads), stream, plan.dependent_launch, x, y, p, value, chunks, per_plane);
+        launched =
+            launch_serialised_after(pad_planes<T, decltype(ve)::value, decltype(contig)::value>,
+                                    dim3(grid), dim3(plan.threads), stream, plan.dependent_launch,
+                                    x, y, p, value, chunks, per_plane, plan.prefetch_lines);
     };
     auto with_ve = [&](auto ve) {
         if (contiguous)

@@ -57,6 +57,10 @@ struct pad_plan {
     std::int64_t row_slot_bytes = 0; // shared bytes a row takes where rows are copied alone
     std::int64_t shared_bytes = 0;   // dynamic shared memory a block takes
     bool dependent_launch = false;   // programmatic dependent launch (compute capability >= 9)
+    // L2 prefetches of its first input rows a lane (register path: of its warp's first 8 rows)
+    // or a thread (staged: of its tile's) issues before the dependency wait; 0 with
+    // FOURFOLD_PAD_PREFETCH=0 (session 45's A/B)
+    int prefetch_lines = 0;
     std::string valid;
     std::string describe() const;
 };

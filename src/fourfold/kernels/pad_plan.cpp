@@ -4,6 +4,16 @@
 #include <algorithm>
 
 namespace fourfold::kernels {
+namespace {
+
+// Lines a lane (register path) or a thread (staged path) asks L2 for before its dependency
+// wait: a warp's first 8 rows of 130 bf16 take 24-32 lines, one a lane; a staged tile of 12 KB
+// about 100, one a thread of 128. Unmeasured (session 45): FOURFOLD_PAD_PREFETCH=0 turns it off.
+int prefetch_lines() {
+    return switch_is("FOURFOLD_PAD_PREFETCH", "0") ? 0 : 4;
+}
+
+} // namespace
 
 std::string pad_plan::describe() const {
     if (staged) {
@@ -16,6 +26,8 @@ std::string pad_plan::describe() const {
              std::to_string(shared_bytes) + " B shared";
         if (dependent_launch)
             s += ", dependent launch";
+        if (prefetch_lines > 0)
+            s += ", its input rows prefetched into L2 first";
         return s;
     }
     std::string s = "warp per " + std::to_string(k_pad_rows_per_warp) +
@@ -24,6 +36,8 @@ std::string pad_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
+    if (prefetch_lines > 0)
+        s += ", a warp's first rows prefetched into L2 first";
     if (!contiguous_rows)
         s += ", strided input rows";
     if (!why_scalar.empty())
@@ -111,6 +125,7 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         p.vec = static_cast<int>(16 / es);
         p.why_scalar.clear();
         p.dependent_launch = dependent_launch(d);
+        p.prefetch_lines = prefetch_lines();
         return p;
     }
     // warp tasks: k_pad_rows_per_warp rows of one plane (the output's last two dimensions)
@@ -125,6 +140,7 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     p.blocks = std::max<std::int64_t>(
         1, std::min<std::int64_t>((p.chunks + warps_per_block - 1) / warps_per_block, wave));
     p.dependent_launch = dependent_launch(d);
+    p.prefetch_lines = p.contiguous_rows ? prefetch_lines() : 0;
     return p;
 }
 
