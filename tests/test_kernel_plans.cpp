@@ -339,6 +339,38 @@ TEST(kernel_plans, gemv_column_stationary_for_few_rows_on_trial) {
     EXPECT_TRUE(plan_gemv(gemv_of(1, 5120, 2048), h200()).balanced);
 }
 
+// The split-K kernel (gemv_vec) asks L2 for its first two steps of weights before its wait, as
+// every other FMA kernel does; not without the dependent launch (the loads follow at once), not
+// on the other paths (their own prefetches), not with FOURFOLD_GEMV_VEC_PREFETCH=0.
+TEST(kernel_plans, gemv_split_k_prefetches_its_first_steps_when_dependent) {
+    const fourfold::testing::env_switch off("FOURFOLD_GEMV_VEC_PREFETCH");
+    const fourfold::testing::env_switch dep("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
+    for (const auto& a : {gemv_of(1, 2048, 4096), gemv_of(1, 768, 2048), gemv_of(4, 1024, 2560)}) {
+        auto f = a;
+        f.type = elem::f32; // (and fp32, which never takes the tensor cores)
+        for (const auto& g : {a, f}) {
+            const auto p = plan_gemv(g, h200());
+            if (p.tensor_cores) {
+                EXPECT_FALSE(p.split_prefetch) << p.describe();
+                continue;
+            }
+            ASSERT_GT(p.k_split, 1) << p.describe();
+            EXPECT_FALSE(p.streamed || p.balanced || p.column_stationary) << p.describe();
+            EXPECT_TRUE(p.split_prefetch) << p.describe();
+            EXPECT_NE(p.describe().find("prefetched into L2"), std::string::npos) << p.describe();
+        }
+    }
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 128256, 4096), h200()).split_prefetch); // unsplit
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 262144, 640), h200()).split_prefetch);  // streamed
+    dep.set("0");
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 2048, 4096), h200()).split_prefetch);
+    dep.unset();
+    off.set("0");
+    const auto p = plan_gemv(gemv_of(1, 2048, 4096), h200());
+    EXPECT_FALSE(p.split_prefetch);
+    EXPECT_GT(p.k_split, 1); // the same kernel and split
+}
+
 TEST(kernel_plans, gemv_dependent_launch_can_be_switched_off_for_an_a_b_run) {
     const fourfold::testing::env_switch dep("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
     EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).dependent_launch);

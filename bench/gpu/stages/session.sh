@@ -2435,12 +2435,16 @@ stage_s44_b() {
 #    GEMV's end; one column-stationary block fills an SM until it leaves, 4 static blocks leave
 #    one by one). Predicted, if the loss is in those overlaps: without them both lose ground and
 #    column-stationary is no longer behind.
+# 5. (session 45) The split-K GEMV's first steps prefetched before its wait, default on: qwen3's o
+#    GEMV (2048 x 4096) takes it; split_nopf runs without (FOURFOLD_GEMV_VEC_PREFETCH=0).
+#    Predicted: base about 1-2 % above split_nopf.
 stage_s45_a() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
         200 "$OUT/s45_a_tests.txt"
     FOURFOLD_GEMV_CS_FEW=1 s25_gtests 'gemv_claim_cuda.column_stationary_few*:decode_native_cuda.*' \
         120 "$OUT/s45_a_tests_few.txt"
     s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_VEC_PREFETCH=0 s36_decode qwen3-30b-a3b split_nopf
     FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
     FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
     FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
@@ -2504,24 +2508,61 @@ stage_s45_b() {
     stage_pack s45_b
 }
 
-# Session 45's third call (about 6-7 minutes): the sanitizers over session 44's trials, and the
-# pad's dependent launch (session 45). memcheck and racecheck over the rounds test (the split's
-# sums meet in shared memory, two buffers by the round's parity, one barrier a round) and
-# memcheck over the few-rows column-stationary test. Then the pad: its register path (every
-# 2-byte pad) launched dependent on the launch before, with each warp's first 8 rows of input
-# prefetched into L2 before its wait (the staged fp32 path, dependent already, prefetches its
-# tile's rows); its gpu tests (a pad reading the launch before's output among them) and memcheck
-# over them; the article's 8 pad cases three ways on one machine: the default, without the
-# prefetch (FOURFOLD_PAD_PREFETCH=0), and without either (FOURFOLD_DEPENDENT_LAUNCH=0 too: the
-# code before, for the bf16 pads). Predicted: 96x5x130x130 bf16 13.8 -> about 12.0 µs (the
-# launch about -1, the first round trip about -0.8), the small bf16 pads 6.9-10.0 about 1-1.5 µs
-# less each, fp32 0-0.5 µs less (its prefetch only).
+# Session 45's third call (about 5-6 minutes): the sanitizers over session 44's trials and session
+# 45's pad. memcheck and racecheck over the rounds test (the split's sums meet in shared memory,
+# two buffers by the round's parity, one barrier a round), memcheck over the few-rows
+# column-stationary test and over the pad's tests (its new dependent launch and prefetch).
 stage_s45_c() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer memcheck s45_c 'gemv_claim_cuda.tensor_cores_in_rounds*' 120
     FOURFOLD_GEMV_MMA_ROUNDS=1 s32_sanitizer racecheck s45_c 'gemv_claim_cuda.tensor_cores_in_rounds*' 150
     FOURFOLD_GEMV_CS_FEW=1 s32_sanitizer memcheck s45_c_few 'gemv_claim_cuda.column_stationary_few*' 90
-    s45_pad
+    s32_sanitizer memcheck s45_c_pad 'dependent_launch_cuda.the_pad*:native.pad_matches*' 90
     stage_pack s45_c
+}
+
+# Session 45's two default changes, unmeasured (about 4 minutes; run it second, after s45_a,
+# whose decodes already carry them: s45_a's base against its split_nopf says what the split-K
+# prefetch does to qwen3).
+# 1. The pad: its register path (every 2-byte pad) launched dependent on the launch before, with
+#    each warp's first 8 rows of input prefetched into L2 before its wait (the staged fp32 path,
+#    dependent already, prefetches its tile's rows). Its gpu tests (a pad reading the launch
+#    before's output among them); the article's 8 pad cases three ways on one machine: the
+#    default, without the prefetch (FOURFOLD_PAD_PREFETCH=0), and without either
+#    (FOURFOLD_DEPENDENT_LAUNCH=0 too: the code before, for the bf16 pads). Predicted:
+#    96x5x130x130 bf16 13.8 -> about 12.0 µs (the launch about -1, the first round trip about
+#    -0.8), the small bf16 pads 6.9-10.0 about 1-1.5 µs less each, fp32 0-0.5 µs less.
+# 2. The split-K GEMV (gemv_vec, the article's 35 one-token shapes of N under 2,105: 1.70x of
+#    stock together in s44_b) asks L2 for its first two steps of weights before its wait, as the
+#    other FMA kernels do; with it (stock beside) and without (FOURFOLD_GEMV_VEC_PREFETCH=0).
+#    Predicted: 0.3-0.6 µs less a call, so about 1.08x over the 35 (2.5-9 µs calls).
+stage_s45_e() {
+    local t0=$SECONDS
+    s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s45_e_tests.txt"
+    s45_pad_run s45-pad
+    s45_pad_run s45-pad-nopf FOURFOLD_PAD_PREFETCH=0
+    s45_pad_run s45-pad-before FOURFOLD_PAD_PREFETCH=0 FOURFOLD_DEPENDENT_LAUNCH=0
+    python3 bench/gpu/ab_table.py "$OUT/s45-pad-before.json" "$OUT/s45-pad.json" before now
+    python3 bench/gpu/ab_table.py "$OUT/s45-pad-nopf.json" "$OUT/s45-pad.json" no-prefetch prefetch
+    local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
+    split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
+    split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
+    split=$split,1x256x640,1x640x1024,1x2048x640,1x640x2048,1x1024x1152,1x256x1152,1x1152x1024
+    split=$split,1x1152x6912,1x2048x2560,1x2048x3840,1x2048x5376,1x512x2880,1x32x2880,1x128x2880
+    timeout -s INT 120 $BIN run --workload linear_decode --shape "$split" --dtype bf16 \
+        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s45-split --db "$DB" --quiet >"$OUT/s45_split.txt" 2>&1
+    echo "split-K shapes, prefetch: exit $? after $((SECONDS - t0)) s"
+    grep -cE "^linear_decode .*PASS" "$OUT/s45_split.txt"
+    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 90 $BIN run --workload linear_decode --shape "$split" \
+        --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
+        --label s45-split-nopf --db "$DB" --quiet >"$OUT/s45_split_nopf.txt" 2>&1
+    echo "split-K shapes, no prefetch: exit $? after $((SECONDS - t0)) s"
+    local run
+    for run in s45-split s45-split-nopf; do
+        $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
+    done
+    python3 bench/gpu/ab_table.py "$OUT/s45_s45-split-nopf.json" "$OUT/s45_s45-split.json" no-prefetch prefetch
+    stage_pack s45_e
 }
 
 s45_pad_run() { # label, then the switches as NAME=VALUE
@@ -2533,16 +2574,6 @@ s45_pad_run() { # label, then the switches as NAME=VALUE
     grep -cE "^pad .*PASS" "$OUT/${label}.txt"
     grep -E "^pad .*(FAIL|skipped)" "$OUT/${label}.txt" | head -4
     $BIN export --format json --run "$label" --db "$DB" >"$OUT/${label}.json"
-}
-
-s45_pad() {
-    s25_gtests 'dependent_launch_cuda.the_pad*:native.pad*' 90 "$OUT/s45_pad_tests.txt"
-    s32_sanitizer memcheck s45_pad 'dependent_launch_cuda.the_pad*:native.pad_matches*' 90
-    s45_pad_run s45-pad
-    s45_pad_run s45-pad-nopf FOURFOLD_PAD_PREFETCH=0
-    s45_pad_run s45-pad-before FOURFOLD_PAD_PREFETCH=0 FOURFOLD_DEPENDENT_LAUNCH=0
-    python3 bench/gpu/ab_table.py "$OUT/s45-pad-before.json" "$OUT/s45-pad.json" before now
-    python3 bench/gpu/ab_table.py "$OUT/s45-pad-nopf.json" "$OUT/s45-pad.json" no-prefetch prefetch
 }
 
 # Session 45's fourth call if the device time allows (about 5 minutes): issue 15's peer in the same

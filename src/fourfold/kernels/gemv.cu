@@ -85,9 +85,8 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
              T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
-             std::int64_t row_blocks) {
+             std::int64_t row_blocks, bool prefetch) {
     allow_dependents();
-    dependency_wait(); // x is read from the start
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4 / R; // x 2 buffers: 8 vectors of a row in flight per lane
     using P = packet<T, VEC>;
@@ -97,6 +96,26 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     const std::int64_t rows_per_block = static_cast<std::int64_t>(groups) * R;
     const std::int64_t kbeg = ks_index * kchunk;
     const std::int64_t kend = kbeg + kchunk < nkv ? kbeg + kchunk : nkv;
+    // the first row block's first two steps into L2 while the kernel before may still run (the
+    // plan's grid is at most a wave, so that is most of a block's weights): a lane asks for the
+    // line its vector starts, lane 0 for the line its vector lies in
+    if (prefetch && blockIdx.x < row_blocks) {
+        const std::int64_t row0 =
+            blockIdx.x * rows_per_block + static_cast<std::int64_t>(group) * R;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (row0 + r < n) {
+                const uint4* wr = reinterpret_cast<const uint4*>(w + (row0 + r) * ld_w);
+#pragma unroll
+                for (int u = 0; u < 2 * U; ++u) {
+                    const std::int64_t vv = kbeg + lane + u * 32;
+                    if (vv < kend &&
+                        (lane == 0 || (reinterpret_cast<std::uintptr_t>(wr + vv) & 127) == 0))
+                        prefetch_l2(wr + vv);
+                }
+            }
+    }
+    dependency_wait(); // x is read and y written only below
     const uint4* xv[TOK];
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
@@ -825,7 +844,7 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
             return launch(gemv_stream<T, TOK, 1>);
         }
     }
-    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks);
+    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks, p.split_prefetch);
 }
 
 template <typename T>

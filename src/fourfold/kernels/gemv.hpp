@@ -125,6 +125,10 @@ struct gemv_plan {
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)
     bool dependent_launch = false;
+    // K split over a block's warps (gemv_vec), dependent: each warp's first two steps of weights
+    // prefetched into L2 before the wait, as the other FMA kernels' (session 45, unmeasured;
+    // FOURFOLD_GEMV_VEC_PREFETCH=0: off)
+    bool split_prefetch = false;
     bool fused_norm = false;       // gemv_args::norm_weight applied inside (gemv_balanced)
     bool fused_swiglu = false;     // gemv_args::swiglu_x applied inside (gemv_balanced)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the prologue's x)

@@ -30,6 +30,8 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
+    if (split_prefetch)
+        s += ", its first steps prefetched into L2";
     if (fused_norm)
         s += ", RMSNorm fused";
     if (fused_swiglu)
@@ -346,6 +348,13 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
+    // K split over a block's warps (gemv_vec): its first weights into L2 before the wait, as
+    // every other FMA kernel does (it was the one without; the 35 split shapes of the article
+    // suite, 1.70x of stock together in s44_b, and qwen3-30b-a3b's o GEMV, 2048 x 4096, 8.8 µs
+    // alone for 4.0 of bytes, launched behind decode attention's 72 blocks). Predicted (session
+    // 45, unmeasured): the split shapes 0.3-0.6 µs less each, qwen3 native_fused +1-2 %.
+    p.split_prefetch = p.vectorised && !p.tensor_cores && !p.streamed && p.dependent_launch &&
+                       !switch_is("FOURFOLD_GEMV_VEC_PREFETCH", "0");
     return p;
 }
 
