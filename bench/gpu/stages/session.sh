@@ -2534,7 +2534,8 @@ stage_s45_c() {
 # 2. The split-K GEMV (gemv_vec, the article's 35 one-token shapes of N under 2,105: 1.70x of
 #    stock together in s44_b) asks L2 for its first two steps of weights before its wait, as the
 #    other FMA kernels do; with it (stock beside) and without (FOURFOLD_GEMV_VEC_PREFETCH=0).
-#    Predicted: 0.3-0.6 µs less a call, so about 1.08x over the 35 (2.5-9 µs calls).
+#    Predicted: 0.3-0.6 µs less a call, so about 1.08x over the 35 (2.5-9 µs calls); with a bias
+#    (its line prefetched too) the bias's cost within 2 % on the 8 shapes measured.
 stage_s45_e() {
     local t0=$SECONDS
     s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s45_e_tests.txt"
@@ -2557,11 +2558,24 @@ stage_s45_e() {
         --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
         --label s45-split-nopf --db "$DB" --quiet >"$OUT/s45_split_nopf.txt" 2>&1
     echo "split-K shapes, no prefetch: exit $? after $((SECONDS - t0)) s"
+    # the fused bias (issue 13: <= 2 % over none; +6.3 % at worst in s44_b, 1024 x 2560): eight
+    # split shapes with and without, the bias's line now prefetched with the first steps
+    local biased=1x1024x2560,1x512x2880,1x1024x4096,1x2048x2048,1x768x2048,1x1152x1024,1x2048x640
+    biased=$biased,1x128x2880
+    timeout -s INT 60 $BIN run --workload linear_decode --shape "$biased" --param bias=false,true \
+        --dtype bf16 --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s45-bias --db "$DB" --quiet >"$OUT/s45_bias.txt" 2>&1
+    echo "bias, prefetch: exit $? after $((SECONDS - t0)) s"
+    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 45 $BIN run --workload linear_decode --shape "$biased" \
+        --param bias=false,true --dtype bf16 --variants native --device cuda --min-time 0.05 \
+        --ledgers op_time --label s45-bias-nopf --db "$DB" --quiet >"$OUT/s45_bias_nopf.txt" 2>&1
+    echo "bias, no prefetch: exit $? after $((SECONDS - t0)) s"
     local run
-    for run in s45-split s45-split-nopf; do
+    for run in s45-split s45-split-nopf s45-bias s45-bias-nopf; do
         $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
     done
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-split-nopf.json" "$OUT/s45_s45-split.json" no-prefetch prefetch
+    python3 bench/gpu/ab_table.py "$OUT/s45_s45-bias-nopf.json" "$OUT/s45_s45-bias.json" no-prefetch prefetch
     stage_pack s45_e
 }
 

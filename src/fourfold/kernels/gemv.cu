@@ -98,10 +98,13 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     const std::int64_t kend = kbeg + kchunk < nkv ? kbeg + kchunk : nkv;
     // the first row block's first two steps into L2 while the kernel before may still run (the
     // plan's grid is at most a wave, so that is most of a block's weights): a lane asks for the
-    // line its vector starts, lane 0 for the line its vector lies in
+    // line its vector starts, lane 0 for the line its vector lies in; and the bias's line (it
+    // may be the launch before's output: only L2 is asked)
     if (prefetch && blockIdx.x < row_blocks) {
         const std::int64_t row0 =
             blockIdx.x * rows_per_block + static_cast<std::int64_t>(group) * R;
+        if (bias != nullptr && ks_index == 0 && lane == 0 && row0 < n)
+            prefetch_l2(bias + row0);
 #pragma unroll
         for (int r = 0; r < R; ++r)
             if (row0 + r < n) {
