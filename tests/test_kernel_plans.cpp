@@ -504,6 +504,18 @@ TEST(kernel_plans, gemv_in_rounds_keeps_every_block_resident_with_equal_rounds) 
     EXPECT_EQ(square.k_split, 6);
     EXPECT_EQ(square.mma_rounds, 1);
     EXPECT_EQ(square.blocks, 512);
+    // serial like gemv_mma unless FOURFOLD_GEMV_MMA_DEPENDENT=1 (session 45's trial)
+    EXPECT_FALSE(head.dependent_launch);
+    {
+        const fourfold::testing::env_switch dep("FOURFOLD_GEMV_MMA_DEPENDENT", "1");
+        const auto d = plan_gemv(gemv_of(2, 128256, 4096), h200());
+        EXPECT_TRUE(d.dependent_launch) << d.describe();
+        EXPECT_EQ(d.mma_rounds, 21); // the same kernel and grid
+        EXPECT_EQ(d.blocks, 382);
+        rounds.set("0");
+        EXPECT_FALSE(plan_gemv(gemv_of(2, 128256, 4096), h200()).dependent_launch); // gemv_mma
+        rounds.set("1");
+    }
     // off by default: gemv_mma's tile groups
     rounds.set("0");
     EXPECT_EQ(plan_gemv(gemv_of(2, 128256, 4096), h200()).mma_rounds, 0);

@@ -2520,9 +2520,9 @@ stage_s45_c() {
     stage_pack s45_c
 }
 
-# Session 45's two default changes, unmeasured (about 4 minutes; run it second, after s45_a,
-# whose decodes already carry them: s45_a's base against its split_nopf says what the split-K
-# prefetch does to qwen3).
+# Session 45's two default changes and one trial, unmeasured (about 6-7 minutes; run it second,
+# after s45_a, whose decodes already carry the defaults: s45_a's base against its split_nopf
+# says what the split-K prefetch does to qwen3).
 # 1. The pad: its register path (every 2-byte pad) launched dependent on the launch before, with
 #    each warp's first 8 rows of input prefetched into L2 before its wait (the staged fp32 path,
 #    dependent already, prefetches its tile's rows). Its gpu tests (a pad reading the launch
@@ -2576,7 +2576,37 @@ stage_s45_e() {
     done
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-split-nopf.json" "$OUT/s45_s45-split.json" no-prefetch prefetch
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-bias-nopf.json" "$OUT/s45_s45-bias.json" no-prefetch prefetch
+    s45_rounds_dependent
     stage_pack s45_e
+}
+
+# 3. (trial) The tensor-core GEMV in rounds launched dependent (FOURFOLD_GEMV_MMA_DEPENDENT=1 with
+#    FOURFOLD_GEMV_MMA_ROUNDS=1; gemv_mma lost 1.3 µs with it in session 23): its gpu test, then
+#    the 16 shapes of stage native_tokens at 2 and 8 tokens, rounds serial and dependent.
+#    Predicted: the shapes of nearly a full wave about 1 µs less a call; the small ones -1 to +1.3.
+s45_rounds_dependent() {
+    local t0=$SECONDS shapes="" t nk
+    FOURFOLD_GEMV_MMA_ROUNDS=1 FOURFOLD_GEMV_MMA_DEPENDENT=1 s25_gtests \
+        'gemv_claim_cuda.tensor_cores_in_rounds*' 90 "$OUT/s45_e_rounds_dep_tests.txt"
+    for t in 2 8; do
+        for nk in 768x2048 1024x4096 2048x2048 4096x4096 2560x4096 14336x4096 4096x14336 8192x8192 \
+            3072x3072 5120x5120 151936x1024 128256x4096 1024x1024 6144x2048 17408x5120 25600x5120; do
+            shapes=$shapes${shapes:+,}${t}x$nk
+        done
+    done
+    local label dep
+    for label in s45-rounds-serial s45-rounds-dep; do
+        dep=0
+        [ $label = s45-rounds-dep ] && dep=1
+        FOURFOLD_GEMV_MMA_ROUNDS=1 FOURFOLD_GEMV_MMA_DEPENDENT=$dep timeout -s INT 90 $BIN run \
+            --workload linear_decode --shape "$shapes" --dtype bf16 --variants native --device cuda \
+            --min-time 0.05 --ledgers op_time,correctness --label $label --db "$DB" --quiet \
+            >"$OUT/$label.txt" 2>&1
+        echo "rounds sweep ($label): exit $? after $((SECONDS - t0)) s"
+        grep -cE "^linear_decode .*PASS" "$OUT/$label.txt"
+        $BIN export --format json --run $label --db "$DB" >"$OUT/$label.json"
+    done
+    python3 bench/gpu/ab_table.py "$OUT/s45-rounds-serial.json" "$OUT/s45-rounds-dep.json" serial dependent
 }
 
 s45_pad_run() { # label, then the switches as NAME=VALUE

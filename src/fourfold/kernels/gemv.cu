@@ -633,17 +633,33 @@ template <typename T>
 __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     gemv_mma_rounds(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                     T* __restrict__ y, int tokens, int n, int kblocks, std::int64_t ld_x,
-                    std::int64_t ld_w, std::int64_t ld_y, int tiles) {
+                    std::int64_t ld_w, std::int64_t ld_y, int tiles, bool prefetch) {
     constexpr int U = 2;                 // 32-column units a lane loads a step
     extern __shared__ float4 mma_part[]; // ks > 1: [2][ks][32], a lane's 4 sums
     allow_dependents();
-    dependency_wait(); // x is read from the start
     const int ks = static_cast<int>(blockDim.x / 32);
     const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
     const int g = lane / 4, c = lane % 4;
     const int chunk = (kblocks + ks - 1) / ks;
     const int kb_begin = min(warp * chunk, kblocks);
     const int units = min(kb_begin + chunk, kblocks) - kb_begin; // this warp's, of a tile
+    // (dependent, FOURFOLD_GEMV_MMA_DEPENDENT=1) this warp's K chunk of the block's first tile
+    // into L2 while the kernel before may still run: 16 rows of units x 64 bytes, at most 8
+    // lines a lane
+    if (prefetch) {
+        const int lines = (units * 64 + 127) / 128 + 1; // a row's, one more where it straddles
+        for (int i = lane, k = 0; i < 16 * lines && k < 8; i += 32, ++k) {
+            const int r = i / lines, row = static_cast<int>(blockIdx.x) * 16 + r;
+            if (row >= n)
+                continue;
+            const auto first = reinterpret_cast<std::uintptr_t>(w + row * ld_w + kb_begin * 32);
+            const auto line =
+                (first & ~std::uintptr_t{127}) + static_cast<std::uintptr_t>(i - r * lines) * 128;
+            if (line < first + static_cast<std::uintptr_t>(units) * 64)
+                prefetch_l2(reinterpret_cast<const void*>(line));
+        }
+    }
+    dependency_wait();                     // x is read and y written only below
     const int steps = (chunk + U - 1) / U; // a tile's steps: the same for every warp of the block
     const int stride = static_cast<int>(gridDim.x);
     const int rounds = (tiles - static_cast<int>(blockIdx.x) + stride - 1) / stride;
@@ -763,7 +779,8 @@ launch_status launch_mma_rounds(const gemv_plan& p, const gemv_args& a, stream_t
         static_cast<std::size_t>(p.shared_bytes), stream, p.dependent_launch,
         static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
         static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.n),
-        static_cast<int>(a.k / 32), a.ld_x, a.ld_w, a.ld_y, static_cast<int>((a.n + 15) / 16)));
+        static_cast<int>(a.k / 32), a.ld_x, a.ld_w, a.ld_y, static_cast<int>((a.n + 15) / 16),
+        p.dependent_launch));
 }
 
 template <typename T>

@@ -201,6 +201,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // The dependent launch won 1.1-1.5 us a call on the FMA paths and lost 1.3 us on the
     // tensor-core one (8 x 4096 x 4096: 11.0 -> 12.3 us, H200, builds dd5c95c and a4a457f): off
     // there, cause not isolated.
+    const bool dependent = p.dependent_launch;
     if (p.tensor_cores)
         p.dependent_launch = false;
     // Split K over the warps of a block (KS = 2, 4 or 8) only where the unsplit grid is less
@@ -247,6 +248,17 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.threads = 32 * r.ks;
         p.unroll = 2;
         p.shared_bytes = r.ks > 1 ? std::int64_t{2} * r.ks * 32 * 16 : 0;
+        // FOURFOLD_GEMV_MMA_DEPENDENT=1 (session 45's trial, unmeasured): the rounds launched
+        // dependent, each warp's share of its first tile asked of L2 before the wait. gemv_mma
+        // lost 1.3 µs with the dependent launch (above); the suspect is its grid, a part of the
+        // resident slots, so that the next launch's blocks land early on the free ones, unevenly.
+        // Where the rounds fill nearly every slot (the large shapes: the LM head 382 blocks of 8
+        // warps on 396 slots) the next launch's blocks come in as these leave, as on the FMA
+        // paths (1.1-1.5 µs a call gained); where they do not (4096 x 4096: 256 tiles, 256
+        // blocks) the suspect stays. Predicted: the large shapes about 1 µs less a call, the
+        // small ones anywhere from -1 to +1.3 µs: the trial tells the two apart.
+        if (switch_is("FOURFOLD_GEMV_MMA_DEPENDENT", "1"))
+            p.dependent_launch = dependent;
     }
     // From 4 rows a block of the wave on, with rows of 2 KB or more: the rows split evenly over
     // each block's warps (gemv_balanced). With rows as the unit of work the grid's last round
