@@ -2544,20 +2544,7 @@ stage_s45_e() {
     s45_pad_run s45-pad-before FOURFOLD_PAD_PREFETCH=0 FOURFOLD_DEPENDENT_LAUNCH=0
     python3 bench/gpu/ab_table.py "$OUT/s45-pad-before.json" "$OUT/s45-pad.json" before now
     python3 bench/gpu/ab_table.py "$OUT/s45-pad-nopf.json" "$OUT/s45-pad.json" no-prefetch prefetch
-    local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
-    split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
-    split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
-    split=$split,1x256x640,1x640x1024,1x2048x640,1x640x2048,1x1024x1152,1x256x1152,1x1152x1024
-    split=$split,1x1152x6912,1x2048x2560,1x2048x3840,1x2048x5376,1x512x2880,1x32x2880,1x128x2880
-    timeout -s INT 120 $BIN run --workload linear_decode --shape "$split" --dtype bf16 \
-        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
-        --label s45-split --db "$DB" --quiet >"$OUT/s45_split.txt" 2>&1
-    echo "split-K shapes, prefetch: exit $? after $((SECONDS - t0)) s"
-    grep -cE "^linear_decode .*PASS" "$OUT/s45_split.txt"
-    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 90 $BIN run --workload linear_decode --shape "$split" \
-        --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
-        --label s45-split-nopf --db "$DB" --quiet >"$OUT/s45_split_nopf.txt" 2>&1
-    echo "split-K shapes, no prefetch: exit $? after $((SECONDS - t0)) s"
+    s45_split_ab
     # the fused bias (issue 13: <= 2 % over none; +6.3 % at worst in s44_b, 1024 x 2560): eight
     # split shapes with and without, the bias's line now prefetched with the first steps
     local biased=1x1024x2560,1x512x2880,1x1024x4096,1x2048x2048,1x768x2048,1x1152x1024,1x2048x640
@@ -2571,10 +2558,9 @@ stage_s45_e() {
         --ledgers op_time --label s45-bias-nopf --db "$DB" --quiet >"$OUT/s45_bias_nopf.txt" 2>&1
     echo "bias, no prefetch: exit $? after $((SECONDS - t0)) s"
     local run
-    for run in s45-split s45-split-nopf s45-bias s45-bias-nopf; do
+    for run in s45-bias s45-bias-nopf; do
         $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
     done
-    python3 bench/gpu/ab_table.py "$OUT/s45_s45-split-nopf.json" "$OUT/s45_s45-split.json" no-prefetch prefetch
     python3 bench/gpu/ab_table.py "$OUT/s45_s45-bias-nopf.json" "$OUT/s45_s45-bias.json" no-prefetch prefetch
     s45_rounds_dependent
     stage_pack s45_e
@@ -2607,6 +2593,45 @@ s45_rounds_dependent() {
         $BIN export --format json --run $label --db "$DB" >"$OUT/$label.json"
     done
     python3 bench/gpu/ab_table.py "$OUT/s45-rounds-serial.json" "$OUT/s45-rounds-dep.json" serial dependent
+}
+
+# The article's 35 one-token split-K shapes with the split-K prefetch (stock beside) and without.
+s45_split_ab() {
+    local t0=$SECONDS
+    local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
+    split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
+    split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
+    split=$split,1x256x640,1x640x1024,1x2048x640,1x640x2048,1x1024x1152,1x256x1152,1x1152x1024
+    split=$split,1x1152x6912,1x2048x2560,1x2048x3840,1x2048x5376,1x512x2880,1x32x2880,1x128x2880
+    timeout -s INT 120 $BIN run --workload linear_decode --shape "$split" --dtype bf16 \
+        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s45-split --db "$DB" --quiet >"$OUT/s45_split.txt" 2>&1
+    echo "split-K shapes, prefetch: exit $? after $((SECONDS - t0)) s"
+    grep -cE "^linear_decode .*PASS" "$OUT/s45_split.txt"
+    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 90 $BIN run --workload linear_decode --shape "$split" \
+        --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
+        --label s45-split-nopf --db "$DB" --quiet >"$OUT/s45_split_nopf.txt" 2>&1
+    echo "split-K shapes, no prefetch: exit $? after $((SECONDS - t0)) s"
+    local run
+    for run in s45-split s45-split-nopf; do
+        $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
+    done
+    python3 bench/gpu/ab_table.py "$OUT/s45_s45-split-nopf.json" "$OUT/s45_s45-split.json" no-prefetch prefetch
+}
+
+# Session 45's device call when loans came back late in the session (about 8 minutes with the
+# build): the two default changes alone. The dependent-launch and pad gpu tests; the article's
+# pads before (both switches off) and now; the split-K A/B; qwen3 with and without the split-K
+# prefetch. Predictions as in s45_e and s45_a.
+stage_s45_f() {
+    s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s45_f_tests.txt"
+    s45_pad_run s45-pad
+    s45_pad_run s45-pad-before FOURFOLD_PAD_PREFETCH=0 FOURFOLD_DEPENDENT_LAUNCH=0
+    python3 bench/gpu/ab_table.py "$OUT/s45-pad-before.json" "$OUT/s45-pad.json" before now
+    s45_split_ab
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_VEC_PREFETCH=0 s36_decode qwen3-30b-a3b split_nopf
+    stage_pack s45_f
 }
 
 s45_pad_run() { # label, then the switches as NAME=VALUE
