@@ -200,7 +200,8 @@ TEST(dependent_launch_cuda, the_one_token_gemv_reads_the_launch_before_s_output_
     for (const auto t : {at::kFloat, at::kBFloat16}) {
         const producer p(ctx, t);
         const std::int64_t k = 4096; // x: the first 4096 of the producer's outputs
-        for (const std::int64_t n : {std::int64_t{4096}, std::int64_t{2048}}) {
+        // (512 rows: split K with its first steps prefetched before the wait in bf16)
+        for (const std::int64_t n : {std::int64_t{4096}, std::int64_t{2048}, std::int64_t{512}}) {
             const auto o = p.y.options();
             const auto w = at::randn({n, k}, o).div(std::sqrt(static_cast<double>(k)));
             const auto out = at::empty({1, n}, o);

@@ -360,12 +360,18 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
-    // K split over a block's warps (gemv_vec): its first weights into L2 before the wait, as
-    // every other FMA kernel does (it was the one without; the 35 split shapes of the article
-    // suite, 1.70x of stock together in s44_b, and qwen3-30b-a3b's o GEMV, 2048 x 4096, 8.8 µs
-    // alone for 4.0 of bytes, launched behind decode attention's 72 blocks). Predicted (session
-    // 45, unmeasured): the split shapes 0.3-0.6 µs less each, qwen3 native_fused +1-2 %.
+    // K split over a block's warps (gemv_vec) with weights under 8 MiB: its first two steps (most
+    // of a block's weights: the grid is at most a wave) and its bias's line asked of L2 before
+    // the wait, as the other FMA kernels ask for their first steps. Measured (session 45, H100
+    // 80GB HBM3, build ef51118, one machine, the article's 35 one-token split shapes, with it
+    // against FOURFOLD_GEMV_VEC_PREFETCH=0): the 23 under 8 MiB 1.038x together (8 x 4096 1.88
+    // -> 1.64 µs, 512 x 4096 3.37 -> 2.97, 1024 x 2560 3.78 -> 3.49), the 12 of 8 MiB or more
+    // 0.956x (2048 x 4096 8.34 -> 9.08, 2048 x 5376 10.01 -> 11.30): there the prefetch burst
+    // delays the stream it is part of, as every prefetch of weights ahead did (sessions 24-37).
+    // qwen3-30b-a3b native_fused, whose o GEMV is 2048 x 4096, lost 1.4 % with it (290.1 ->
+    // 286.0 tokens/s at ctx 512, 286.4 -> 282.4 at 2048, same machine).
     p.split_prefetch = p.vectorised && !p.tensor_cores && !p.streamed && p.dependent_launch &&
+                       a.n * a.k * es < k_gemv_split_prefetch_max_bytes &&
                        !switch_is("FOURFOLD_GEMV_VEC_PREFETCH", "0");
     return p;
 }

@@ -58,7 +58,7 @@ __device__ __forceinline__ input_plane locate_plane(const pad_params& p, std::ui
 // The input lines that output rows [oh0, oh0 + rows) of output plane `plane` read, into L2: lane
 // t of nt, at most `budget` lines a lane, rows with stride-1 elements only. Issued before the
 // dependency wait (the one read allowed there, elements.cuh), so the first DRAM round trip of a
-// block overlaps the end of the launch before it.
+// warp overlaps the end of the launch before it (pad_planes; pad_plan.cpp has its figures).
 template <typename T>
 __device__ __forceinline__ void prefetch_rows_l2(const T* x, const pad_params& p,
                                                  std::uint32_t plane, int oh0, int rows, int t,
@@ -247,7 +247,6 @@ struct tile_params {
     std::uint32_t rows;     // output rows a tile
     std::uint32_t slot;     // shared bytes a staged row takes (rows mode)
     bool flat;              // the tile's input rows are one contiguous run
-    int prefetch_lines;     // L2 prefetches a thread issues before the wait
 };
 
 template <typename T>
@@ -261,10 +260,6 @@ __global__ void __launch_bounds__(k_pad_tile_threads, k_pad_tile_blocks_per_sm)
     const std::uint32_t plane = tp.by_tiles.div(blockIdx.x);
     const std::uint32_t oh0 = (blockIdx.x - plane * tp.tiles) * tp.rows;
     allow_dependents();
-    prefetch_rows_l2(x, p, plane, static_cast<int>(oh0),
-                     min(static_cast<int>(tp.rows), static_cast<int>(p.od[3] - oh0)),
-                     static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
-                     tp.prefetch_lines);
     dependency_wait(); // x is read and y written only below
 
     const input_plane in_plane = locate_plane(p, plane);
@@ -385,7 +380,6 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
         tp.rows = static_cast<std::uint32_t>(plan.rows_per_tile);
         tp.slot = static_cast<std::uint32_t>(plan.row_slot_bytes);
         tp.flat = plan.flat_rows;
-        tp.prefetch_lines = plan.prefetch_lines;
         return status_of(launch_serialised_after_smem(
             pad_staged<T>, dim3(static_cast<unsigned>(plan.blocks)), dim3(plan.threads),
             static_cast<std::size_t>(plan.shared_bytes), stream, plan.dependent_launch, x, y, p, tp,

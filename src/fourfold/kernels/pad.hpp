@@ -57,9 +57,9 @@ struct pad_plan {
     std::int64_t row_slot_bytes = 0; // shared bytes a row takes where rows are copied alone
     std::int64_t shared_bytes = 0;   // dynamic shared memory a block takes
     bool dependent_launch = false;   // programmatic dependent launch (compute capability >= 9)
-    // L2 prefetches of its first input rows a lane (register path: of its warp's first 8 rows)
-    // or a thread (staged: of its tile's) issues before the dependency wait; 0 with
-    // FOURFOLD_PAD_PREFETCH=0 (session 45's A/B)
+    // the register path: L2 prefetches a lane issues before the dependency wait, of its warp's
+    // first 8 rows of input; 0 with FOURFOLD_PAD_PREFETCH=0 (session 45's A/B), on the staged
+    // path and for strided rows
     int prefetch_lines = 0;
     std::string valid;
     std::string describe() const;

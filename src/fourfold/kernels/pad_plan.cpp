@@ -6,9 +6,11 @@
 namespace fourfold::kernels {
 namespace {
 
-// Lines a lane (register path) or a thread (staged path) asks L2 for before its dependency
-// wait: a warp's first 8 rows of 130 bf16 take 24-32 lines, one a lane; a staged tile of 12 KB
-// about 100, one a thread of 128. Unmeasured (session 45): FOURFOLD_PAD_PREFETCH=0 turns it off.
+// Lines a lane of the register path asks L2 for before its dependency wait: a warp's first 8 rows
+// of 130 bf16 take 24-32 lines, one a lane. With the dependent launch (both new in session 45),
+// against neither, H100 80GB HBM3, build ef51118, one machine: 96x5x130x130 bf16 16.93 -> 16.10
+// µs, 128x3x64x64 7.85 -> 6.09, 192x3x64x64 10.99 -> 9.67, 384x3x32x32 8.21 -> 6.94.
+// FOURFOLD_PAD_PREFETCH=0 turns the prefetch off (its share not yet measured alone).
 int prefetch_lines() {
     return switch_is("FOURFOLD_PAD_PREFETCH", "0") ? 0 : 4;
 }
@@ -26,8 +28,6 @@ std::string pad_plan::describe() const {
              std::to_string(shared_bytes) + " B shared";
         if (dependent_launch)
             s += ", dependent launch";
-        if (prefetch_lines > 0)
-            s += ", its input rows prefetched into L2 first";
         return s;
     }
     std::string s = "warp per " + std::to_string(k_pad_rows_per_warp) +
@@ -125,7 +125,11 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         p.vec = static_cast<int>(16 / es);
         p.why_scalar.clear();
         p.dependent_launch = dependent_launch(d);
-        p.prefetch_lines = prefetch_lines();
+        // (no prefetch before the wait here: session 45 measured the fp32 pads with a prefetch of
+        // each tile's rows and the dependent launch against neither, H100 80GB HBM3, build
+        // ef51118: 128x3x64x64 7.54 -> 8.73 µs, 192x3x64x64 10.03 -> 9.93, 384x3x32x32 6.78 ->
+        // 5.87, 96x5x130x130 31.16 -> 30.38, 1.01x together; the prefetch's own share unknown, so
+        // the staged path stays as it was)
         return p;
     }
     // warp tasks: k_pad_rows_per_warp rows of one plane (the output's last two dimensions)
