@@ -2435,16 +2435,12 @@ stage_s44_b() {
 #    GEMV's end; one column-stationary block fills an SM until it leaves, 4 static blocks leave
 #    one by one). Predicted, if the loss is in those overlaps: without them both lose ground and
 #    column-stationary is no longer behind.
-# 5. (session 45) The split-K GEMV's first steps prefetched before its wait, default on: qwen3's o
-#    GEMV (2048 x 4096) takes it; split_nopf runs without (FOURFOLD_GEMV_VEC_PREFETCH=0).
-#    Predicted: base about 1-2 % above split_nopf.
 stage_s45_a() {
     FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
         200 "$OUT/s45_a_tests.txt"
     FOURFOLD_GEMV_CS_FEW=1 s25_gtests 'gemv_claim_cuda.column_stationary_few*:decode_native_cuda.*' \
         120 "$OUT/s45_a_tests_few.txt"
     s36_decode qwen3-30b-a3b base
-    FOURFOLD_GEMV_VEC_PREFETCH=0 s36_decode qwen3-30b-a3b split_nopf
     FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
     FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
     FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
@@ -2524,18 +2520,19 @@ stage_s45_c() {
 # after s45_a, whose decodes already carry the defaults: s45_a's base against its split_nopf
 # says what the split-K prefetch does to qwen3).
 # 1. The pad: its register path (every 2-byte pad) launched dependent on the launch before, with
-#    each warp's first 8 rows of input prefetched into L2 before its wait (the staged fp32 path,
-#    dependent already, prefetches its tile's rows). Its gpu tests (a pad reading the launch
-#    before's output among them); the article's 8 pad cases three ways on one machine: the
-#    default, without the prefetch (FOURFOLD_PAD_PREFETCH=0), and without either
-#    (FOURFOLD_DEPENDENT_LAUNCH=0 too: the code before, for the bf16 pads). Predicted:
-#    96x5x130x130 bf16 13.8 -> about 12.0 µs (the launch about -1, the first round trip about
-#    -0.8), the small bf16 pads 6.9-10.0 about 1-1.5 µs less each, fp32 0-0.5 µs less.
-# 2. The split-K GEMV (gemv_vec, the article's 35 one-token shapes of N under 2,105: 1.70x of
-#    stock together in s44_b) asks L2 for its first two steps of weights before its wait, as the
-#    other FMA kernels do; with it (stock beside) and without (FOURFOLD_GEMV_VEC_PREFETCH=0).
-#    Predicted: 0.3-0.6 µs less a call, so about 1.08x over the 35 (2.5-9 µs calls); with a bias
-#    (its line prefetched too) the bias's cost within 2 % on the 8 shapes measured.
+#    each warp's first 8 rows of input prefetched into L2 before its wait. Its gpu tests (a pad
+#    reading the launch before's output among them); the article's 8 pad cases three ways on one
+#    machine: the default, without the prefetch (FOURFOLD_PAD_PREFETCH=0), and without either
+#    (FOURFOLD_DEPENDENT_LAUNCH=0 too: the code before, for the bf16 pads). Measured on an H100
+#    (s45_f): 96x5x130x130 bf16 16.93 -> 16.10 µs, the small bf16 pads 1.3-1.8 µs less. Predicted
+#    on the H200: 13.8 -> about 13.0 µs; the prefetch's share and the launch's now told apart.
+#    (fp32, the staged path: as before in the default; its "before" run has no dependent launch.)
+# 2. The split-K GEMV (gemv_vec) under 8 MiB of weights asks L2 for its first two steps before its
+#    wait; with it (stock beside) and without (FOURFOLD_GEMV_VEC_PREFETCH=0), the 35 split shapes
+#    (the 12 of 8 MiB or more now the same kernel both ways: a control). Measured on an H100
+#    (s45_f, before the threshold): the 23 under 8 MiB 1.038x, the 12 larger 0.956x. Predicted on
+#    the H200: the 23 about 1.04x, the 12 1.00x; with a bias the bias's cost within 2 % on the 8
+#    shapes measured (6 under 8 MiB; 1024 x 4096 and 2048 x 2048 at 8 MiB: no prefetch).
 stage_s45_e() {
     local t0=$SECONDS
     s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s45_e_tests.txt"
