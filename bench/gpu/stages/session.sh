@@ -2534,7 +2534,6 @@ stage_s45_c() {
 #    the H200: the 23 about 1.04x, the 12 1.00x; with a bias the bias's cost within 2 % on the 8
 #    shapes measured (6 under 8 MiB; 1024 x 4096 and 2048 x 2048 at 8 MiB: no prefetch).
 stage_s45_e() {
-    local t0=$SECONDS
     s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s45_e_tests.txt"
     s45_pad_run s45-pad
     s45_pad_run s45-pad-nopf FOURFOLD_PAD_PREFETCH=0
@@ -2546,19 +2545,7 @@ stage_s45_e() {
     # split shapes with and without, the bias's line now prefetched with the first steps
     local biased=1x1024x2560,1x512x2880,1x1024x4096,1x2048x2048,1x768x2048,1x1152x1024,1x2048x640
     biased=$biased,1x128x2880
-    timeout -s INT 60 $BIN run --workload linear_decode --shape "$biased" --param bias=false,true \
-        --dtype bf16 --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
-        --label s45-bias --db "$DB" --quiet >"$OUT/s45_bias.txt" 2>&1
-    echo "bias, prefetch: exit $? after $((SECONDS - t0)) s"
-    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 45 $BIN run --workload linear_decode --shape "$biased" \
-        --param bias=false,true --dtype bf16 --variants native --device cuda --min-time 0.05 \
-        --ledgers op_time --label s45-bias-nopf --db "$DB" --quiet >"$OUT/s45_bias_nopf.txt" 2>&1
-    echo "bias, no prefetch: exit $? after $((SECONDS - t0)) s"
-    local run
-    for run in s45-bias s45-bias-nopf; do
-        $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
-    done
-    python3 bench/gpu/ab_table.py "$OUT/s45_s45-bias-nopf.json" "$OUT/s45_s45-bias.json" no-prefetch prefetch
+    s45_prefetch_ab bias "$biased" --param bias=false,true
     s45_rounds_dependent
     stage_pack s45_e
 }
@@ -2594,26 +2581,33 @@ s45_rounds_dependent() {
 
 # The article's 35 one-token split-K shapes with the split-K prefetch (stock beside) and without.
 s45_split_ab() {
-    local t0=$SECONDS
     local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
     split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
     split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
     split=$split,1x256x640,1x640x1024,1x2048x640,1x640x2048,1x1024x1152,1x256x1152,1x1152x1024
     split=$split,1x1152x6912,1x2048x2560,1x2048x3840,1x2048x5376,1x512x2880,1x32x2880,1x128x2880
-    timeout -s INT 120 $BIN run --workload linear_decode --shape "$split" --dtype bf16 \
+    s45_prefetch_ab split "$split"
+}
+
+# One A/B of the split-K prefetch: `name` over `shapes` (more `run` arguments after them), with it
+# (stock beside) and without (FOURFOLD_GEMV_VEC_PREFETCH=0), then the table.
+s45_prefetch_ab() {
+    local name=$1 shapes=$2 t0=$SECONDS
+    shift 2
+    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" "$@" --dtype bf16 \
         --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
-        --label s45-split --db "$DB" --quiet >"$OUT/s45_split.txt" 2>&1
-    echo "split-K shapes, prefetch: exit $? after $((SECONDS - t0)) s"
-    grep -cE "^linear_decode .*PASS" "$OUT/s45_split.txt"
-    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 90 $BIN run --workload linear_decode --shape "$split" \
-        --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
-        --label s45-split-nopf --db "$DB" --quiet >"$OUT/s45_split_nopf.txt" 2>&1
-    echo "split-K shapes, no prefetch: exit $? after $((SECONDS - t0)) s"
+        --label "s45-$name" --db "$DB" --quiet >"$OUT/s45_$name.txt" 2>&1
+    echo "$name, prefetch: exit $? after $((SECONDS - t0)) s"
+    grep -cE "^linear_decode .*PASS" "$OUT/s45_$name.txt"
+    FOURFOLD_GEMV_VEC_PREFETCH=0 timeout -s INT 90 $BIN run --workload linear_decode --shape "$shapes" \
+        "$@" --dtype bf16 --variants native --device cuda --min-time 0.05 --ledgers op_time \
+        --label "s45-$name-nopf" --db "$DB" --quiet >"$OUT/s45_${name}_nopf.txt" 2>&1
+    echo "$name, no prefetch: exit $? after $((SECONDS - t0)) s"
     local run
-    for run in s45-split s45-split-nopf; do
-        $BIN export --format json --run $run --db "$DB" >"$OUT/s45_$run.json"
+    for run in "s45-$name" "s45-$name-nopf"; do
+        $BIN export --format json --run "$run" --db "$DB" >"$OUT/s45_$run.json"
     done
-    python3 bench/gpu/ab_table.py "$OUT/s45_s45-split-nopf.json" "$OUT/s45_s45-split.json" no-prefetch prefetch
+    python3 bench/gpu/ab_table.py "$OUT/s45_s45-$name-nopf.json" "$OUT/s45_s45-$name.json" no-prefetch prefetch
 }
 
 # Session 45's device call when loans came back late in the session (about 8 minutes with the
