@@ -256,12 +256,12 @@ __global__ void __launch_bounds__(k_pad_tile_threads, k_pad_tile_blocks_per_sm)
     constexpr unsigned es = sizeof(T);
     extern __shared__ uint4 smem_raw[];
     char* const smem = reinterpret_cast<char*>(smem_raw);
+    allow_dependents();
+    dependency_wait(); // x is read and y written from the start
+
     // the tile: output plane (q0, q1, q2) -> input plane (i0, i1, i2), block-uniform
     const std::uint32_t plane = tp.by_tiles.div(blockIdx.x);
     const std::uint32_t oh0 = (blockIdx.x - plane * tp.tiles) * tp.rows;
-    allow_dependents();
-    dependency_wait(); // x is read and y written only below
-
     const input_plane in_plane = locate_plane(p, plane);
     const bool plane_ok = in_plane.ok;
     const int rows = min(static_cast<int>(tp.rows), static_cast<int>(p.od[3] - oh0));
