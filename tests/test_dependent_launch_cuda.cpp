@@ -12,10 +12,10 @@
 // kernels directly (no runner), so the sanitizer stage can run it whole.
 #include "decoder_kernels_cuda.hpp"
 #include "env_switch.hpp"
+#include "fourfold/workloads/model_ops/pad.hpp"
 #include "replays_cuda.hpp"
 #if FOURFOLD_WITH_KERNELS
 #include "fourfold/kernels/gemv.hpp"
-#include "fourfold/kernels/pad.hpp"
 #include "fourfold/kernels/softmax.hpp"
 #include "fourfold/kernels/swiglu.hpp"
 #endif
@@ -240,43 +240,25 @@ TEST(dependent_launch_cuda, the_pad_reads_the_launch_before_s_output_after_it) {
     const auto& limits = workloads::native::limits(ctx);
     at::manual_seed(45);
     struct form {
-        std::vector<std::int64_t> shape, before, after; // outermost first
+        std::vector<std::int64_t> shape, pads; // pads in constant_pad_nd's order, last dim first
     };
     // the producer's 32768 outputs: 2 x 4 x 64 x 64 padded as the VAE pads (2 frames in front,
     // one on each side of a plane; 66-wide rows, 4-byte stores in bf16), and 8 x 32 x 128 with
     // rows widened by 3 and 5 (136-wide, 16-byte stores in bf16); fp32 rows take the staged path
-    const std::vector<form> forms{{{2, 4, 64, 64}, {0, 2, 1, 1}, {0, 0, 1, 1}},
-                                  {{8, 32, 128}, {1, 0, 3}, {0, 2, 5}}};
+    const std::vector<form> forms{{{2, 4, 64, 64}, {1, 1, 1, 1, 2, 0}},
+                                  {{8, 32, 128}, {3, 5, 0, 2, 1, 0}}};
     const double value = 0.5;
     for (const auto t : {at::kFloat, at::kBFloat16}) {
         const producer p(ctx, t);
         for (const auto& f : forms) {
-            const int dims = static_cast<int>(f.shape.size());
-            kernels::pad_args a;
-            a.x = p.y.data_ptr();
-            a.dims = dims;
-            a.value = value;
-            a.type = workloads::native::elem_of(t);
-            std::vector<std::int64_t> out_shape(f.shape.size());
-            std::vector<std::int64_t> pads; // constant_pad_nd's order: last dimension first
-            std::int64_t stride = 1;
-            for (int i = dims - 1; i >= 0; --i) {
-                const auto u = static_cast<std::size_t>(i);
-                a.in_shape[i] = f.shape[u];
-                a.in_stride[i] = stride;
-                a.before[i] = f.before[u];
-                a.after[i] = f.after[u];
-                stride *= f.shape[u];
-                out_shape[u] = f.shape[u] + f.before[u] + f.after[u];
-                pads.push_back(f.before[u]);
-                pads.push_back(f.after[u]);
-            }
-            const auto out = at::empty(out_shape, p.y.options());
-            a.y = out.data_ptr();
+            // the arguments the native pad path launches with (model_ops::native_pad_args)
+            const auto out =
+                at::empty(workloads::model_ops::padded_shape(f.shape, f.pads), p.y.options());
+            const auto a =
+                workloads::model_ops::native_pad_args(p.y.view(f.shape), f.pads, value, out);
             const auto plan = kernels::plan_pad(a, limits);
             ASSERT_TRUE(plan.valid.empty()) << plan.valid;
             EXPECT_EQ(plan.staged, t == at::kFloat) << plan.describe();
-            const auto shape = f.shape;
             expect_reads_after_the_producer(
                 *dev, ctx, p, out,
                 [&] {
@@ -284,10 +266,10 @@ TEST(dependent_launch_cuda, the_pad_reads_the_launch_before_s_output_after_it) {
                         kernels::launch_pad(plan, a, workloads::native::stream(ctx)), "pad");
                 },
                 [&](const at::Tensor& y) {
-                    return at::constant_pad_nd(y.view(shape), pads, value);
+                    return at::constant_pad_nd(y.view(f.shape), f.pads, value);
                 },
                 0.0, // every output element a copy of an input element or the constant
-                fmt::format("pad {} {}: {}", fmt::join(shape, "x"), c10::toString(t),
+                fmt::format("pad {} {}: {}", fmt::join(f.shape, "x"), c10::toString(t),
                             plan.describe()));
         }
     }

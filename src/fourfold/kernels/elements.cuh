@@ -143,6 +143,18 @@ __device__ __forceinline__ void allow_dependents() {
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
+// The 128-byte lines a span of `bytes` touches: at most this many (one more where it straddles a
+// line boundary), and line l of them into L2 where the span reaches it.
+__device__ __forceinline__ int span_lines(std::int64_t bytes) {
+    return static_cast<int>((bytes + 127) / 128) + 1;
+}
+__device__ __forceinline__ void prefetch_span_line_l2(const void* first, std::int64_t bytes,
+                                                      int l) {
+    const auto a = reinterpret_cast<std::uintptr_t>(first);
+    const auto line = (a & ~std::uintptr_t{127}) + static_cast<std::uintptr_t>(l) * 128;
+    if (line < a + static_cast<std::uintptr_t>(bytes))
+        prefetch_l2(reinterpret_cast<const void*>(line));
+}
 
 } // namespace fourfold::kernels::device
 

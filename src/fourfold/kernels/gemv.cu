@@ -647,16 +647,11 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     // into L2 while the kernel before may still run: 16 rows of units x 64 bytes, at most 8
     // lines a lane
     if (prefetch) {
-        const int lines = (units * 64 + 127) / 128 + 1; // a row's, one more where it straddles
+        const int lines = span_lines(units * 64); // a row's
         for (int i = lane, k = 0; i < 16 * lines && k < 8; i += 32, ++k) {
             const int r = i / lines, row = static_cast<int>(blockIdx.x) * 16 + r;
-            if (row >= n)
-                continue;
-            const auto first = reinterpret_cast<std::uintptr_t>(w + row * ld_w + kb_begin * 32);
-            const auto line =
-                (first & ~std::uintptr_t{127}) + static_cast<std::uintptr_t>(i - r * lines) * 128;
-            if (line < first + static_cast<std::uintptr_t>(units) * 64)
-                prefetch_l2(reinterpret_cast<const void*>(line));
+            if (row < n)
+                prefetch_span_line_l2(w + row * ld_w + kb_begin * 32, units * 64, i - r * lines);
         }
     }
     dependency_wait();                     // x is read and y written only below

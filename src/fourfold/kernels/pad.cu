@@ -68,19 +68,13 @@ __device__ __forceinline__ void prefetch_rows_l2(const T* x, const pad_params& p
     const int hi = min(p.id[3], oh0 + rows - p.pb[3]);
     if (!in_plane.ok || hi <= lo)
         return;
-    const char* const first = reinterpret_cast<const char*>(x + in_plane.offset + lo * p.is[3]);
+    const T* const first = x + in_plane.offset + lo * p.is[3];
     const std::int64_t row_bytes = std::int64_t{p.id[4]} * sizeof(T);
-    const std::int64_t stride_bytes = p.is[3] * static_cast<std::int64_t>(sizeof(T));
-    // a row's lines, one more where it straddles a 128-byte boundary
-    const int per_row = static_cast<int>((row_bytes + 127) / 128) + 1;
+    const int per_row = span_lines(row_bytes);
     const int n = (hi - lo) * per_row;
     for (int i = t, k = 0; i < n && k < budget; i += nt, ++k) {
         const int r = i / per_row;
-        const char* const row = first + r * stride_bytes;
-        const auto line = (reinterpret_cast<std::uintptr_t>(row) & ~std::uintptr_t{127}) +
-                          static_cast<std::uintptr_t>(i - r * per_row) * 128;
-        if (line < reinterpret_cast<std::uintptr_t>(row) + row_bytes)
-            prefetch_l2(reinterpret_cast<const void*>(line));
+        prefetch_span_line_l2(first + r * p.is[3], row_bytes, i - r * per_row);
     }
 }
 template <typename T, int VE> struct store_of;

@@ -25,6 +25,43 @@ void check_pads(const at::Tensor& x, c10::IntArrayRef pads) {
             throw std::invalid_argument("pad: pads must be non-negative (no cropping)");
 }
 
+} // namespace
+
+std::vector<std::int64_t> padded_shape(c10::IntArrayRef shape, c10::IntArrayRef pads) {
+    const auto dims = static_cast<int>(shape.size());
+    const auto pairs = static_cast<int>(pads.size() / 2);
+    std::vector<std::int64_t> out(shape.begin(), shape.end());
+    for (int i = 0; i < dims; ++i) {
+        const int from_last = dims - 1 - i; // pads name the last dimension first
+        if (from_last < pairs)
+            out[static_cast<std::size_t>(i)] += pads[2 * from_last] + pads[2 * from_last + 1];
+    }
+    return out;
+}
+
+#if FOURFOLD_WITH_KERNELS
+kernels::pad_args native_pad_args(const at::Tensor& x, c10::IntArrayRef pads, double value,
+                                  const at::Tensor& y) {
+    kernels::pad_args a;
+    a.x = x.data_ptr();
+    a.y = y.data_ptr();
+    a.dims = static_cast<int>(x.dim());
+    const auto pairs = static_cast<int>(pads.size() / 2);
+    for (int i = 0; i < a.dims; ++i) {
+        const int from_last = a.dims - 1 - i; // pads name the last dimension first
+        a.in_shape[i] = x.size(i);
+        a.in_stride[i] = x.stride(i);
+        a.before[i] = from_last < pairs ? pads[2 * from_last] : 0;
+        a.after[i] = from_last < pairs ? pads[2 * from_last + 1] : 0;
+    }
+    a.value = value;
+    a.type = native::elem_of(x.scalar_type());
+    return a;
+}
+#endif
+
+namespace {
+
 // fourfold's kernel (kernels/pad.cu): output allocated here, no host sync, the call's stream.
 at::Tensor native_pad(const at::Tensor& x, c10::IntArrayRef pads, double value,
                       const call_context* ctx) {
@@ -36,25 +73,8 @@ at::Tensor native_pad(const at::Tensor& x, c10::IntArrayRef pads, double value,
         throw std::invalid_argument(
             fmt::format("pad native: {}-D input; the kernel pads 1 to {} dimensions", dims,
                         kernels::k_pad_max_dims));
-    kernels::pad_args a;
-    a.x = x.data_ptr();
-    a.dims = dims;
-    std::vector<std::int64_t> out_shape(static_cast<std::size_t>(dims));
-    const auto pairs = static_cast<int>(pads.size() / 2);
-    for (int i = 0; i < dims; ++i) {
-        const int from_last = dims - 1 - i; // pads name the last dimension first
-        const std::int64_t before = from_last < pairs ? pads[2 * from_last] : 0;
-        const std::int64_t after = from_last < pairs ? pads[2 * from_last + 1] : 0;
-        a.in_shape[i] = x.size(i);
-        a.in_stride[i] = x.stride(i);
-        a.before[i] = before;
-        a.after[i] = after;
-        out_shape[static_cast<std::size_t>(i)] = x.size(i) + before + after;
-    }
-    auto y = at::empty(out_shape, x.options());
-    a.y = y.data_ptr();
-    a.value = value;
-    a.type = native::elem_of(x.scalar_type());
+    auto y = at::empty(padded_shape(x.sizes(), pads), x.options());
+    const auto a = native_pad_args(x, pads, value, y);
     const auto plan = kernels::plan_pad(a, native::limits(*ctx));
     if (ctx->wants_facts())
         ctx->fact("kernel", json{{"path", plan.describe()},

@@ -7,6 +7,10 @@
 #include <ATen/Tensor.h>
 #include <c10/util/ArrayRef.h>
 #include <cstdint>
+#include <vector>
+#if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/pad.hpp"
+#endif
 
 namespace fourfold::workloads {
 class call_context;
@@ -22,6 +26,17 @@ namespace fourfold::workloads::model_ops {
 // needs `ctx`. The output is always a new tensor (also for all-zero pads).
 at::Tensor pad(const at::Tensor& x, c10::IntArrayRef pads, double value, op_path path,
                const call_context* ctx = nullptr);
+
+// `shape` padded by `pads` (in the order above; dimensions they do not name unpadded).
+std::vector<std::int64_t> padded_shape(c10::IntArrayRef shape, c10::IntArrayRef pads);
+
+#if FOURFOLD_WITH_KERNELS
+// The native kernel's arguments for padding x (1 to 5 dimensions, any strides) into y
+// (contiguous, of padded_shape(x.sizes(), pads)): what the native path launches, for a caller
+// that owns its output (the dependent-launch gpu test).
+kernels::pad_args native_pad_args(const at::Tensor& x, c10::IntArrayRef pads, double value,
+                                  const at::Tensor& y);
+#endif
 
 // The elements the composite path allocates besides its output (constant blocks and the
 // intermediates of all but the last padded dimension).
