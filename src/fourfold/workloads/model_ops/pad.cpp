@@ -28,14 +28,10 @@ void check_pads(const at::Tensor& x, c10::IntArrayRef pads) {
 } // namespace
 
 std::vector<std::int64_t> padded_shape(c10::IntArrayRef shape, c10::IntArrayRef pads) {
-    const auto dims = static_cast<int>(shape.size());
-    const auto pairs = static_cast<int>(pads.size() / 2);
     std::vector<std::int64_t> out(shape.begin(), shape.end());
-    for (int i = 0; i < dims; ++i) {
-        const int from_last = dims - 1 - i; // pads name the last dimension first
-        if (from_last < pairs)
-            out[static_cast<std::size_t>(i)] += pads[2 * from_last] + pads[2 * from_last + 1];
-    }
+    // pads name the last dimension first
+    for (std::size_t pair = 0; pair < pads.size() / 2 && pair < out.size(); ++pair)
+        out[out.size() - 1 - pair] += pads[2 * pair] + pads[2 * pair + 1];
     return out;
 }
 
