@@ -2661,3 +2661,24 @@ stage_s43_e() {
     s32_sanitizer memcheck s43_e 'gemv_claim_cuda.column*' 60
     stage_pack s43_e
 }
+
+# Session 46's first call (about 8 minutes with the build), on the H200: the correctness of every
+# trial and of session 45's two default changes, the pad's memcheck (its new dependent launch and
+# prefetch are in the default), and qwen3's decodes for the two column-stationary trials
+# (predictions as in s45_a: CS_BIG +0.3-0.5 %, CS_FEW +2-4 %; FOURFOLD_GEMV_CS=1 behind, as in
+# session 43). s45_a's dependent-launch diagnostics wait for a session with time to spare.
+stage_s46_a() {
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
+        200 "$OUT/s46_a_tests_rounds.txt"
+    FOURFOLD_GEMV_CS_FEW=1 s25_gtests 'gemv_claim_cuda.column_stationary_few*:decode_native_cuda.*' \
+        120 "$OUT/s46_a_tests_few.txt"
+    s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s46_a_tests_pad.txt"
+    s32_sanitizer memcheck s46_a_pad 'dependent_launch_cuda.the_pad*:native.pad_matches*' 90
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
+    FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
+    FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
+    s36_decode qwen3-30b-a3b base2
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+    stage_pack s46_a
+}
