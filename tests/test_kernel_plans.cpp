@@ -307,15 +307,16 @@ TEST(kernel_plans, gemv_column_stationary_for_big_weights_of_4_kb_rows_on_trial)
     EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
 }
 
-// The trial FOURFOLD_GEMV_CS_FEW=1: column-stationary below 4 rows a block of the wave too, with 2
-// rows a run or more (qwen3-30b-a3b's o GEMV, 2048 x 4096), a fused prologue with it; not where
-// runs would hold fewer rows, nor rows under 8 KB.
-TEST(kernel_plans, gemv_column_stationary_for_few_rows_on_trial) {
-    const fourfold::testing::env_switch few("FOURFOLD_GEMV_CS_FEW");
+// Column-stationary below the balanced path's 4 rows a block of the wave too, with 4 rows a run or
+// more (qwen3-30b-a3b's o GEMV, 2048 x 4096), a fused prologue with it; not where runs would hold
+// fewer rows (1024 x 4096: 3 a run, measured slower), nor rows under 8 KB;
+// FOURFOLD_GEMV_CS_FEW=0: K split as before.
+TEST(kernel_plans, gemv_column_stationary_for_few_rows) {
+    const fourfold::testing::env_switch few("FOURFOLD_GEMV_CS_FEW", "0");
     const auto o = gemv_of(1, 2048, 4096);
     EXPECT_FALSE(plan_gemv(o, h200()).column_stationary);
     EXPECT_EQ(plan_gemv(o, h200()).k_split, 2);
-    few.set("1");
+    few.unset();
     const auto p = plan_gemv(o, h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.column_stationary && !p.balanced && !p.streamed) << p.describe();
@@ -323,58 +324,25 @@ TEST(kernel_plans, gemv_column_stationary_for_few_rows_on_trial) {
     EXPECT_EQ(p.slices, 8); // 2 runs a block, 264 runs of 8 rows at most
     EXPECT_EQ(p.slice_rows, 8);
     EXPECT_EQ(p.blocks, 132);
-    const auto normed = plan_gemv(with_norm(gemv_of(1, 1024, 4096)), h200());
+    const auto normed = plan_gemv(with_norm(gemv_of(1, 1536, 4096)), h200());
     ASSERT_TRUE(normed.valid.empty()) << normed.valid;
     EXPECT_TRUE(normed.column_stationary && normed.fused_norm) << normed.describe();
-    EXPECT_EQ(normed.shared_bytes, 4096 * 2 + 16 * 4 * 4);
+    EXPECT_EQ(normed.shared_bytes, 4096 * 2 + 16 * 6 * 4);
     const auto wide = plan_gemv(gemv_of(1, 1152, 6912), h200()); // 14 slices: one run a block
     EXPECT_TRUE(wide.column_stationary) << wide.describe();
     EXPECT_EQ(wide.slice_rows, 9);
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 512, 4096), h200()).column_stationary);  // 2 rows: 1.9 a run
+    const auto three = plan_gemv(gemv_of(1, 1024, 4096), h200()); // 3.9 rows a run
+    EXPECT_FALSE(three.column_stationary) << three.describe();
+    EXPECT_GT(three.k_split, 1) << three.describe();
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 512, 4096), h200()).column_stationary);  // 1.9 a run
     EXPECT_FALSE(plan_gemv(gemv_of(1, 2048, 2048), h200()).column_stationary); // 4 KB rows
     // a prologue where the kernel does not fit: refused as before (the caller runs it alone)
     EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 512, 4096)), h200()).valid.empty());
-    // the balanced path's shapes are as without the trial
+    // the balanced path's shapes are as without it
     EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).column_stationary);
     EXPECT_TRUE(plan_gemv(gemv_of(1, 5120, 2048), h200()).balanced);
-}
-
-// The split-K kernel (gemv_vec) asks L2 for its first two steps of weights before its wait, as
-// every other FMA kernel does; not without the dependent launch (the loads follow at once), not
-// on the other paths (their own prefetches), not with FOURFOLD_GEMV_VEC_PREFETCH=0.
-TEST(kernel_plans, gemv_split_k_prefetches_its_first_steps_when_dependent) {
-    const fourfold::testing::env_switch off("FOURFOLD_GEMV_VEC_PREFETCH");
-    const fourfold::testing::env_switch dep("FOURFOLD_GEMV_DEPENDENT_LAUNCH");
-    // (weights under 8 MiB: above, measured slower with it)
-    for (const auto& a : {gemv_of(1, 512, 2048), gemv_of(1, 768, 2048), gemv_of(4, 1024, 1024)}) {
-        auto f = a;
-        f.type = elem::f32; // (and fp32, which never takes the tensor cores)
-        for (const auto& g : {a, f}) {
-            const auto p = plan_gemv(g, h200());
-            if (p.tensor_cores) {
-                EXPECT_FALSE(p.split_prefetch) << p.describe();
-                continue;
-            }
-            ASSERT_GT(p.k_split, 1) << p.describe();
-            EXPECT_FALSE(p.streamed || p.balanced || p.column_stationary) << p.describe();
-            EXPECT_TRUE(p.split_prefetch) << p.describe();
-            EXPECT_NE(p.describe().find("prefetched into L2"), std::string::npos) << p.describe();
-        }
-    }
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 128256, 4096), h200()).split_prefetch); // unsplit
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 262144, 640), h200()).split_prefetch);  // streamed
-    const auto big = plan_gemv(gemv_of(1, 2048, 4096), h200()); // 16 MiB: split, no prefetch
-    EXPECT_GT(big.k_split, 1) << big.describe();
-    EXPECT_FALSE(big.split_prefetch) << big.describe();
-    EXPECT_TRUE(plan_gemv(gemv_of(1, 1024, 4088), h200()).split_prefetch);  // under 8 MiB
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 1024, 4096), h200()).split_prefetch); // 8 MiB
-    dep.set("0");
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 512, 4096), h200()).split_prefetch);
-    dep.unset();
-    off.set("0");
-    const auto p = plan_gemv(gemv_of(1, 512, 4096), h200());
-    EXPECT_FALSE(p.split_prefetch);
-    EXPECT_GT(p.k_split, 1); // the same kernel and split
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0"); // never column-stationary
+    EXPECT_FALSE(plan_gemv(o, h200()).column_stationary);
 }
 
 TEST(kernel_plans, gemv_dependent_launch_can_be_switched_off_for_an_a_b_run) {
@@ -473,7 +441,8 @@ TEST(kernel_plans, gemv_of_several_tokens_takes_the_tensor_cores_in_16_row_tiles
     EXPECT_FALSE(plan_gemv(gemv_of(4, 64, 4008), h200()).tensor_cores); // K % 32 != 0
 }
 
-// FOURFOLD_GEMV_MMA_ROUNDS=1: one wave of blocks of ks warps, every block the same rounds.
+// In rounds (FOURFOLD_GEMV_MMA_ROUNDS=1: at any size): one wave of blocks of ks warps, every block
+// the same rounds.
 TEST(kernel_plans, gemv_in_rounds_keeps_every_block_resident_with_equal_rounds) {
     const fourfold::testing::env_switch rounds("FOURFOLD_GEMV_MMA_ROUNDS", "1");
     struct shape {
@@ -510,19 +479,15 @@ TEST(kernel_plans, gemv_in_rounds_keeps_every_block_resident_with_equal_rounds) 
     EXPECT_EQ(square.k_split, 6);
     EXPECT_EQ(square.mma_rounds, 1);
     EXPECT_EQ(square.blocks, 512);
-    // serial like gemv_mma unless FOURFOLD_GEMV_MMA_DEPENDENT=1 (session 45's trial)
+    // serial, like gemv_mma (launched dependent it lost: gemv_plan.cpp)
     EXPECT_FALSE(head.dependent_launch);
-    {
-        const fourfold::testing::env_switch dep("FOURFOLD_GEMV_MMA_DEPENDENT", "1");
-        const auto d = plan_gemv(gemv_of(2, 128256, 4096), h200());
-        EXPECT_TRUE(d.dependent_launch) << d.describe();
-        EXPECT_EQ(d.mma_rounds, 21); // the same kernel and grid
-        EXPECT_EQ(d.blocks, 382);
-        rounds.set("0");
-        EXPECT_FALSE(plan_gemv(gemv_of(2, 128256, 4096), h200()).dependent_launch); // gemv_mma
-        rounds.set("1");
-    }
-    // off by default: gemv_mma's tile groups
+    // by default from 64 MiB of weights on: the LM head in rounds, 4096 x 4096 (32 MiB) and
+    // 5120 x 5120 (50 MiB) gemv_mma's tile groups; FOURFOLD_GEMV_MMA_ROUNDS=0: never
+    rounds.unset();
+    EXPECT_EQ(plan_gemv(gemv_of(2, 128256, 4096), h200()).mma_rounds, 21);
+    EXPECT_GE(plan_gemv(gemv_of(8, 8192, 8192), h200()).mma_rounds, 1); // exactly 64 MiB
+    EXPECT_EQ(plan_gemv(gemv_of(8, 4096, 4096), h200()).mma_rounds, 0);
+    EXPECT_EQ(plan_gemv(gemv_of(8, 5120, 5120), h200()).mma_rounds, 0);
     rounds.set("0");
     EXPECT_EQ(plan_gemv(gemv_of(2, 128256, 4096), h200()).mma_rounds, 0);
 }

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     gemv_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
              T* __restrict__ y, std::int64_t n, std::int64_t nkv, std::int64_t ld_x,
              std::int64_t ld_w, std::int64_t ld_y, int ks, std::int64_t kchunk,
-             std::int64_t row_blocks, bool prefetch) {
+             std::int64_t row_blocks) {
     allow_dependents();
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4 / R; // x 2 buffers: 8 vectors of a row in flight per lane
@@ -96,28 +96,6 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
     const std::int64_t rows_per_block = static_cast<std::int64_t>(groups) * R;
     const std::int64_t kbeg = ks_index * kchunk;
     const std::int64_t kend = kbeg + kchunk < nkv ? kbeg + kchunk : nkv;
-    // the first row block's first two steps into L2 while the kernel before may still run (the
-    // plan's grid is at most a wave, so that is most of a block's weights): a lane asks for the
-    // line its vector starts, lane 0 for the line its vector lies in; and the bias's line (it
-    // may be the launch before's output: only L2 is asked)
-    if (prefetch && blockIdx.x < row_blocks) {
-        const std::int64_t row0 =
-            blockIdx.x * rows_per_block + static_cast<std::int64_t>(group) * R;
-        if (bias != nullptr && ks_index == 0 && lane == 0 && row0 < n)
-            prefetch_l2(bias + row0);
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-            if (row0 + r < n) {
-                const uint4* wr = reinterpret_cast<const uint4*>(w + (row0 + r) * ld_w);
-#pragma unroll
-                for (int u = 0; u < 2 * U; ++u) {
-                    const std::int64_t vv = kbeg + lane + u * 32;
-                    if (vv < kend &&
-                        (lane == 0 || (reinterpret_cast<std::uintptr_t>(wr + vv) & 127) == 0))
-                        prefetch_l2(wr + vv);
-                }
-            }
-    }
     dependency_wait(); // x is read and y written only below
     const uint4* xv[TOK];
 #pragma unroll
@@ -617,8 +595,8 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     }
 }
 
-// The same MMAs in rounds (gemv_plan::mma_rounds; FOURFOLD_GEMV_MMA_ROUNDS=1, session 44, not yet
-// measured): a block of ks warps (1..8, the plan's k_split) takes one 16-row tile a round, its
+// The same MMAs in rounds (gemv_plan::mma_rounds; weights of 64 MiB or more, measured in
+// gemv_plan.cpp): a block of ks warps (1..8, the plan's k_split) takes one 16-row tile a round, its
 // warps splitting the tile's K into ks chunks of near-equal 32-column units; block b takes tiles
 // b, b + B, ..., with B chosen by the plan so that every block has the same number of tiles and
 // all are resident at once. gemv_mma's grid is one tile group a block: where the groups pass
@@ -633,7 +611,7 @@ template <typename T>
 __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     gemv_mma_rounds(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                     T* __restrict__ y, int tokens, int n, int kblocks, std::int64_t ld_x,
-                    std::int64_t ld_w, std::int64_t ld_y, int tiles, bool prefetch) {
+                    std::int64_t ld_w, std::int64_t ld_y, int tiles) {
     constexpr int U = 2;                 // 32-column units a lane loads a step
     extern __shared__ float4 mma_part[]; // ks > 1: [2][ks][32], a lane's 4 sums
     allow_dependents();
@@ -643,17 +621,6 @@ __global__ void __launch_bounds__(256, k_gemv_mma_blocks_per_sm)
     const int chunk = (kblocks + ks - 1) / ks;
     const int kb_begin = min(warp * chunk, kblocks);
     const int units = min(kb_begin + chunk, kblocks) - kb_begin; // this warp's, of a tile
-    // (dependent, FOURFOLD_GEMV_MMA_DEPENDENT=1) this warp's K chunk of the block's first tile
-    // into L2 while the kernel before may still run: 16 rows of units x 64 bytes, at most 8
-    // lines a lane
-    if (prefetch) {
-        const int lines = span_lines(units * 64); // a row's
-        for (int i = lane, k = 0; i < 16 * lines && k < 8; i += 32, ++k) {
-            const int r = i / lines, row = static_cast<int>(blockIdx.x) * 16 + r;
-            if (row < n)
-                prefetch_span_line_l2(w + row * ld_w + kb_begin * 32, units * 64, i - r * lines);
-        }
-    }
     dependency_wait();                     // x is read and y written only below
     const int steps = (chunk + U - 1) / U; // a tile's steps: the same for every warp of the block
     const int stride = static_cast<int>(gridDim.x);
@@ -774,8 +741,7 @@ launch_status launch_mma_rounds(const gemv_plan& p, const gemv_args& a, stream_t
         static_cast<std::size_t>(p.shared_bytes), stream, p.dependent_launch,
         static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<const T*>(a.bias),
         static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.n),
-        static_cast<int>(a.k / 32), a.ld_x, a.ld_w, a.ld_y, static_cast<int>((a.n + 15) / 16),
-        p.dependent_launch));
+        static_cast<int>(a.k / 32), a.ld_x, a.ld_w, a.ld_y, static_cast<int>((a.n + 15) / 16)));
 }
 
 template <typename T>
@@ -859,7 +825,7 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
             return launch(gemv_stream<T, TOK, 1>);
         }
     }
-    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks, p.split_prefetch);
+    return launch(gemv_vec<T, TOK, 1>, p.k_split, kchunk, row_blocks);
 }
 
 template <typename T>

@@ -26,9 +26,9 @@ constexpr int gemv_fma_blocks_per_sm(int tokens) {
     return tokens <= 1 ? 4 : 2;
 }
 inline constexpr int k_gemv_mma_blocks_per_sm = 3;
-// The split-K kernel asks L2 for its first steps only below this many bytes of weights (above,
-// measured slower with it: gemv_plan.cpp).
-inline constexpr std::int64_t k_gemv_split_prefetch_max_bytes = std::int64_t{8} << 20;
+// 2..8 tokens take the tensor cores in rounds (gemv_mma_rounds) from this many bytes of weights
+// on, gemv_mma below (measured: gemv_plan.cpp).
+inline constexpr std::int64_t k_gemv_mma_rounds_min_bytes = std::int64_t{64} << 20;
 // gemv_mma_rounds: the split of a 16-row tile's K over ks warps (1..8) that keeps the most warps
 // busy with the same number of tiles a block and every block resident (blocks of ks warps under
 // gemv_mma's register bound: (8 x k_gemv_mma_blocks_per_sm) / ks of them an SM, at most 32).
@@ -96,7 +96,7 @@ struct gemv_args {
 struct gemv_plan {
     bool vectorised = true;
     bool tensor_cores = false; // 2..8 tokens, bf16/fp16: m16n8k16 MMAs, 16-row tiles
-    // tensor cores in rounds (FOURFOLD_GEMV_MMA_ROUNDS=1; session 44, not yet measured): blocks
+    // tensor cores in rounds (weights of k_gemv_mma_rounds_min_bytes or more; session 46): blocks
     // of k_split warps (1..8), one 16-row tile a round, each block the same number of rounds
     // (this many), every block resident at once; shared_bytes holds the split's sums. 0: one
     // tile group a block (gemv_mma).
@@ -128,10 +128,6 @@ struct gemv_plan {
     // while the one before it on the stream finishes, its first weights prefetched into L2,
     // and waits for it before reading x (kernels/elements.cuh)
     bool dependent_launch = false;
-    // K split over a block's warps (gemv_vec), dependent, weights under
-    // k_gemv_split_prefetch_max_bytes: each warp's first two steps of weights and its bias's line
-    // prefetched into L2 before the wait (session 45; FOURFOLD_GEMV_VEC_PREFETCH=0: off)
-    bool split_prefetch = false;
     bool fused_norm = false;       // gemv_args::norm_weight applied inside (gemv_balanced)
     bool fused_swiglu = false;     // gemv_args::swiglu_x applied inside (gemv_balanced)
     std::int64_t shared_bytes = 0; // dynamic shared memory a block takes (the prologue's x)

@@ -30,8 +30,6 @@ std::string gemv_plan::describe() const {
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
-    if (split_prefetch)
-        s += ", its first steps prefetched into L2";
     if (fused_norm)
         s += ", RMSNorm fused";
     if (fused_swiglu)
@@ -201,7 +199,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // The dependent launch won 1.1-1.5 us a call on the FMA paths and lost 1.3 us on the
     // tensor-core one (8 x 4096 x 4096: 11.0 -> 12.3 us, H200, builds dd5c95c and a4a457f): off
     // there, cause not isolated.
-    const bool dependent = p.dependent_launch;
     if (p.tensor_cores)
         p.dependent_launch = false;
     // Split K over the warps of a block (KS = 2, 4 or 8) only where the unsplit grid is less
@@ -232,14 +229,22 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         const std::int64_t per_block = 8 / p.k_split;
         p.blocks = (groups + per_block - 1) / per_block;
     }
-    // In rounds (gemv_mma_rounds, FOURFOLD_GEMV_MMA_ROUNDS=1): one wave whatever N is. Predicted
-    // against gemv_mma (session 25's figures, H200): the 128,256 x 4096 LM head at 2-8 tokens
-    // 288-291 -> about 250 µs, 25,600 x 5,120 76-83 -> about 68, 8192 x 8192 36-40 -> about 35;
-    // shapes of one wave already within noise.
+    // In rounds (gemv_mma_rounds): one wave whatever N is, where the weights are 64 MiB or more.
+    // Measured on the H200 (session 46, build d0f16de, stage native_tokens's 16 shapes at 2, 4
+    // and 8 tokens, one machine, every record PASS): against gemv_mma the 21 cases of 60 MiB or
+    // more 1.057x together (128,256 x 4096 290.4 / 286.2 / 283.0 -> 256.2 / 256.4 / 257.6 µs,
+    // 17,408 x 5120 53.3 -> 48.2, 8192 x 8192 39.3 -> 36.8, 4096 x 14,336 34.4 -> 32.3), the 27
+    // below it 0.94x (1024 x 1024 2.96 -> 3.20, 4096 x 4096 10.73 -> 11.08, 5120 x 5120 (50 MiB)
+    // 15.81 -> 16.38): a part-wave grid of gemv_mma's is no loss where it is one round.
+    // FOURFOLD_GEMV_MMA_ROUNDS=0: never; =1: at every size (session 44's trial rule). Launched
+    // dependent it lost (session 46: 0.933x over 32 cases, 4096 x 4096 10.85 -> 14.61 µs): serial,
+    // as gemv_mma.
     // (The kernel counts rows, tiles and a block's steps in 32 bits.)
-    const auto r = p.tensor_cores && switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "1")
-                       ? gemv_mma_rounds_shape_of(a.n, a.k, d.sm_count)
-                       : gemv_mma_rounds_shape{};
+    const bool rounds_wanted =
+        !switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "0") &&
+        (switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "1") || a.n * a.k * es >= k_gemv_mma_rounds_min_bytes);
+    const auto r = p.tensor_cores && rounds_wanted ? gemv_mma_rounds_shape_of(a.n, a.k, d.sm_count)
+                                                   : gemv_mma_rounds_shape{};
     if (r.rounds > 0 && a.n < (std::int64_t{1} << 30) &&
         r.rounds * (a.k / 32 / r.ks / 2 + 1) < (std::int64_t{1} << 31)) {
         p.mma_rounds = static_cast<int>(r.rounds);
@@ -248,17 +253,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.threads = 32 * r.ks;
         p.unroll = 2;
         p.shared_bytes = r.ks > 1 ? std::int64_t{2} * r.ks * 32 * 16 : 0;
-        // FOURFOLD_GEMV_MMA_DEPENDENT=1 (session 45's trial, unmeasured): the rounds launched
-        // dependent, each warp's share of its first tile asked of L2 before the wait. gemv_mma
-        // lost 1.3 µs with the dependent launch (above); the suspect is its grid, a part of the
-        // resident slots, so that the next launch's blocks land early on the free ones, unevenly.
-        // Where the rounds fill nearly every slot (the large shapes: the LM head 382 blocks of 8
-        // warps on 396 slots) the next launch's blocks come in as these leave, as on the FMA
-        // paths (1.1-1.5 µs a call gained); where they do not (4096 x 4096: 256 tiles, 256
-        // blocks) the suspect stays. Predicted: the large shapes about 1 µs less a call, the
-        // small ones anywhere from -1 to +1.3 µs: the trial tells the two apart.
-        if (switch_is("FOURFOLD_GEMV_MMA_DEPENDENT", "1"))
-            p.dependent_launch = dependent;
     }
     // From 4 rows a block of the wave on, with rows of 2 KB or more: the rows split evenly over
     // each block's warps (gemv_balanced). With rows as the unit of work the grid's last round
@@ -275,19 +269,20 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.vectorised && !p.tensor_cores && nkv_all >= 128 && block_steps < 2147483647.0;
     const bool one_token_cs =
         a.tokens == 1 && es == 2 && column_stationary_wanted(nkv_all * 16, a.n * nkv_all * 16);
-    // The trial FOURFOLD_GEMV_CS_FEW=1 (session 44, not yet measured): the column-stationary
-    // kernel below the balanced path's 4 rows a block of the wave too (where K is split over a
-    // block's warps), with 2 rows a run or more. In the article suite (s44_b) the split shapes of
-    // 8 KB rows ran at 1.9-2.8 TB/s (2048 x 4096 7.15 µs, 1152 x 6912 9.27 and 0.96x of stock,
-    // 2048 x 8192 11.84) where 4096 x 4096 ran 9.30 column-stationary; qwen3-30b-a3b's o GEMV
-    // (2048 x 4096 + the residual) takes it. Predicted: 2048 x 4096 7.15 -> about 5.5 µs, 1152 x
-    // 6912 9.27 -> about 5.5; qwen3 native_fused +2-4 % if the launch after it does not pay.
+    // Below the balanced path's 4 rows a block of the wave (where K would be split over a block's
+    // warps): the column-stationary kernel too, with 4 rows a run or more. Measured on the H200
+    // (session 46, build d0f16de, one machine, every record PASS; with 2 rows a run or more, the
+    // trial's rule): the split shapes of 8 KB rows and longer 2048 x 4096 6.81 -> 5.71 µs, 1536 x
+    // 4096 6.45 -> 5.42, 1152 x 6912 9.09 -> 6.73, 2048 x 8192 11.35 -> 9.27, 1024 x 8192 6.90 ->
+    // 5.69, but 1024 x 4096 (3 rows a run of its 264) 4.17 -> 5.31; qwen3-30b-a3b native_fused,
+    // whose o GEMV is 2048 x 4096 + the residual, 344.2 / 335.8 -> 350.2 / 336.0 tokens/s at ctx
+    // 512 / 2048. FOURFOLD_GEMV_CS_FEW=0: off (K split, gemv_vec, as before).
     if (whole_steps && static_cast<double>(a.n) < 4 * capacity && one_token_cs &&
-        switch_is("FOURFOLD_GEMV_CS_FEW", "1")) {
+        !switch_is("FOURFOLD_GEMV_CS_FEW", "0")) {
         gemv_plan q = p;
         if (!take_prologue(q, a, es))
             return q;
-        if (take_column_stationary(q, a, nkv_all, d, 2))
+        if (take_column_stationary(q, a, nkv_all, d, 4))
             return q;
     }
     if (whole_steps && static_cast<double>(a.n) >= 4 * capacity) {
@@ -360,19 +355,6 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
-    // K split over a block's warps (gemv_vec) with weights under 8 MiB: its first two steps (most
-    // of a block's weights: the grid is at most a wave) and its bias's line asked of L2 before
-    // the wait, as the other FMA kernels ask for their first steps. Measured (session 45, H100
-    // 80GB HBM3, build ef51118, one machine, the article's 35 one-token split shapes, with it
-    // against FOURFOLD_GEMV_VEC_PREFETCH=0): the 23 under 8 MiB 1.038x together (8 x 4096 1.88
-    // -> 1.64 µs, 512 x 4096 3.37 -> 2.97, 1024 x 2560 3.78 -> 3.49), the 12 of 8 MiB or more
-    // 0.956x (2048 x 4096 8.34 -> 9.08, 2048 x 5376 10.01 -> 11.30): there the prefetch burst
-    // delays the stream it is part of, as every prefetch of weights ahead did (sessions 24-37).
-    // qwen3-30b-a3b native_fused, whose o GEMV is 2048 x 4096, lost 1.4 % with it (290.1 ->
-    // 286.0 tokens/s at ctx 512, 286.4 -> 282.4 at 2048, same machine).
-    p.split_prefetch = p.vectorised && !p.tensor_cores && !p.streamed && p.dependent_launch &&
-                       a.n * a.k * es < k_gemv_split_prefetch_max_bytes &&
-                       !switch_is("FOURFOLD_GEMV_VEC_PREFETCH", "0");
     return p;
 }
 
