@@ -2688,7 +2688,7 @@ stage_s46_a() {
 # a block of the wave with 4 rows a run or more (FOURFOLD_GEMV_CS_FEW=0: off); the split-K
 # prefetch and the rounds' dependent launch removed. The GEMV gpu tests, memcheck over the few-rows
 # test (its new K = 4096 shape of 4-5 rows a run), qwen3 and llama3-8b, the 2..8-token sweep and
-# the 35 split shapes with stock beside. Predicted: T=2..8 1.121x (gemv_mma, s45_b) -> about
+# the 35 split shapes with stock beside (in the order a short budget cuts them). Predicted: T=2..8 1.121x (gemv_mma, s45_b) -> about
 # 1.15x; the 35 split shapes 1.837x -> about 1.95x; qwen3 about 350 / 336 tokens/s (s46_a's few),
 # llama3-8b 250-254 / 245 (unchanged: no shape of it changes path).
 stage_s46_b() {
@@ -2697,16 +2697,6 @@ stage_s46_b() {
         200 "$OUT/s46_b_tests.txt"
     s32_sanitizer memcheck s46_b_few 'gemv_claim_cuda.column_stationary_few*' 60
     s36_decode qwen3-30b-a3b s46
-    s36_decode llama3-8b s46
-    local shapes
-    shapes=$(native_token_shapes) # (stages/native.sh)
-    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" --dtype bf16 \
-        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
-        --label s46-tokens --db "$DB" --quiet >"$OUT/s46_tokens.txt" 2>&1
-    echo "2..8-token sweep: exit $? after $((SECONDS - t0)) s"
-    grep -cE "^linear_decode .*PASS" "$OUT/s46_tokens.txt"
-    $BIN export --format json --run s46-tokens --db "$DB" >"$OUT/s46_tokens.json"
-    python3 bench/gpu/native_table.py "$OUT/s46_tokens.json" | tail -6
     local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
     split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
     split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
@@ -2719,5 +2709,15 @@ stage_s46_b() {
     grep -cE "^linear_decode .*PASS" "$OUT/s46_split.txt"
     sed -n '/^speed-up of/,/^$/p' "$OUT/s46_split.txt"
     $BIN export --format json --run s46-split --db "$DB" >"$OUT/s46_split.json"
+    s36_decode llama3-8b s46
+    local shapes
+    shapes=$(native_token_shapes) # (stages/native.sh)
+    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" --dtype bf16 \
+        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s46-tokens --db "$DB" --quiet >"$OUT/s46_tokens.txt" 2>&1
+    echo "2..8-token sweep: exit $? after $((SECONDS - t0)) s"
+    grep -cE "^linear_decode .*PASS" "$OUT/s46_tokens.txt"
+    $BIN export --format json --run s46-tokens --db "$DB" >"$OUT/s46_tokens.json"
+    python3 bench/gpu/native_table.py "$OUT/s46_tokens.json" | tail -6
     stage_pack s46_b
 }
