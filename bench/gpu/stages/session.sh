@@ -2533,6 +2533,9 @@ stage_s45_c() {
 #    (s45_f, before the threshold): the 23 under 8 MiB 1.038x, the 12 larger 0.956x. Predicted on
 #    the H200: the 23 about 1.04x, the 12 1.00x; with a bias the bias's cost within 2 % on the 8
 #    shapes measured (6 under 8 MiB; 1024 x 4096 and 2048 x 2048 at 8 MiB: no prefetch).
+# (Run in session 46 on d0f16de. The split-K prefetch (0.989x) and the rounds' dependent launch
+# (0.933x) lost and were removed after it: FOURFOLD_GEMV_VEC_PREFETCH and FOURFOLD_GEMV_MMA_DEPENDENT
+# do nothing on later builds, and FOURFOLD_GEMV_MMA_ROUNDS=1 / CS_FEW=1 are defaults in part.)
 stage_s45_e() {
     s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s45_e_tests.txt"
     s45_pad_run s45-pad
