@@ -155,12 +155,12 @@ TEST(gemv_claim_cuda, column_stationary_few_rows_match_float64_and_repeat_their_
 #endif
 }
 
-// 2..8 tokens on the tensor cores in rounds (gemv_mma_rounds; FOURFOLD_GEMV_MMA_ROUNDS=1 takes it at
-// every size, the default from 64 MiB of weights), bf16
-// and fp16, with and without the bias: blocks of 1, 2, 3 and 8 warps; 3 to 10 rounds a block
-// (both buffers of the split's sums written again); K chunks that leave the last warps one unit
-// or none (K = 160: 5 units over 3 warps; K = 416: 13 over 8); rows past the last whole tile.
-// Within the type's tolerance of float64, and the same bits on 3 more runs.
+// 2..8 tokens on the tensor cores in rounds (gemv_mma_rounds; FOURFOLD_GEMV_MMA_ROUNDS=1 takes it
+// at every size, the default from 64 MiB of weights), bf16 and fp16, with and without the bias:
+// blocks of 1, 2, 3 and 8 warps; 3 to 10 rounds a block (both buffers of the split's sums written
+// again); K chunks that leave the last warps one unit or none (K = 160: 5 units over 3 warps; K =
+// 416: 13 over 8); rows past the last whole tile. Within the type's tolerance of float64, and the
+// same bits on 3 more runs.
 TEST(gemv_claim_cuda, tensor_cores_in_rounds_match_float64_and_repeat_their_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS

@@ -2435,17 +2435,21 @@ stage_s44_b() {
 #    GEMV's end; one column-stationary block fills an SM until it leaves, 4 static blocks leave
 #    one by one). Predicted, if the loss is in those overlaps: without them both lose ground and
 #    column-stationary is no longer behind.
-stage_s45_a() {
-    FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
-        200 "$OUT/s45_a_tests.txt"
-    FOURFOLD_GEMV_CS_FEW=1 s25_gtests 'gemv_claim_cuda.column_stationary_few*:decode_native_cuda.*' \
-        120 "$OUT/s45_a_tests_few.txt"
+# qwen3-30b-a3b's decodes for session 44's column-stationary trials (s45_a, s46_a).
+s45_column_stationary_decodes() {
     s36_decode qwen3-30b-a3b base
     FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
     FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
     FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
     s36_decode qwen3-30b-a3b base2
     FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+}
+stage_s45_a() {
+    FOURFOLD_GEMV_MMA_ROUNDS=1 s25_gtests 'gemv_claim_cuda.tensor_cores_in_rounds*:native.gemv_matches*' \
+        200 "$OUT/s45_a_tests.txt"
+    FOURFOLD_GEMV_CS_FEW=1 s25_gtests 'gemv_claim_cuda.column_stationary_few*:decode_native_cuda.*' \
+        120 "$OUT/s45_a_tests_few.txt"
+    s45_column_stationary_decodes
     FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nodep
     FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b cs_nodep
     FOURFOLD_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nopdl
@@ -2677,12 +2681,7 @@ stage_s46_a() {
         120 "$OUT/s46_a_tests_few.txt"
     s25_gtests 'dependent_launch_cuda.*:native.pad*' 150 "$OUT/s46_a_tests_pad.txt"
     s32_sanitizer memcheck s46_a_pad 'dependent_launch_cuda.the_pad*:native.pad_matches*' 90
-    s36_decode qwen3-30b-a3b base
-    FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b big
-    FOURFOLD_GEMV_CS_FEW=1 s36_decode qwen3-30b-a3b few
-    FOURFOLD_GEMV_CS_FEW=1 FOURFOLD_GEMV_CS_BIG=1 s36_decode qwen3-30b-a3b fewbig
-    s36_decode qwen3-30b-a3b base2
-    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+    s45_column_stationary_decodes
     stage_pack s46_a
 }
 

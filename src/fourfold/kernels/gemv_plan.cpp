@@ -240,9 +240,9 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // dependent it lost (session 46: 0.933x over 32 cases, 4096 x 4096 10.85 -> 14.61 µs): serial,
     // as gemv_mma.
     // (The kernel counts rows, tiles and a block's steps in 32 bits.)
-    const bool rounds_wanted =
-        !switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "0") &&
-        (switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "1") || a.n * a.k * es >= k_gemv_mma_rounds_min_bytes);
+    const bool rounds_wanted = !switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "0") &&
+                               (switch_is("FOURFOLD_GEMV_MMA_ROUNDS", "1") ||
+                                a.n * a.k * es >= k_gemv_mma_rounds_min_bytes);
     const auto r = p.tensor_cores && rounds_wanted ? gemv_mma_rounds_shape_of(a.n, a.k, d.sm_count)
                                                    : gemv_mma_rounds_shape{};
     if (r.rounds > 0 && a.n < (std::int64_t{1} << 30) &&
