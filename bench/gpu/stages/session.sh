@@ -2586,13 +2586,20 @@ s45_rounds_dependent() {
     python3 bench/gpu/ab_table.py "$OUT/s45-rounds-serial.json" "$OUT/s45-rounds-dep.json" serial dependent
 }
 
-# The article's 35 one-token split-K shapes with the split-K prefetch (stock beside) and without.
-s45_split_ab() {
+# The article's 35 one-token split-K shapes (as one --shape list).
+s45_split_shapes() {
     local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
     split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
     split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
     split=$split,1x256x640,1x640x1024,1x2048x640,1x640x2048,1x1024x1152,1x256x1152,1x1152x1024
     split=$split,1x1152x6912,1x2048x2560,1x2048x3840,1x2048x5376,1x512x2880,1x32x2880,1x128x2880
+    echo "$split"
+}
+
+# The article's 35 one-token split-K shapes with the split-K prefetch (stock beside) and without.
+s45_split_ab() {
+    local split
+    split=$(s45_split_shapes)
     s45_prefetch_ab split "$split"
 }
 
@@ -2699,11 +2706,8 @@ stage_s46_b() {
         200 "$OUT/s46_b_tests.txt"
     s32_sanitizer memcheck s46_b_few 'gemv_claim_cuda.column_stationary_few*' 60
     s36_decode qwen3-30b-a3b s46
-    local split=1x1024x4096,1x1024x8192,1x2048x2048,1x512x2048,1x2048x8192,1x1024x3072,1x8x4096
-    split=$split,1x2048x1024,1x1024x1024,1x1024x2048,1x2048x6144,1x1024x2560,1x1024x5120,1x2048x4096
-    split=$split,1x128x2048,1x768x2048,1x2048x768,1x512x4096,1x128x4096,1x1536x4096,1x1024x640
-    split=$split,1x256x640,1x640x1024,1x2048x640,1x640x2048,1x1024x1152,1x256x1152,1x1152x1024
-    split=$split,1x1152x6912,1x2048x2560,1x2048x3840,1x2048x5376,1x512x2880,1x32x2880,1x128x2880
+    local split
+    split=$(s45_split_shapes)
     timeout -s INT 90 $BIN run --workload linear_decode --shape "$split" --dtype bf16 \
         --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
         --label s46-split --db "$DB" --quiet >"$OUT/s46_split.txt" 2>&1
