@@ -2397,20 +2397,27 @@ stage_s44_a() {
 # and its "no shape more than 2 % slower" rule; then one qwen3-30b-a3b step under ncu with its
 # K = 2048 GEMVs static (the default) and column-stationary (FOURFOLD_GEMV_CS=1): session 43's
 # unexplained 3.5 % (the op alone was 0.6 µs faster with it, the decode slower).
+# The article suite's linear_decode (96 shapes, stock and native) under `label`, its summary and
+# issue 13's GEMV table (bench/gpu/native_table.py).
+article_linear_decode() {
+    local label=$1 t0=$SECONDS
+    timeout -s INT 260 $BIN run --suite article --workload linear_decode --device cuda \
+        --min-time 0.05 --label $label-article --db "$DB" --quiet >"$OUT/${label}_article.txt" 2>&1
+    echo "article linear_decode: exit $? after $((SECONDS - t0)) s"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/${label}_article.txt"
+    grep -cE "^linear_decode .*PASS" "$OUT/${label}_article.txt"
+    grep -E "^linear_decode .*(FAIL|skipped)" "$OUT/${label}_article.txt" | head -5
+    $BIN export --format json --run $label-article --db "$DB" >"$OUT/${label}_article.json"
+    python3 bench/gpu/native_table.py "$OUT/${label}_article.json" >"$OUT/${label}_article_table.md" 2>&1
+    tail -14 "$OUT/${label}_article_table.md"
+}
+
 # Predicted: the geometric mean about 1.3x (the K = 4096 shapes 1-21 % faster, session 43's ops);
 # under ncu the column-stationary qkv and o GEMVs faster alone, as in the op figures, so that the
 # loss is in the overlap with the MoE block before them, not in the kernels.
 stage_s44_b() {
     local t0=$SECONDS
-    timeout -s INT 260 $BIN run --suite article --workload linear_decode --device cuda \
-        --min-time 0.05 --label s44-article --db "$DB" --quiet >"$OUT/s44_article.txt" 2>&1
-    echo "article linear_decode: exit $? after $((SECONDS - t0)) s"
-    sed -n '/^speed-up of/,/^$/p' "$OUT/s44_article.txt"
-    grep -cE "^linear_decode .*PASS" "$OUT/s44_article.txt"
-    grep -E "^linear_decode .*(FAIL|skipped)" "$OUT/s44_article.txt" | head -5
-    $BIN export --format json --run s44-article --db "$DB" >"$OUT/s44_article.json"
-    python3 bench/gpu/native_table.py "$OUT/s44_article.json" >"$OUT/s44_article_table.md" 2>&1
-    tail -14 "$OUT/s44_article_table.md"
+    article_linear_decode s44
     S27_PROFILE_LIMIT=120 s27_step_profile qwen3-30b-a3b native_fused s44_qwen_static
     FOURFOLD_GEMV_CS=1 S27_PROFILE_LIMIT=120 s27_step_profile qwen3-30b-a3b native_fused s44_qwen_cs
     echo "after $((SECONDS - t0)) s"
@@ -2726,4 +2733,30 @@ stage_s46_b() {
     $BIN export --format json --run s46-tokens --db "$DB" >"$OUT/s46_tokens.json"
     python3 bench/gpu/native_table.py "$OUT/s46_tokens.json" | tail -6
     stage_pack s46_b
+}
+
+# Session 47's second call, after `build s46_b` on the same machine (about 8 minutes).
+# 1. Issue 13's one-token table over the article's 96 shapes on the new defaults. Predicted: the
+#    geometric mean 1.267x (s44_b) -> about 1.29x (8 split shapes column-stationary, 1.16-1.35x
+#    each in s45_b; the split-K prefetch gone); the shapes more than 2 % slower than stock 13 ->
+#    about 11 (the static partition's).
+# 2. Why column-stationary 4 KB rows lose in qwen3's decode though faster alone (s45_b: 1.131x
+#    over 35 shapes; qwen3 344.2 -> 329.5 tokens/s, s46_a): s45_a's diagnostics, not yet run.
+#    FOURFOLD_GEMV_CS=1 against the default with the GEMVs' dependent launch off and with every
+#    kernel's off. Predicted, if the loss is in the overlap with the launch before or after:
+#    without it both lose ground and column-stationary is no longer behind.
+# 3. One native_fused qwen3 step kernel by kernel under ncu (the o GEMV now column-stationary;
+#    session 35's profile had it 8.80 µs alone on the split path). Predicted: about 6.5 µs.
+stage_s47_a() {
+    local t0=$SECONDS
+    article_linear_decode s47
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+    FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nodep
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b cs_nodep
+    FOURFOLD_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b base_nopdl
+    FOURFOLD_GEMV_CS=1 FOURFOLD_DEPENDENT_LAUNCH=0 s36_decode qwen3-30b-a3b cs_nopdl
+    echo "after $((SECONDS - t0)) s"
+    S27_PROFILE_LIMIT=120 s27_step_profile qwen3-30b-a3b native_fused s47_qwen_profile
+    stage_pack s47_a
 }
