@@ -274,7 +274,7 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     // (session 46, build d0f16de, one machine, every record PASS; with 2 rows a run or more, the
     // trial's rule): the split shapes of 8 KB rows and longer 2048 x 4096 6.81 -> 5.71 µs, 1536 x
     // 4096 6.45 -> 5.42, 1152 x 6912 9.09 -> 6.73, 2048 x 8192 11.35 -> 9.27, 1024 x 8192 6.90 ->
-    // 5.69, but 1024 x 4096 (3 rows a run of its 264) 4.17 -> 5.31; qwen3-30b-a3b native_fused,
+    // 5.69, but 1024 x 4096 (3-4 rows a run of its 264) 4.17 -> 5.31; qwen3-30b-a3b native_fused,
     // whose o GEMV is 2048 x 4096 + the residual, 344.2 / 335.8 -> 350.2 / 336.0 tokens/s at ctx
     // 512 / 2048. FOURFOLD_GEMV_CS_FEW=0: off (K split, gemv_vec, as before).
     if (whole_steps && static_cast<double>(a.n) < 4 * capacity && one_token_cs &&
@@ -355,6 +355,10 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         p.persistent = static_cast<double>(row_groups) >= 2 * capacity * 8; // resident warps
         p.blocks = p.persistent ? static_cast<std::int64_t>(capacity) : one_per_warp;
     }
+    // (K split, gemv_vec: nothing asked of L2 before the wait. Its first two steps and its bias's
+    // line asked for there won 1.038x over 23 shapes under 8 MiB on an H100 (session 45) and lost
+    // on the H200, 0.989x over the article's 35 split shapes (1024 x 1024 2.41 -> 2.64 µs; session
+    // 46, build d0f16de): removed.)
     return p;
 }
 
