@@ -2707,30 +2707,26 @@ stage_s46_a() {
 # the 35 split shapes with stock beside (in the order a short budget cuts them). Predicted: T=2..8 1.121x (gemv_mma, s45_b) -> about
 # 1.15x; the 35 split shapes 1.837x -> about 1.95x; qwen3 about 350 / 336 tokens/s (s46_a's few),
 # llama3-8b 250-254 / 245 (unchanged: no shape of it changes path).
+# One stock-and-native linear_decode run of `shapes` under label s46-`name`, cut at `limit` s:
+# its PASS count, summary and JSON export.
+s46_linear_run() {
+    local name=$1 shapes=$2 limit=$3 t0=$SECONDS
+    timeout -s INT "$limit" $BIN run --workload linear_decode --shape "$shapes" --dtype bf16 \
+        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
+        --label s46-$name --db "$DB" --quiet >"$OUT/s46_$name.txt" 2>&1
+    echo "$name: exit $? after $((SECONDS - t0)) s"
+    grep -cE "^linear_decode .*PASS" "$OUT/s46_$name.txt"
+    sed -n '/^speed-up of/,/^$/p' "$OUT/s46_$name.txt"
+    $BIN export --format json --run s46-$name --db "$DB" >"$OUT/s46_$name.json"
+}
 stage_s46_b() {
-    local t0=$SECONDS
     s25_gtests 'gemv_claim_cuda.*:dependent_launch_cuda.the_one_token_gemv*:native.gemv*:decode_native_cuda.*' \
         200 "$OUT/s46_b_tests.txt"
     s32_sanitizer memcheck s46_b_few 'gemv_claim_cuda.column_stationary_few*' 60
     s36_decode qwen3-30b-a3b s46
-    local split
-    split=$(s45_split_shapes)
-    timeout -s INT 90 $BIN run --workload linear_decode --shape "$split" --dtype bf16 \
-        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
-        --label s46-split --db "$DB" --quiet >"$OUT/s46_split.txt" 2>&1
-    echo "split shapes: exit $? after $((SECONDS - t0)) s"
-    grep -cE "^linear_decode .*PASS" "$OUT/s46_split.txt"
-    sed -n '/^speed-up of/,/^$/p' "$OUT/s46_split.txt"
-    $BIN export --format json --run s46-split --db "$DB" >"$OUT/s46_split.json"
+    s46_linear_run split "$(s45_split_shapes)" 90
     s36_decode llama3-8b s46
-    local shapes
-    shapes=$(native_token_shapes) # (stages/native.sh)
-    timeout -s INT 120 $BIN run --workload linear_decode --shape "$shapes" --dtype bf16 \
-        --variants stock,native --device cuda --min-time 0.05 --ledgers op_time,correctness \
-        --label s46-tokens --db "$DB" --quiet >"$OUT/s46_tokens.txt" 2>&1
-    echo "2..8-token sweep: exit $? after $((SECONDS - t0)) s"
-    grep -cE "^linear_decode .*PASS" "$OUT/s46_tokens.txt"
-    $BIN export --format json --run s46-tokens --db "$DB" >"$OUT/s46_tokens.json"
+    s46_linear_run tokens "$(native_token_shapes)" 120 # (stages/native.sh)
     python3 bench/gpu/native_table.py "$OUT/s46_tokens.json" | tail -6
     stage_pack s46_b
 }
