@@ -2756,3 +2756,43 @@ stage_s47_a() {
     S27_PROFILE_LIMIT=120 s27_step_profile qwen3-30b-a3b native_fused s47_qwen_profile
     stage_pack s47_a
 }
+
+# Session 47's third call (about 8 minutes with the build): the sanitizers over the code as it
+# ships (2f0cf2c: rounds for 2..8 tokens from 64 MiB, column-stationary below 4 rows a block), which
+# session 46 ran only under the trial switches. memcheck and racecheck over the native op tests
+# (small sizes), then over the GEMV path tests (rounds, few rows, claimed, column-stationary).
+stage_s47_b() {
+    SANITIZER_LIMIT_S=110 stage_sanitizer
+    s32_sanitizer racecheck s47_b_gemv 'gemv_claim_cuda.*' 90
+    s32_sanitizer memcheck s47_b_gemv 'gemv_claim_cuda.*' 90
+    stage_pack s47_b
+}
+
+# Session 47's fourth call (about 6 minutes with a build of the CLI alone, FOURFOLD_NINJA_ARGS=
+# fourfold): gemv_cs with the norm fused loads its first rows' weights before the prologue
+# (gemv_plan::cs_fetch_first) against after it (FOURFOLD_GEMV_CS_FETCH_FIRST=0, as before). Why:
+# s47_a measured qwen3 with every K = 2048 GEMV column-stationary 349.4 -> 341.3 tokens/s with the
+# GEMVs' dependent launch, 333.6 -> 333.8 without: column-stationary loses in the overlap with the
+# launch before, and unlike gemv_balanced it reads x and runs the norm's block sum and barrier
+# before its first weight load. Predicted: per norm-fused column-stationary GEMV 0.3-0.8 µs;
+# llama3-8b fp8 (2 a layer) 392 -> about 397 tokens/s, bf16 250 -> about 253, qwen3 with
+# FOURFOLD_GEMV_CS=1 341 -> about 346. The decodes' correctness ledger checks every token.
+s47_ops() {
+    local tag=$1 t0=$SECONDS
+    timeout 60 $BIN run --workload linear_decode --shape 1x5120x2048,1x4096x2048,1x6144x4096,1x28672x4096 \
+        --param prologue=rms_norm --dtype bf16 --variants native --device cuda --min-time 0.05 \
+        --ledgers op_time,correctness --label s47-ops-$tag --db "$DB" --quiet >"$OUT/s47_ops_$tag.txt" 2>&1
+    echo "ops $tag: exit $? after $((SECONDS - t0)) s"
+    grep -E "^linear_decode " "$OUT/s47_ops_$tag.txt" | awk '{print $4, $5, $(NF-6), $NF}' | head -8
+}
+stage_s47_c() {
+    s37_fp8_decode ff_on
+    FOURFOLD_GEMV_CS_FETCH_FIRST=0 s37_fp8_decode ff_off
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs_ff_on
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_FETCH_FIRST=0 s36_decode qwen3-30b-a3b cs_ff_off
+    FOURFOLD_GEMV_CS=1 s47_ops cs_ff_on
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_FETCH_FIRST=0 s47_ops cs_ff_off
+    s36_decode llama3-8b ff_on
+    FOURFOLD_GEMV_CS_FETCH_FIRST=0 s36_decode llama3-8b ff_off
+    stage_pack s47_c
+}

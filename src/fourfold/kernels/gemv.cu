@@ -781,7 +781,8 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                 return status_of(launch_serialised_after_smem(
                     kernel, grid, block, p.shared_bytes, stream, dep, x, w,
                     static_cast<const float*>(nullptr), std::int64_t{0}, false, b, y, a.n, nkv,
-                    a.ld_w, p.slices, p.slice_rows, nw, eps, p.epilogue_prefetch));
+                    a.ld_w, p.slices, p.slice_rows, nw, eps, p.epilogue_prefetch,
+                    p.cs_fetch_first));
             };
             if (p.fused_swiglu)
                 return run(gemv_cs<F, k_cs_swiglu_slices>);

@@ -70,6 +70,9 @@ inline constexpr std::int64_t k_gemv_claim_epilogue_bytes =
 // `shared_bytes` in 47 KiB and FOURFOLD_GEMV_EPILOGUE_PREFETCH is not 0; shared_bytes then grows
 // by them.
 bool take_epilogue_prefetch(std::int64_t& shared_bytes, std::int64_t bytes, bool wanted);
+// gemv_cs's cs_fetch_first for a plan with the norm fused or not (FOURFOLD_GEMV_CS_FETCH_FIRST=0:
+// never), for the bf16 and the FP8 plans alike
+bool cs_fetch_first(bool fused_norm);
 
 struct gemv_args {
     const void* x = nullptr;    // T x K
@@ -121,6 +124,9 @@ struct gemv_plan {
     int slices = 0;
     int slice_rows = 0;
     bool swiglu_slices = false;
+    // column-stationary with the norm fused: the first rows' weights loaded before the prologue
+    // (gemv_cs.cuh; session 47, FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it, as before)
+    bool cs_fetch_first = false;
     // column-stationary or claimed, with a bias: the epilogue's bias fetched at the start
     // (k_gemv_cs_epilogue_bytes / k_gemv_claim_epilogue_bytes above, in shared_bytes last)
     bool epilogue_prefetch = false;

@@ -32,14 +32,15 @@ constexpr int k_cs_swiglu_slices = 3;
 // one float, or one a row `inc_scale` apart when per_row; max_rows: the longest run's rows (the
 // plan's slice_rows), the stride of each warp's sums in shared memory. prefetch: the plan's
 // epilogue_prefetch (gemv.hpp's k_gemv_cs_epilogue_bytes after the sums: thread t's first
-// epilogue row's bias as the 4-byte word that holds it, then its scale).
+// epilogue row's bias as the 4-byte word that holds it, then its scale). fetch_first: see below.
 template <typename F, int PRO>
 __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     gemv_cs(const typename F::X* __restrict__ x, const typename F::W* __restrict__ w,
             const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
             const typename F::X* __restrict__ bias, typename F::X* __restrict__ y, std::int64_t n,
             std::int64_t nkv, std::int64_t ld_w, int slices, int max_rows,
-            const typename F::X* __restrict__ norm_weight, float norm_eps, bool prefetch) {
+            const typename F::X* __restrict__ norm_weight, float norm_eps, bool prefetch,
+            bool fetch_first) {
     using X = typename F::X;
     static_assert(sizeof(X) == 2, "x, the bias and y are 2-byte elements");
     constexpr int U = k_gemv_cs_vectors, DEPTH = k_gemv_cs_depth, RB = k_cs_batch;
@@ -83,15 +84,25 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     };
     uint4 buf[DEPTH][U];
     const uint4* xv[1] = {reinterpret_cast<const uint4*>(x)};
+    // fetch_first (the plan's cs_fetch_first, the norm prologue only): the ring's first rows into
+    // registers before the prologue, so their DRAM round trip overlaps its reads of x, its block
+    // sum and its barrier, as gemv_balanced does (the weights are not the launch before's output;
+    // after the wait all the same, as the op benchmark makes no exception)
+    const bool early = PRO == k_pro_norm && fetch_first;
+    if (early)
+#pragma unroll
+        for (int d = 0; d < DEPTH; ++d)
+            fetch(buf[d], d);
     if constexpr (PRO == k_pro_norm)
         prologue_norm<X, 1>(xv, smem, xkv, norm_weight, norm_eps);
     if constexpr (PRO == k_pro_swiglu)
         prologue_swiglu<X, 1>(xv, smem, xkv);
     if constexpr (SHARED_X)
         __syncthreads(); // x in shared memory
+    if (!early)
 #pragma unroll
-    for (int d = 0; d < DEPTH; ++d)
-        fetch(buf[d], d);
+        for (int d = 0; d < DEPTH; ++d)
+            fetch(buf[d], d);
     // The epilogue's first row of this thread: its bias and scale into shared memory now, by
     // cp.async (no register held down the rows), where the epilogue would load them after its
     // barrier. The epilogue's mapping: entry i = threadIdx.x of the block's runs x max_rows.

@@ -81,6 +81,9 @@ struct gemv_fp8_plan {
     // block in shared memory (shared_bytes then holds no x; the same bits): the column-stationary
     // default, FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES=0 turns it off (A/B runs)
     bool swiglu_slices = false;
+    // column-stationary with the norm fused: the first rows' weights loaded before the prologue
+    // (gemv_cs.cuh; session 47, FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it, as before)
+    bool cs_fetch_first = false;
     // column-stationary or claimed: the epilogue's scale and bias fetched at the start (gemv.hpp's
     // k_gemv_cs_epilogue_bytes / k_gemv_claim_epilogue_bytes, in shared_bytes last)
     bool epilogue_prefetch = false;

@@ -25,6 +25,8 @@ std::string gemv_fp8_plan::describe() const {
         s += ", " + std::to_string(slices) + " slice(s)/row";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
+    if (cs_fetch_first)
+        s += ", the first rows' weights loaded before the norm";
     if (epilogue_prefetch)
         s += ", the epilogue's scale and bias fetched at the start";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
@@ -173,6 +175,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 p.slice_rows = static_cast<int>(cs_shape.run_rows);
                 p.shared_bytes = bytes;
                 p.fused_norm = a.norm_weight != nullptr;
+                p.cs_fetch_first = cs_fetch_first(p.fused_norm);
                 p.fused_swiglu = a.swiglu_x;
                 p.balanced = false;
                 // A fused SwiGLU made by each warp for its own slice, no x in shared memory

@@ -6,6 +6,10 @@
 
 namespace fourfold::kernels {
 
+bool cs_fetch_first(bool fused_norm) {
+    return fused_norm && !switch_is("FOURFOLD_GEMV_CS_FETCH_FIRST", "0");
+}
+
 std::string gemv_plan::describe() const {
     std::string s =
         tensor_cores        ? "tensor cores (m16n8k16), 16-byte loads"
@@ -24,6 +28,8 @@ std::string gemv_plan::describe() const {
         s += ", " + std::to_string(slices) + " slice(s)/row";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
+    if (cs_fetch_first)
+        s += ", the first rows' weights loaded before the norm";
     if (epilogue_prefetch)
         s += ", the epilogue's bias fetched at the start";
     s += ", split-K " + std::to_string(k_split) + " warp(s)/row group";
@@ -157,6 +163,7 @@ bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
     p.slices = static_cast<int>(cs_shape.slices);
     p.slice_rows = static_cast<int>(cs_shape.run_rows);
     p.swiglu_slices = a.swiglu_x;
+    p.cs_fetch_first = cs_fetch_first(p.fused_norm);
     p.shared_bytes = bytes;
     p.epilogue_prefetch =
         take_epilogue_prefetch(p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
