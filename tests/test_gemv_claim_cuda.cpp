@@ -16,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace fourfold;
@@ -152,6 +153,61 @@ TEST(gemv_claim_cuda, column_stationary_few_rows_match_float64_and_repeat_their_
     const std::int64_t sms = dev->caps().compute_units;
     expect_column_stationary_cases(*dev, 8 * sms - 27, 4104);
     expect_column_stationary_cases(*dev, 8 * sms + 44, 4096);
+#endif
+}
+
+// The column-stationary kernel with the norm fused loads its first rows' weights before the
+// prologue (session 47; FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it): the order of loads alone, so
+// the same bits either way, bf16 and fp16, K of 4, 9 and 16 slices, runs of 4-20 rows and of 7-8
+// (below the balanced path's 4 rows a block). The cases' values against float64 are the tests
+// above (the default order).
+TEST(gemv_claim_cuda, column_stationary_norm_gives_the_same_bits_before_and_after_the_prologue) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const fourfold::testing::env_switch first("FOURFOLD_GEMV_CS_FETCH_FIRST");
+    const workloads::call_context ctx(*dev);
+    const std::int64_t sms = dev->caps().compute_units;
+    auto gen = at::detail::createCPUGenerator(29);
+    for (const auto t : {at::kBFloat16, at::kHalf})
+        for (const auto& [n, k] :
+             std::vector<std::pair<std::int64_t, std::int64_t>>{{16 * sms + 13, 2048},
+                                                                {16 * sms + 13, 4104},
+                                                                {16 * sms + 13, 8192},
+                                                                {8 * sms - 27, 4104}}) {
+            const auto o = at::TensorOptions().dtype(t).device(dev->torch_device());
+            auto r = [&](std::vector<std::int64_t> shape, double scale) {
+                return (at::randn(shape, gen, at::TensorOptions().dtype(at::kDouble)) * scale)
+                    .to(o);
+            };
+            const auto x = r({1, k}, 1.0), w = r({n, k}, 1.0 / std::sqrt(double(k)));
+            const auto nw = r({k}, 0.5) + 1;
+            kernels::gemv_args ga;
+            ga.x = x.data_ptr();
+            ga.w = w.data_ptr();
+            ga.tokens = 1;
+            ga.n = n;
+            ga.k = k;
+            ga.ld_x = k;
+            ga.ld_w = k;
+            ga.ld_y = n;
+            ga.type = workloads::native::elem_of(t);
+            ga.norm_weight = nw.data_ptr();
+            const auto what =
+                std::string(c10::toString(t)) + " " + std::to_string(n) + "x" + std::to_string(k);
+            first.unset();
+            const auto before = kernels::plan_gemv(ga, workloads::native::limits(ctx));
+            EXPECT_TRUE(before.column_stationary && before.cs_fetch_first)
+                << what << ": " << before.describe();
+            const auto y_before = mo::native_linear_rms_normed(x, nw, 1e-5, w, ctx).cpu();
+            first.set("0");
+            const auto after = kernels::plan_gemv(ga, workloads::native::limits(ctx));
+            EXPECT_TRUE(after.column_stationary && !after.cs_fetch_first)
+                << what << ": " << after.describe();
+            const auto y_after = mo::native_linear_rms_normed(x, nw, 1e-5, w, ctx).cpu();
+            EXPECT_TRUE(at::equal(y_before, y_after)) << what;
+            EXPECT_TRUE(at::isfinite(y_before).all().item<bool>()) << what;
+        }
 #endif
 }
 

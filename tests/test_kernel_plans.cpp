@@ -307,6 +307,33 @@ TEST(kernel_plans, gemv_column_stationary_for_big_weights_of_4_kb_rows_on_trial)
     EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
 }
 
+// The column-stationary kernel with the norm fused loads its first rows' weights before the
+// prologue (session 47: with every K = 2048 GEMV column-stationary, 4096 x 2048 + norm 8.41 ->
+// 7.59 µs on an H100); without a norm there is no prologue to overlap; the SwiGLU keeps its order.
+// FOURFOLD_GEMV_CS_FETCH_FIRST=0: after the prologue, as before (A/B runs).
+TEST(kernel_plans, gemv_column_stationary_loads_its_first_weights_before_the_norm) {
+    const fourfold::testing::env_switch first("FOURFOLD_GEMV_CS_FETCH_FIRST");
+    const auto qkv = plan_gemv(with_norm(gemv_of(1, 6144, 4096)), h200());
+    ASSERT_TRUE(qkv.valid.empty()) << qkv.valid;
+    EXPECT_TRUE(qkv.column_stationary && qkv.fused_norm && qkv.cs_fetch_first) << qkv.describe();
+    EXPECT_NE(qkv.describe().find("loaded before the norm"), std::string::npos) << qkv.describe();
+    const auto o = plan_gemv(gemv_of(1, 4096, 4096), h200());
+    EXPECT_TRUE(o.column_stationary && !o.cs_fetch_first) << o.describe();
+    EXPECT_EQ(o.describe().find("loaded before the norm"), std::string::npos) << o.describe();
+    auto swiglu = gemv_of(1, 4096, 4096);
+    swiglu.swiglu_x = true;
+    swiglu.ld_x = 8192;
+    EXPECT_FALSE(plan_gemv(swiglu, h200()).cs_fetch_first);
+    // not column-stationary: the balanced kernel's own order (gemv_balanced), no flag
+    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 5120, 2048)), h200()).cs_fetch_first);
+    first.set("0");
+    const auto after = plan_gemv(with_norm(gemv_of(1, 6144, 4096)), h200());
+    EXPECT_TRUE(after.column_stationary && !after.cs_fetch_first) << after.describe();
+    // the same plan otherwise
+    EXPECT_EQ(after.shared_bytes, qkv.shared_bytes);
+    EXPECT_EQ(after.slices, qkv.slices);
+}
+
 // Column-stationary below the balanced path's 4 rows a block of the wave too, with 4 rows a run or
 // more (qwen3-30b-a3b's o GEMV, 2048 x 4096), a fused prologue with it; not where runs would hold
 // fewer rows (1024 x 4096: 3 a run, measured slower), nor rows under 8 KB;
