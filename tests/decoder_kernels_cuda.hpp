@@ -1,11 +1,13 @@
 #pragma once
 // Shared by the GPU tests of the decoder's kernels (test_rmsnorm_cuda.cpp, test_rope_kv_cuda.cpp,
-// test_decode_attention_cuda.cpp, test_argmax_cuda.cpp, test_swiglu_cuda.cpp): the device, the
-// stream a kernel launches on, the dtypes and their tolerances. Each test skips without a CUDA
-// device or in a build without native kernels.
+// test_decode_attention_cuda.cpp, test_argmax_cuda.cpp, test_swiglu_cuda.cpp, and the GEMV's
+// test_gemv_claim_cuda.cpp, test_dependent_launch_cuda.cpp): the device, the stream a kernel
+// launches on, the dtypes and their tolerances, one token's GEMV arguments. Each test skips without
+// a CUDA device or in a build without native kernels.
 #include "fourfold/backend/device.hpp"
 #include "fourfold/workloads/workload.hpp"
 #if FOURFOLD_WITH_KERNELS
+#include "fourfold/kernels/gemv.hpp"
 #include "fourfold/workloads/native.hpp"
 #endif
 
@@ -51,5 +53,25 @@ inline double scaled_error(const at::Tensor& out, const at::Tensor& ref) {
 inline at::Tensor rounded(const at::Tensor& x, at::ScalarType t) {
     return x.to(t).to(at::kDouble);
 }
+
+#if FOURFOLD_WITH_KERNELS
+// One token's y = x Wᵀ as the GEMV's plan sees it: W n x k (rows contiguous), x's row of k at its
+// pointer (rows ld_x apart), y's of n.
+inline kernels::gemv_args one_token(const void* x, const void* w, void* y, std::int64_t n,
+                                    std::int64_t k, std::int64_t ld_x, at::ScalarType t) {
+    kernels::gemv_args a;
+    a.x = x;
+    a.w = w;
+    a.y = y;
+    a.tokens = 1;
+    a.n = n;
+    a.k = k;
+    a.ld_x = ld_x;
+    a.ld_w = k;
+    a.ld_y = n;
+    a.type = workloads::native::elem_of(t);
+    return a;
+}
+#endif
 
 } // namespace fourfold::testing::decoder_kernels

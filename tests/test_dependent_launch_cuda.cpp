@@ -38,23 +38,6 @@ namespace {
 constexpr std::int64_t k_producer_rows = 32768; // the GEMV's N: what the kernel after reads
 constexpr std::int64_t k_producer_bytes = std::int64_t{256} << 20;
 
-// One token's y = x Wᵀ: W n x k (rows contiguous), x's row of k at its pointer, y's of n.
-kernels::gemv_args one_token(const void* x, const void* w, void* y, std::int64_t n, std::int64_t k,
-                             std::int64_t ld_x, at::ScalarType t) {
-    kernels::gemv_args a;
-    a.x = x;
-    a.w = w;
-    a.y = y;
-    a.tokens = 1;
-    a.n = n;
-    a.k = k;
-    a.ld_x = ld_x;
-    a.ld_w = k;
-    a.ld_y = n;
-    a.type = workloads::native::elem_of(t);
-    return a;
-}
-
 // y = x Wᵀ, one token, N = k_producer_rows, K so that W is 256 MiB (about 60 µs on the H200):
 // the dependent launch after it starts while it still streams.
 struct producer {

@@ -73,16 +73,7 @@ void expect_one_token_cases(
                         return mo::native_linear_swiglu(xg, wg, bg, ctx);
                     return mo::linear(xg, wg, bg, mo::op_path::native, &ctx);
                 };
-                kernels::gemv_args ga;
-                ga.x = xg.data_ptr();
-                ga.w = wg.data_ptr();
-                ga.tokens = 1;
-                ga.n = n;
-                ga.k = k;
-                ga.ld_x = xg.stride(0);
-                ga.ld_w = k;
-                ga.ld_y = n;
-                ga.type = workloads::native::elem_of(t);
+                auto ga = one_token(xg.data_ptr(), wg.data_ptr(), nullptr, n, k, xg.stride(0), t);
                 ga.norm_weight = std::string(pro) == "rms_norm" ? wg.data_ptr() : nullptr;
                 ga.swiglu_x = std::string(pro) == "swiglu";
                 const auto plan = kernels::plan_gemv(ga, workloads::native::limits(ctx));
@@ -182,16 +173,7 @@ TEST(gemv_claim_cuda, column_stationary_norm_gives_the_same_bits_before_and_afte
             };
             const auto x = r({1, k}, 1.0), w = r({n, k}, 1.0 / std::sqrt(double(k)));
             const auto nw = r({k}, 0.5) + 1;
-            kernels::gemv_args ga;
-            ga.x = x.data_ptr();
-            ga.w = w.data_ptr();
-            ga.tokens = 1;
-            ga.n = n;
-            ga.k = k;
-            ga.ld_x = k;
-            ga.ld_w = k;
-            ga.ld_y = n;
-            ga.type = workloads::native::elem_of(t);
+            auto ga = one_token(x.data_ptr(), w.data_ptr(), nullptr, n, k, k, t);
             ga.norm_weight = nw.data_ptr();
             const auto what =
                 std::string(c10::toString(t)) + " " + std::to_string(n) + "x" + std::to_string(k);
