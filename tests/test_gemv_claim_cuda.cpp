@@ -120,15 +120,17 @@ TEST(gemv_claim_cuda, claimed_steps_match_float64_and_repeat_their_bits) {
 #endif
 }
 
-// The column-stationary kernel (FOURFOLD_GEMV_CS=1: at any row length), bf16 and fp16: K of 4
-// slices of 512 elements, of 9 (the last one vector: K = 4104) and of 16; runs of 4-20 rows; the
-// SwiGLU made by each warp for its slice.
+// The column-stationary kernel (FOURFOLD_GEMV_CS=1: at any row length), bf16 and fp16: K of 3
+// slices of 512 elements (the last 128: K = 1152, 5 runs a block, the trial FOURFOLD_GEMV_CS_TAIL's
+// rows), of 4, of 9 (the last one vector: K = 4104) and of 16; runs of 3-20 rows; the SwiGLU made
+// by each warp for its slice.
 TEST(gemv_claim_cuda, column_stationary_trial_matches_float64_and_repeats_its_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
     const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
     const std::int64_t n = 16 * dev->caps().compute_units + 13;
-    for (const std::int64_t k : {std::int64_t{2048}, std::int64_t{4104}, std::int64_t{8192}})
+    for (const std::int64_t k :
+         {std::int64_t{1152}, std::int64_t{2048}, std::int64_t{4104}, std::int64_t{8192}})
         expect_column_stationary_cases(*dev, n, k);
 #endif
 }

@@ -334,6 +334,30 @@ TEST(kernel_plans, gemv_column_stationary_loads_its_first_weights_before_the_nor
     EXPECT_EQ(after.slices, qkv.slices);
 }
 
+// The trial FOURFOLD_GEMV_CS_TAIL=1: column-stationary where the static partition's last 2 KB step
+// of a row is under half full (K = 1152 bf16: 2304-byte rows), at 4 rows a block of the wave or
+// more and below it; rows whose last step is half full or more keep their path, as do 8-byte
+// elements' rows and two tokens.
+TEST(kernel_plans, gemv_column_stationary_where_a_rows_last_step_is_under_half_full_on_trial) {
+    const fourfold::testing::env_switch tail("FOURFOLD_GEMV_CS_TAIL");
+    const auto big = gemv_of(1, 262144, 1152), mid = gemv_of(1, 6912, 1152);
+    EXPECT_TRUE(plan_gemv(big, h200()).balanced);
+    EXPECT_FALSE(plan_gemv(big, h200()).column_stationary);
+    tail.set("1");
+    const auto p = plan_gemv(big, h200());
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.column_stationary && !p.balanced) << p.describe();
+    EXPECT_EQ(p.slices, 3);       // 144 vectors: 64, 64 and 16
+    EXPECT_EQ(p.slice_rows, 398); // 5 runs a block, 660 runs
+    EXPECT_TRUE(plan_gemv(mid, h200()).column_stationary) << plan_gemv(mid, h200()).describe();
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 262208, 2560), h200()).column_stationary); // half full
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 151936, 2048), h200()).column_stationary); // whole steps
+    EXPECT_FALSE(plan_gemv(gemv_of(2, 262144, 1152), h200()).column_stationary);
+    auto fp32 = gemv_of(1, 262144, 576); // 2304-byte rows of 4-byte elements
+    fp32.type = elem::f32;
+    EXPECT_FALSE(plan_gemv(fp32, h200()).column_stationary);
+}
+
 // Column-stationary below the balanced path's 4 rows a block of the wave too, with 4 rows a run or
 // more (qwen3-30b-a3b's o GEMV, 2048 x 4096), a fused prologue with it; not where runs would hold
 // fewer rows (1024 x 4096: 3 a run, measured slower), nor rows under 8 KB;

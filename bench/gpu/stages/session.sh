@@ -2805,7 +2805,10 @@ stage_s47_c() {
 # default against FOURFOLD_GEMV_CS_FETCH_FIRST=0 for llama3-8b fp8 (predicted 392 -> about 395
 # tokens/s at ctx 512, H100 +0.6 %) and qwen3 with FOURFOLD_GEMV_CS=1 beside the default (s47_a:
 # 341.3 against 349.4; predicted about 346 with fetch-first: still behind, so K = 2048 rows keep
-# the static partition unless it reads >= 349); the norm-fused op shapes both ways.
+# the static partition unless it reads >= 349); the norm-fused op shapes both ways. Last, the
+# trial FOURFOLD_GEMV_CS_TAIL=1 (K = 1152 column-stationary) against the default, stock beside:
+# predicted 262144 x 1152 about 174 -> 138 µs (0.83x -> about 1.05x of stock), 6912 x 1152 7.4 ->
+# about 6.5 (0.90x -> about 1.03x); the default if both gain.
 stage_s48_a() {
     s25_gtests 'gemv_claim_cuda.*:gemv_fp8*:decoder_fp8_cuda.*:decode_native_cuda.*' 200 "$OUT/s48_a_tests.txt"
     s32_sanitizer memcheck s48_a_first 'gemv_claim_cuda.column_stationary_norm*' 60
@@ -2818,5 +2821,7 @@ stage_s48_a() {
     FOURFOLD_GEMV_CS=1 s47_ops cs_ff_on
     FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_FETCH_FIRST=0 s47_ops cs_ff_off
     s36_decode llama3-8b ff_on
+    s46_linear_run tail_off 1x262144x1152,1x6912x1152 40
+    FOURFOLD_GEMV_CS_TAIL=1 s46_linear_run tail_on 1x262144x1152,1x6912x1152 40
     stage_pack s48_a
 }

@@ -93,6 +93,15 @@ bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes)
         return true;
     if (row_bytes >= k_one_block_an_sm_row_bytes)
         return true;
+    // The trial FOURFOLD_GEMV_CS_TAIL=1 (session 47, not yet measured): rows whose last 2 KB step
+    // of the static partition is under half full (K = 1152: 2304 bytes, a second step of 256),
+    // where that step's loads leave most of a warp's lanes idle. Session 47's article run (H200,
+    // 2f0cf2c): 262,144 x 1152 at 3.48 TB/s (0.83x of stock), 6912 x 1152 0.90x; column-
+    // stationary (FOURFOLD_GEMV_CS=1, session 46) moved the first 174.2 -> 137.5 µs. No model
+    // whose decode fourfold runs has such rows.
+    const std::int64_t tail = row_bytes % 2048;
+    if (switch_is("FOURFOLD_GEMV_CS_TAIL", "1") && tail > 0 && tail < 1024)
+        return true;
     return switch_is("FOURFOLD_GEMV_CS_BIG", "1") && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
            weight_bytes >= (std::int64_t{64} << 20);
 }
