@@ -149,26 +149,20 @@ TEST(gemv_claim_cuda, column_stationary_few_rows_match_float64_and_repeat_their_
 #endif
 }
 
-// The column-stationary kernel with the norm fused loads its first rows' weights before the
-// prologue (session 47; FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it): the order of loads alone, so
-// the same bits either way, bf16 and fp16, K of 4, 9 and 16 slices, runs of 4-20 rows and of 7-8
-// (below the balanced path's 4 rows a block). The cases' values against float64 are the tests
-// above (the default order).
-TEST(gemv_claim_cuda, column_stationary_norm_gives_the_same_bits_before_and_after_the_prologue) {
-    REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
-    const fourfold::testing::env_switch first("FOURFOLD_GEMV_CS_FETCH_FIRST");
-    const workloads::call_context ctx(*dev);
-    const std::int64_t sms = dev->caps().compute_units;
+namespace {
+// The norm-fused column-stationary GEMV of each shape (bf16 and fp16) with the switch `sw` unset
+// and set to "0" or "1" (`on`): the same bits both ways, finite; `check(what, plan, set)` sees
+// each plan.
+void expect_same_bits_either_way(
+    backend::device& dev, const fourfold::testing::env_switch& sw, const char* on,
+    const std::vector<std::pair<std::int64_t, std::int64_t>>& shapes,
+    const std::function<void(const std::string&, const kernels::gemv_plan&, bool)>& check) {
+    const workloads::call_context ctx(dev);
     auto gen = at::detail::createCPUGenerator(29);
     for (const auto t : {at::kBFloat16, at::kHalf})
-        for (const auto& [n, k] :
-             std::vector<std::pair<std::int64_t, std::int64_t>>{{16 * sms + 13, 2048},
-                                                                {16 * sms + 13, 4104},
-                                                                {16 * sms + 13, 8192},
-                                                                {8 * sms - 27, 4104}}) {
-            const auto o = at::TensorOptions().dtype(t).device(dev->torch_device());
+        for (const auto& [n, k] : shapes) {
+            const auto o = at::TensorOptions().dtype(t).device(dev.torch_device());
             auto r = [&](std::vector<std::int64_t> shape, double scale) {
                 return (at::randn(shape, gen, at::TensorOptions().dtype(at::kDouble)) * scale)
                     .to(o);
@@ -179,19 +173,67 @@ TEST(gemv_claim_cuda, column_stationary_norm_gives_the_same_bits_before_and_afte
             ga.norm_weight = nw.data_ptr();
             const auto what =
                 std::string(c10::toString(t)) + " " + std::to_string(n) + "x" + std::to_string(k);
-            first.unset();
-            const auto before = kernels::plan_gemv(ga, workloads::native::limits(ctx));
-            EXPECT_TRUE(before.column_stationary && before.cs_fetch_first)
-                << what << ": " << before.describe();
-            const auto y_before = mo::native_linear_rms_normed(x, nw, 1e-5, w, ctx).cpu();
-            first.set("0");
-            const auto after = kernels::plan_gemv(ga, workloads::native::limits(ctx));
-            EXPECT_TRUE(after.column_stationary && !after.cs_fetch_first)
-                << what << ": " << after.describe();
-            const auto y_after = mo::native_linear_rms_normed(x, nw, 1e-5, w, ctx).cpu();
-            EXPECT_TRUE(at::equal(y_before, y_after)) << what;
-            EXPECT_TRUE(at::isfinite(y_before).all().item<bool>()) << what;
+            at::Tensor y[2];
+            for (const bool set : {false, true}) {
+                if (set)
+                    sw.set(on);
+                else
+                    sw.unset();
+                const auto plan = kernels::plan_gemv(ga, workloads::native::limits(ctx));
+                EXPECT_TRUE(plan.column_stationary) << what << ": " << plan.describe();
+                check(what + ": " + plan.describe(), plan, set);
+                y[set] = mo::native_linear_rms_normed(x, nw, 1e-5, w, ctx).cpu();
+            }
+            EXPECT_TRUE(at::equal(y[0], y[1])) << what;
+            EXPECT_TRUE(at::isfinite(y[0]).all().item<bool>()) << what;
         }
+}
+} // namespace
+#endif
+
+// The column-stationary kernel with the norm fused loads its first rows' weights before the
+// prologue (session 47; FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it): the order of loads alone, so
+// the same bits either way, bf16 and fp16, K of 4, 9 and 16 slices, runs of 4-20 rows and of 7-8
+// (below the balanced path's 4 rows a block). The cases' values against float64 are the tests
+// above (the default order).
+TEST(gemv_claim_cuda, column_stationary_norm_gives_the_same_bits_before_and_after_the_prologue) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const fourfold::testing::env_switch first("FOURFOLD_GEMV_CS_FETCH_FIRST");
+    const std::int64_t sms = dev->caps().compute_units;
+    expect_same_bits_either_way(
+        *dev, first, "0",
+        {{16 * sms + 13, 2048}, {16 * sms + 13, 4104}, {16 * sms + 13, 8192}, {8 * sms - 27, 4104}},
+        [](const std::string& what, const kernels::gemv_plan& plan, bool set) {
+            EXPECT_EQ(plan.cs_fetch_first, !set) << what;
+        });
+#endif
+}
+
+// The trial FOURFOLD_GEMV_CS_HALF=1: the column-stationary kernel in two blocks of 8 warps an SM
+// where a row's slices divide 8 (K = 2048: 4 slices, 4096: 8), the same runs as one block of 16:
+// against float64 with every prologue, the bias or not, the same bits on every run, and the same
+// bits as one block of 16 (runs of 4-20 rows, and of 4-5 below the balanced path's 4 rows a
+// block).
+TEST(gemv_claim_cuda, column_stationary_in_two_blocks_an_sm_matches_float64_and_one_block) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const fourfold::testing::env_switch half("FOURFOLD_GEMV_CS_HALF", "1");
+    const std::int64_t sms = dev->caps().compute_units;
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+        {16 * sms + 13, 2048}, {16 * sms + 13, 4096}, {8 * sms + 44, 4096}};
+    for (const auto& [n, k] : shapes)
+        expect_one_token_cases(
+            *dev, n, {at::kBFloat16, at::kHalf}, [k = k](at::ScalarType) { return k; },
+            [](const std::string& what, const kernels::gemv_plan& plan) {
+                EXPECT_TRUE(plan.column_stationary) << what;
+                EXPECT_EQ(plan.threads, 256) << what;
+            });
+    expect_same_bits_either_way(*dev, half, "1", shapes,
+                                [](const std::string& what, const kernels::gemv_plan& plan,
+                                   bool set) { EXPECT_EQ(plan.threads, set ? 256 : 512) << what; });
 #endif
 }
 

@@ -397,3 +397,30 @@ TEST(kernel_plans_fp8, the_column_stationary_epilogue_fetches_its_scale_and_bias
     EXPECT_FALSE(plan_gemv(b, h200()).epilogue_prefetch);
     EXPECT_EQ(plan_gemv(b, h200()).shared_bytes, 32 * 4 * 4);
 }
+
+// The trial FOURFOLD_GEMV_CS_HALF=1 (gemv.hpp's cs_half_wanted): two blocks of 8 warps an SM where
+// a row's slices divide 8 (llama3-8b's K = 4096 GEMVs: 4 slices), the same runs; the down
+// projection's 14 slices keep one block of 16 warps.
+TEST(kernel_plans_fp8, column_stationary_in_two_blocks_an_sm_on_trial) {
+    const fourfold::testing::env_switch half("FOURFOLD_GEMV_CS_HALF");
+    auto qkv = fp8_of(1, 6144, 4096);
+    qkv.norm_weight = k_norm;
+    auto down = fp8_of(1, 4096, 14336);
+    down.swiglu_x = true;
+    down.ld_x = std::int64_t{2} * 14336;
+    const auto one = plan_gemv_fp8(qkv, h200());
+    ASSERT_TRUE(one.column_stationary) << one.describe();
+    EXPECT_EQ(one.threads, 512);
+    half.set("1");
+    const auto two = plan_gemv_fp8(qkv, h200());
+    ASSERT_TRUE(two.valid.empty()) << two.valid;
+    EXPECT_TRUE(two.column_stationary && two.cs_fetch_first) << two.describe();
+    EXPECT_EQ(two.threads, 256);
+    EXPECT_EQ(two.blocks, 264);
+    EXPECT_EQ(two.slices, one.slices);
+    EXPECT_EQ(two.slice_rows, one.slice_rows);
+    const auto d = plan_gemv_fp8(down, h200());
+    EXPECT_TRUE(d.column_stationary) << d.describe();
+    EXPECT_EQ(d.threads, 512);
+    EXPECT_EQ(d.slices, 14);
+}

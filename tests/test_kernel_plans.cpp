@@ -301,7 +301,7 @@ TEST(kernel_plans, gemv_column_stationary_for_big_weights_of_4_kb_rows_on_trial)
     EXPECT_EQ(p.shared_bytes, 2048 * 2 + 16 * 288 * 4);
     EXPECT_FALSE(plan_gemv(qkv, h200()).column_stationary);
     EXPECT_TRUE(plan_gemv(qkv, h200()).balanced);
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 262144, 1152), h200()).column_stationary); // 2.3 KB rows
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 262144, 1664), h200()).column_stationary); // 3.3 KB rows
     EXPECT_TRUE(plan_gemv(gemv_of(1, 262208, 2560), h200()).column_stationary);
     const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0"); // never, whatever the trial
     EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
@@ -334,16 +334,16 @@ TEST(kernel_plans, gemv_column_stationary_loads_its_first_weights_before_the_nor
     EXPECT_EQ(after.slices, qkv.slices);
 }
 
-// The trial FOURFOLD_GEMV_CS_TAIL=1: column-stationary where the static partition's last 2 KB step
-// of a row is under half full (K = 1152 bf16: 2304-byte rows), at 4 rows a block of the wave or
-// more and below it; rows whose last step is half full or more keep their path, as do 8-byte
-// elements' rows and two tokens.
-TEST(kernel_plans, gemv_column_stationary_where_a_rows_last_step_is_under_half_full_on_trial) {
-    const fourfold::testing::env_switch tail("FOURFOLD_GEMV_CS_TAIL");
+// Column-stationary where the static partition's last 2 KB step of a row is under half full
+// (K = 1152 bf16: 2304-byte rows; session 48's default), at 4 rows a block of the wave or more and
+// below it; rows whose last step is half full or more keep their path, as do 8-byte elements'
+// rows and two tokens; FOURFOLD_GEMV_CS_TAIL=0: the static partition.
+TEST(kernel_plans, gemv_column_stationary_where_a_rows_last_step_is_under_half_full) {
+    const fourfold::testing::env_switch tail("FOURFOLD_GEMV_CS_TAIL", "0");
     const auto big = gemv_of(1, 262144, 1152), mid = gemv_of(1, 6912, 1152);
     EXPECT_TRUE(plan_gemv(big, h200()).balanced);
     EXPECT_FALSE(plan_gemv(big, h200()).column_stationary);
-    tail.set("1");
+    tail.unset();
     const auto p = plan_gemv(big, h200());
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.column_stationary && !p.balanced) << p.describe();
@@ -356,6 +356,35 @@ TEST(kernel_plans, gemv_column_stationary_where_a_rows_last_step_is_under_half_f
     auto fp32 = gemv_of(1, 262144, 576); // 2304-byte rows of 4-byte elements
     fp32.type = elem::f32;
     EXPECT_FALSE(plan_gemv(fp32, h200()).column_stationary);
+}
+
+// The trial FOURFOLD_GEMV_CS_HALF=1: the column-stationary kernel in two blocks of 8 warps an SM
+// where a row's slices divide 8, with the same runs (so the same rows a run, and the same sums);
+// not where they do not (K = 1152: 3 slices; K = 6144: 12).
+TEST(kernel_plans, gemv_column_stationary_in_two_blocks_an_sm_on_trial) {
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const fourfold::testing::env_switch half("FOURFOLD_GEMV_CS_HALF");
+    const auto qkv = with_norm(gemv_of(1, 5120, 2048)),
+               gate_up = with_norm(gemv_of(1, 28672, 4096));
+    const auto tail = gemv_of(1, 262144, 1152), wide = gemv_of(1, 4096, 6144);
+    const auto whole = plan_gemv(qkv, h200()), whole_up = plan_gemv(gate_up, h200());
+    ASSERT_TRUE(whole.column_stationary && whole_up.column_stationary) << whole.describe();
+    EXPECT_EQ(whole.threads, 512);
+    EXPECT_EQ(whole.blocks, 132);
+    half.set("1");
+    for (const auto& [args, before] : {std::pair{qkv, whole}, std::pair{gate_up, whole_up}}) {
+        const auto p = plan_gemv(args, h200());
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_TRUE(p.column_stationary) << p.describe();
+        EXPECT_EQ(p.threads, 256);
+        EXPECT_EQ(p.blocks, 264);
+        EXPECT_EQ(p.slices, before.slices);
+        EXPECT_EQ(p.slice_rows, before.slice_rows); // the same runs
+        EXPECT_EQ(p.cs_fetch_first, before.cs_fetch_first);
+        EXPECT_LE(p.shared_bytes, before.shared_bytes); // half the warps' sums
+    }
+    EXPECT_EQ(plan_gemv(tail, h200()).threads, 512) << plan_gemv(tail, h200()).describe();
+    EXPECT_EQ(plan_gemv(wide, h200()).threads, 512) << plan_gemv(wide, h200()).describe();
 }
 
 // Column-stationary below the balanced path's 4 rows a block of the wave too, with 4 rows a run or

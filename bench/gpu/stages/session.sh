@@ -2825,3 +2825,38 @@ stage_s48_a() {
     FOURFOLD_GEMV_CS_TAIL=1 s46_linear_run tail_on 1x262144x1152,1x6912x1152 40
     stage_pack s48_a
 }
+
+# Session 48's second call (about 8 minutes with the build): the trial FOURFOLD_GEMV_CS_HALF=1, the
+# column-stationary kernel in two blocks of 8 warps an SM where a row's slices divide 8 (K = 2048
+# and 4096 bf16, K = 4096 e4m3), so a block can start beside one block of the launch before (a
+# block of 16 warps at 128 registers fills an SM's register file). And session 48's default
+# column-stationary K = 1152 (FOURFOLD_GEMV_CS_TAIL). Predicted (H100 or H200, one call): qwen3
+# with FOURFOLD_GEMV_CS=1 and the trial at or above the default (s48_a on an H100: 295.9 against
+# 298.8 without the trial); qwen3 with the trial alone (its o GEMV, 2048 x 4096) +0.5 %; llama3-8b
+# fp8 +0.5-1 % (every GEMV but the down projection); llama3-8b bf16 +0.5 %.
+s48_pair() {
+    local what=$1
+    s36_decode "$what" base
+    FOURFOLD_GEMV_CS_HALF=1 s36_decode "$what" half
+}
+stage_s48_b() {
+    s25_gtests 'gemv_claim_cuda.column_stationary*:gemv_claim_cuda.claimed*' 150 "$OUT/s48_b_tests.txt"
+    FOURFOLD_GEMV_CS_HALF=1 s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:decode_native_cuda.*' 150 \
+        "$OUT/s48_b_tests_half.txt"
+    s48_pair qwen3-30b-a3b
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_HALF=1 s36_decode qwen3-30b-a3b cs_half
+    s37_fp8_decode base
+    FOURFOLD_GEMV_CS_HALF=1 s37_fp8_decode half
+    s48_pair llama3-8b
+    s36_decode qwen3-30b-a3b base2
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_HALF=1 s36_decode qwen3-30b-a3b cs_half2
+    FOURFOLD_GEMV_CS=1 s47_ops cs
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_HALF=1 s47_ops cs_half
+    local mid=1x8192x2048,1x4096x2048,1x6144x2048,1x8192x3072,1x4096x2560,1x262144x1152,1x6912x1152
+    s46_linear_run mid_default "$mid" 40
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_HALF=1 s46_linear_run mid_cs_half "$mid" 40
+    s32_sanitizer memcheck s48_b 'gemv_claim_cuda.column_stationary_in_two*' 120
+    s32_sanitizer racecheck s48_b 'gemv_claim_cuda.column_stationary_in_two*' 120
+    stage_pack s48_b
+}

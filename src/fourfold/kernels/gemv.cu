@@ -784,11 +784,14 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                     a.ld_w, p.slices, p.slice_rows, nw, eps, p.epilogue_prefetch,
                     p.cs_fetch_first));
             };
+            constexpr int H = k_cs_half_warps; // two blocks an SM (FOURFOLD_GEMV_CS_HALF=1)
+            const bool half = p.threads == H * 32;
             if (p.fused_swiglu)
-                return run(gemv_cs<F, k_cs_swiglu_slices>);
+                return half ? run(gemv_cs<F, k_cs_swiglu_slices, H>)
+                            : run(gemv_cs<F, k_cs_swiglu_slices>);
             if (p.fused_norm)
-                return run(gemv_cs<F, k_pro_norm>);
-            return run(gemv_cs<F, k_pro_none>);
+                return half ? run(gemv_cs<F, k_pro_norm, H>) : run(gemv_cs<F, k_pro_norm>);
+            return half ? run(gemv_cs<F, k_pro_none, H>) : run(gemv_cs<F, k_pro_none>);
         }
         return invalid("the column-stationary GEMV takes one token of 2-byte elements");
     }

@@ -46,14 +46,24 @@ inline constexpr int k_gemv_cs_threads = 512;
 inline constexpr int k_gemv_cs_vectors = 2;
 inline constexpr int k_gemv_cs_depth = 4;
 // The column-stationary kernel's partition (both GEMV plans): n rows of nkv 16-byte weight vectors
-// over sm_count blocks. `slices` of K a row, the rows of the longest run, and the bytes of the
-// float a row of each warp's run a block sums in shared memory; run_rows 0 where K has more than
-// 16 slices (the kernel does not take it).
+// over sm_count blocks of 16 warps, or (`half`) 2 sm_count blocks of 8. `slices` of K a row, the
+// rows of the longest run, and the bytes of the float a row of each warp's run a block sums in
+// shared memory; run_rows 0 where K has more slices than a block has warps (the kernel does not
+// take it).
 struct gemv_cs_shape {
     std::int64_t slices = 0, run_rows = 0, sum_bytes = 0;
-    std::int64_t runs = 0; // the grid's runs (0 where K has more than 16 slices)
+    std::int64_t runs = 0; // the grid's runs (0 where K has more slices than a block has warps)
+    std::int64_t blocks = 0;
+    int threads = k_gemv_cs_threads;
 };
-gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count);
+gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, bool half = false);
+// The trial FOURFOLD_GEMV_CS_HALF=1 (session 48, both plans): the column-stationary kernel in two
+// blocks of 8 warps an SM where a row's slices divide 8 (the same runs, so the same rows a warp
+// and the same bits), so that a block of it can start on an SM where one of the launch before's
+// blocks still runs: a block of 16 warps at 128 registers takes an SM's whole register file, and
+// waits for every block there to leave (session 47: column-stationary gained half what the static
+// partition, 4 blocks an SM, gained from the dependent launch behind qwen3's MoE block).
+bool cs_half_wanted(std::int64_t slices);
 // The column-stationary and claimed epilogues' bias and scale, copied into shared memory by
 // cp.async at the start (a 4-byte word of each for every thread's first epilogue row): the
 // epilogue then reads them there, where it loaded them after its block barrier, one round trip of

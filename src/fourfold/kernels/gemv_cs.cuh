@@ -11,21 +11,23 @@
 // then costs its weight loads, their conversion and the FMAs alone (the FP8 GEMV's missing
 // bandwidth was on x's side, session 39). k_gemv_cs_depth rows of the slice are in flight (a ring
 // of registers); the sums of 8 rows are reduced across the warp at once (9 shuffles where 8 warp
-// sums take 40). The block's 16 warps are 16 / S row runs of S slices (S = the plan's `slices`;
-// warps past 16 / S runs idle), each run's warps adding their slices' sums in slice order through
-// shared memory once all rows are done (deterministic). The prologue (PRO) makes x in shared
-// memory once a block as gemv_claim's does, and each warp reads its slice from there;
-// PRO = k_cs_swiglu_slices makes each warp compute the SwiGLU of its own slice from [gate | up] in
-// global memory, with the block prologue's value and rounding: no x in shared memory, no barrier
-// before the rows. Its loads of [gate | up], and of x without a prologue, are load_after_wait's
-// (elements.cuh): with __ldg ptxas placed the first of them above griddepcontrol.wait (the SASS,
-// session 42), and the FP8 SwiGLU gave llama3-8b fp8 a relative L2 of 0.27 (session 41).
+// sums take 40). The block's WARPS warps (16: one block an SM; 8: two, the plan's cs_half) are
+// WARPS / S row runs of S slices (S = the plan's `slices`; warps past WARPS / S runs idle), each
+// run's warps adding their slices' sums in slice order through shared memory once all rows are done
+// (deterministic). The prologue (PRO) makes x in shared memory once a block as gemv_claim's does,
+// and each warp reads its slice from there; PRO = k_cs_swiglu_slices makes each warp compute the
+// SwiGLU of its own slice from [gate | up] in global memory, with the block prologue's value and
+// rounding: no x in shared memory, no barrier before the rows. Its loads of [gate | up], and of x
+// without a prologue, are load_after_wait's (elements.cuh): with __ldg ptxas placed the first of
+// them above griddepcontrol.wait (the SASS, session 42), and the FP8 SwiGLU gave llama3-8b fp8 a
+// relative L2 of 0.27 (session 41).
 #include "fourfold/kernels/gemv_claim.cuh"
 
 namespace fourfold::kernels::gemv_common {
 
 constexpr int k_cs_warps = k_gemv_cs_threads / 32;
-constexpr int k_cs_batch = 8; // rows whose sums are reduced together
+constexpr int k_cs_half_warps = k_cs_warps / 2; // the plan's cs_half: two blocks an SM
+constexpr int k_cs_batch = 8;                   // rows whose sums are reduced together
 constexpr int k_cs_swiglu_slices = 3;
 
 // nkv: a row's 16-byte weight vectors; ld_w: W's row stride in W elements; scale (scaled formats):
@@ -33,8 +35,8 @@ constexpr int k_cs_swiglu_slices = 3;
 // plan's slice_rows), the stride of each warp's sums in shared memory. prefetch: the plan's
 // epilogue_prefetch (gemv.hpp's k_gemv_cs_epilogue_bytes after the sums: thread t's first
 // epilogue row's bias as the 4-byte word that holds it, then its scale). fetch_first: see below.
-template <typename F, int PRO>
-__global__ void __launch_bounds__(k_gemv_cs_threads, 1)
+template <typename F, int PRO, int WARPS = k_cs_warps>
+__global__ void __launch_bounds__(WARPS * 32, k_cs_warps / WARPS)
     gemv_cs(const typename F::X* __restrict__ x, const typename F::W* __restrict__ w,
             const float* __restrict__ scale, std::int64_t inc_scale, bool per_row,
             const typename F::X* __restrict__ bias, typename F::X* __restrict__ y, std::int64_t n,
@@ -48,13 +50,14 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     constexpr int WVEC = 16 / sizeof(typename F::W);
     static_assert(XF == XV * XVEC, "a weight vector multiplies x_vectors whole vectors of x");
     static_assert(RB % DEPTH == 0, "the ring's slots are fixed at compile time");
+    static_assert(WARPS == k_cs_warps || WARPS == k_cs_half_warps, "one or two blocks an SM");
+    constexpr int THREADS = WARPS * 32;
     // the prologues that make x in shared memory once a block
     constexpr bool SHARED_X = PRO == k_pro_norm || PRO == k_pro_swiglu;
-    extern __shared__ uint4
-        smem[]; // SHARED_X: x (XV nkv vectors); then k_cs_warps x max_rows floats
+    extern __shared__ uint4 smem[]; // SHARED_X: x (XV nkv vectors); then WARPS x max_rows floats
     allow_dependents();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int runs = k_cs_warps / slices; // row runs a block
+    const int runs = WARPS / slices; // row runs a block
     const int slice = warp % slices, run = warp / slices;
     const std::int64_t all_runs = std::int64_t{gridDim.x} * runs;
     const std::int64_t g = std::int64_t{blockIdx.x} * runs + run;
@@ -106,14 +109,14 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     // The epilogue's first row of this thread: its bias and scale into shared memory now, by
     // cp.async (no register held down the rows), where the epilogue would load them after its
     // barrier. The epilogue's mapping: entry i = threadIdx.x of the block's runs x max_rows.
-    auto* pre = reinterpret_cast<unsigned*>(part + k_cs_warps * max_rows);
+    auto* pre = reinterpret_cast<unsigned*>(part + WARPS * max_rows);
     if (prefetch && static_cast<int>(threadIdx.x) < runs * max_rows) {
         const int q = static_cast<int>(threadIdx.x) / max_rows;
         const int r = static_cast<int>(threadIdx.x) - q * max_rows;
         const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;
         const std::int64_t a0 = gq * n / all_runs;
         if (r < (gq + 1) * n / all_runs - a0)
-            fetch_epilogue<F>(pre, k_gemv_cs_threads, a0 + r, n, scale, inc_scale, per_row, bias);
+            fetch_epilogue<F>(pre, THREADS, a0 + r, n, scale, inc_scale, per_row, bias);
     }
     // the slice's x as floats (XF a weight vector: x's vectors XV v .. XV v + XV - 1)
     float xf[U][XF];
@@ -165,7 +168,7 @@ __global__ void __launch_bounds__(k_gemv_cs_threads, 1)
     __syncthreads();
     // each run's rows: the slices' sums in slice order, times the scale (scaled formats), plus
     // the bias, rounded once
-    const epilogue_inputs<F> in{pre, k_gemv_cs_threads, scale, inc_scale, per_row, bias};
+    const epilogue_inputs<F> in{pre, THREADS, scale, inc_scale, per_row, bias};
     for (int i = threadIdx.x; i < runs * max_rows; i += blockDim.x) {
         const int q = i / max_rows, r = i - q * max_rows;
         const std::int64_t gq = std::int64_t{blockIdx.x} * runs + q;

@@ -574,12 +574,17 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     p.epilogue_prefetch, p.cs_fetch_first));
             };
             using F = e4m3_weights;
-            if (p.fused_swiglu)
-                return p.swiglu_slices ? run(gemv_cs<F, k_cs_swiglu_slices>)
-                                       : run(gemv_cs<F, k_pro_swiglu>);
+            constexpr int H = k_cs_half_warps; // two blocks an SM (FOURFOLD_GEMV_CS_HALF=1)
+            const bool half = p.threads == H * 32;
+            if (p.fused_swiglu) {
+                if (p.swiglu_slices)
+                    return half ? run(gemv_cs<F, k_cs_swiglu_slices, H>)
+                                : run(gemv_cs<F, k_cs_swiglu_slices>);
+                return half ? run(gemv_cs<F, k_pro_swiglu, H>) : run(gemv_cs<F, k_pro_swiglu>);
+            }
             if (p.fused_norm)
-                return run(gemv_cs<F, k_pro_norm>);
-            return run(gemv_cs<F, k_pro_none>);
+                return half ? run(gemv_cs<F, k_pro_norm, H>) : run(gemv_cs<F, k_pro_norm>);
+            return half ? run(gemv_cs<F, k_pro_none, H>) : run(gemv_cs<F, k_pro_none>);
         }
         if (p.claimed) {
             using namespace gemv_common;

@@ -45,12 +45,19 @@ std::string gemv_plan::describe() const {
     return s;
 }
 
-gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count) {
+bool cs_half_wanted(std::int64_t slices) {
+    constexpr int half_warps = k_gemv_cs_threads / 64;
+    return slices >= 1 && half_warps % slices == 0 && switch_is("FOURFOLD_GEMV_CS_HALF", "1");
+}
+
+gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, bool half) {
     constexpr std::int64_t slice_vectors = std::int64_t{32} * k_gemv_cs_vectors;
-    constexpr int warps = k_gemv_cs_threads / 32;
+    const int warps = k_gemv_cs_threads / (half ? 64 : 32);
     gemv_cs_shape s;
     s.slices = (nkv + slice_vectors - 1) / slice_vectors;
-    const std::int64_t runs = s.slices <= warps ? sm_count * (warps / s.slices) : 0;
+    s.blocks = std::int64_t{sm_count} * (half ? 2 : 1);
+    s.threads = warps * 32;
+    const std::int64_t runs = s.slices <= warps ? s.blocks * (warps / s.slices) : 0;
     s.runs = runs;
     s.run_rows = runs ? (n + runs - 1) / runs : 0;
     s.sum_bytes = warps * s.run_rows * 4;
@@ -93,14 +100,15 @@ bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes)
         return true;
     if (row_bytes >= k_one_block_an_sm_row_bytes)
         return true;
-    // The trial FOURFOLD_GEMV_CS_TAIL=1 (session 47, not yet measured): rows whose last 2 KB step
-    // of the static partition is under half full (K = 1152: 2304 bytes, a second step of 256),
-    // where that step's loads leave most of a warp's lanes idle. Session 47's article run (H200,
-    // 2f0cf2c): 262,144 x 1152 at 3.48 TB/s (0.83x of stock), 6912 x 1152 0.90x; column-
-    // stationary (FOURFOLD_GEMV_CS=1, session 46) moved the first 174.2 -> 137.5 µs. No model
-    // whose decode fourfold runs has such rows.
+    // Rows whose last 2 KB step of the static partition is under half full (K = 1152: 2304 bytes,
+    // a second step of 256), where that step's loads leave most of a warp's lanes idle (session
+    // 47's trial, the default from session 48; FOURFOLD_GEMV_CS_TAIL=0: the static partition).
+    // Session 47's article run (H200, 2f0cf2c): 262,144 x 1152 at 3.48 TB/s (0.83x of stock),
+    // 6912 x 1152 0.90x. Session 48 (H100, one call, 75977de, cold graph): 262,144 x 1152 203 ->
+    // 195 µs (stock 202), 6912 x 1152 8.01 -> 7.29 (stock 7.87). No model whose decode fourfold
+    // runs has such rows.
     const std::int64_t tail = row_bytes % 2048;
-    if (switch_is("FOURFOLD_GEMV_CS_TAIL", "1") && tail > 0 && tail < 1024)
+    if (!switch_is("FOURFOLD_GEMV_CS_TAIL", "0") && tail > 0 && tail < 1024)
         return true;
     return switch_is("FOURFOLD_GEMV_CS_BIG", "1") && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
            weight_bytes >= (std::int64_t{64} << 20);
@@ -156,7 +164,8 @@ bool take_prologue(gemv_plan& p, const gemv_args& a, std::int64_t es) {
 // (runs differ by one row at most); false (p unchanged) where it does not.
 bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
                             const device_limits& d, std::int64_t min_rows) {
-    const auto cs_shape = gemv_cs_shape_of(a.n, nkv, d.sm_count);
+    const bool half = cs_half_wanted(gemv_cs_shape_of(a.n, nkv, d.sm_count).slices);
+    const auto cs_shape = gemv_cs_shape_of(a.n, nkv, d.sm_count, half);
     const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
     const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
     if (cs_shape.runs < 1 || a.n / cs_shape.runs < std::max<std::int64_t>(min_rows, 1) ||
@@ -167,8 +176,8 @@ bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
     p.streamed = false;
     p.k_split = 1;
     p.rows_per_warp = 1;
-    p.blocks = d.sm_count;
-    p.threads = k_gemv_cs_threads;
+    p.blocks = cs_shape.blocks;
+    p.threads = cs_shape.threads;
     p.slices = static_cast<int>(cs_shape.slices);
     p.slice_rows = static_cast<int>(cs_shape.run_rows);
     p.swiglu_slices = a.swiglu_x;
