@@ -2860,3 +2860,18 @@ stage_s48_b() {
     s32_sanitizer racecheck s48_b 'gemv_claim_cuda.column_stationary_in_two*' 120
     stage_pack s48_b
 }
+
+# Session 48's third call (about 9 minutes with the build): the defaults after s48_b, column-
+# stationary for rows of 4 KB or more without a prologue (FOURFOLD_GEMV_CS_PLAIN) and for K = 1152
+# (FOURFOLD_GEMV_CS_TAIL). The GEMV gpu tests; the article's linear_decode jobs. Predicted: T = 1
+# over the 96 shapes 1.304x (s47_a) -> about 1.33x, the shapes more than 2 % slower than stock
+# 11 -> 2-4 (262208 x 5376 and 128256 x 8192 claimed, 1152 x 6912 split); qwen3-30b-a3b and
+# llama3-8b unchanged (their 4-8 KB rows have the norm fused): about 350 and 249 tokens/s.
+stage_s48_c() {
+    s25_gtests 'gemv_claim_cuda.*:native.gemv*:dependent_launch_cuda.the_one_token_gemv*' 150 \
+        "$OUT/s48_c_tests.txt"
+    article_linear_decode s48
+    s36_decode qwen3-30b-a3b s48c
+    s36_decode llama3-8b s48c
+    stage_pack s48_c
+}

@@ -93,12 +93,22 @@ constexpr std::int64_t k_one_block_an_sm_row_bytes = 8192;
 // 143.8 column-stationary, while its 5120 x 2048 qkv GEMVs, 12.3 and 12.1 µs alone, cost the
 // decode 3.5 % column-stationary (session 43): a loss between launches (the kernels alone are
 // not slower), which a 150 µs kernel pays once a step and a 12 µs one 48 times.
-bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes) {
+bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes, bool prologue) {
     if (switch_is("FOURFOLD_GEMV_CS", "0"))
         return false;
     if (switch_is("FOURFOLD_GEMV_CS", "1"))
         return true;
     if (row_bytes >= k_one_block_an_sm_row_bytes)
+        return true;
+    // Rows of 4 KB or more without a fused prologue (session 48's default;
+    // FOURFOLD_GEMV_CS_PLAIN=0: the static partition). Measured on the H200 (build 5d27b71, one
+    // call, cold graph, native against stock in the same run): 8192 x 2048 11.7 -> 9.23 µs (stock
+    // 10.4), 4096 x 2048 7.37 -> 5.53 (6.84), 6144 x 2048 9.39 -> 8.15 (9.18), 8192 x 3072 16.4 ->
+    // 12.9 (14.5), 4096 x 2560 8.57 -> 7.67 (7.94). The decode loss above was measured on
+    // norm-fused GEMVs (qwen3's qkv and LM head: -2.9 % at ctx 512 in that call); no decoder
+    // fourfold runs has rows of 4-8 KB without a prologue.
+    if (!prologue && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
+        !switch_is("FOURFOLD_GEMV_CS_PLAIN", "0"))
         return true;
     // Rows whose last 2 KB step of the static partition is under half full (K = 1152: 2304 bytes,
     // a second step of 256), where that step's loads leave most of a warp's lanes idle (session
@@ -293,7 +303,8 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
     const bool whole_steps =
         p.vectorised && !p.tensor_cores && nkv_all >= 128 && block_steps < 2147483647.0;
     const bool one_token_cs =
-        a.tokens == 1 && es == 2 && column_stationary_wanted(nkv_all * 16, a.n * nkv_all * 16);
+        a.tokens == 1 && es == 2 &&
+        column_stationary_wanted(nkv_all * 16, a.n * nkv_all * 16, a.norm_weight || a.swiglu_x);
     // Below the balanced path's 4 rows a block of the wave (where K would be split over a block's
     // warps): the column-stationary kernel too, with 4 rows a run or more. Measured on the H200
     // (session 46, build d0f16de, one machine, every record PASS; with 2 rows a run or more, the
