@@ -375,7 +375,7 @@ TEST(kernel_plans, gemv_column_stationary_for_rows_of_4_kb_without_a_prologue) {
         EXPECT_EQ(p.blocks, 132);
     }
     auto with_bias = gemv_of(1, 8192, 2048);
-    with_bias.bias = at(k_aligned * 3);
+    with_bias.bias = gemv_of(1, 1, 1, k_aligned * 3).w; // a stand-in address, 16-byte aligned
     EXPECT_TRUE(plan_gemv(with_bias, h200()).column_stationary);
     auto swiglu = gemv_of(1, 8192, 2048);
     swiglu.swiglu_x = true;
