@@ -417,6 +417,25 @@ TEST(kernel_plans, gemv_column_stationary_in_two_blocks_an_sm_on_trial) {
     EXPECT_EQ(plan_gemv(wide, h200()).threads, 512) << plan_gemv(wide, h200()).describe();
 }
 
+// gemv_cs asks L2 for the ring's 4 rows of each warp's slice before its dependency wait; the trial
+// FOURFOLD_GEMV_CS_L2_RUN=1 for the whole run, up to 24 MB over the grid (qwen3-30b-a3b's qkv:
+// all 10 rows of its 528 runs; the LM head: 11 of 288).
+TEST(kernel_plans, gemv_column_stationary_asks_l2_for_its_first_rows_or_its_run_on_trial) {
+    const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
+    const fourfold::testing::env_switch run("FOURFOLD_GEMV_CS_L2_RUN");
+    const auto qkv = with_norm(gemv_of(1, 5120, 2048)), head = gemv_of(1, 151936, 2048);
+    const auto few = gemv_of(1, 1100, 4096); // 4-5 rows a run
+    EXPECT_EQ(plan_gemv(qkv, h200()).cs_l2_rows, 4);
+    EXPECT_EQ(plan_gemv(head, h200()).cs_l2_rows, 4);
+    EXPECT_EQ(plan_gemv(few, h200()).cs_l2_rows, 4);
+    run.set("1");
+    const auto p = plan_gemv(qkv, h200());
+    EXPECT_EQ(p.slice_rows, 10);
+    EXPECT_EQ(p.cs_l2_rows, 10) << p.describe();
+    EXPECT_EQ(plan_gemv(head, h200()).cs_l2_rows, 11);
+    EXPECT_EQ(plan_gemv(few, h200()).cs_l2_rows, 5);
+}
+
 // Column-stationary below the balanced path's 4 rows a block of the wave too, with 4 rows a run or
 // more (qwen3-30b-a3b's o GEMV, 2048 x 4096), a fused prologue with it; not where runs would hold
 // fewer rows (1024 x 4096: 3 a run, measured slower), nor rows under 8 KB;

@@ -2875,3 +2875,32 @@ stage_s48_c() {
     s36_decode llama3-8b s48c
     stage_pack s48_c
 }
+
+# Session 49's first call (about 6 minutes with the build): the trial FOURFOLD_GEMV_CS_L2_RUN=1
+# (gemv_cs asks L2 for its whole run before the wait, up to 24 MB, as gemv_balanced's first two
+# steps do for qwen3's qkv), its gpu tests, and the defaults beside it. Hypothesis (session 47: the
+# static partition gains 15.8 tokens/s from the dependent launch where column-stationary gains
+# 7.5): the difference is what each asks of L2 before its wait. Predicted: qwen3 with
+# FOURFOLD_GEMV_CS=1 and the trial within 0.5 % of the default (s48_b: 340.3 against 350.4
+# without it); llama3-8b bf16 and fp8 (column-stationary K = 4096) +0-1 %. Then `s49_b` (or
+# `build s49_b` on a fresh machine): s48_c's article run at session 48's defaults, on an H200
+# issue 13's figures.
+stage_s49_a() {
+    s25_gtests 'gemv_claim_cuda.*:native.gemv*:dependent_launch_cuda.the_one_token_gemv*' 150 \
+        "$OUT/s49_a_tests.txt"
+    FOURFOLD_GEMV_CS_L2_RUN=1 s25_gtests 'gemv_claim_cuda.column_stationary*:gemv_fp8*' 120 \
+        "$OUT/s49_a_tests_l2run.txt"
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
+    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode qwen3-30b-a3b cs_l2run
+    FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode qwen3-30b-a3b l2run
+    s36_decode llama3-8b base
+    FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode llama3-8b l2run
+    s37_fp8_decode base
+    FOURFOLD_GEMV_CS_L2_RUN=1 s37_fp8_decode l2run
+    stage_pack s49_a
+}
+stage_s49_b() {
+    article_linear_decode s49
+    stage_pack s49_b
+}

@@ -781,8 +781,8 @@ launch_status launch_vec(const gemv_plan& p, const gemv_args& a, stream_t stream
                 return status_of(launch_serialised_after_smem(
                     kernel, grid, block, p.shared_bytes, stream, dep, x, w,
                     static_cast<const float*>(nullptr), std::int64_t{0}, false, b, y, a.n, nkv,
-                    a.ld_w, p.slices, p.slice_rows, nw, eps, p.epilogue_prefetch,
-                    p.cs_fetch_first));
+                    a.ld_w, p.slices, p.slice_rows, nw, eps, p.epilogue_prefetch, p.cs_fetch_first,
+                    p.cs_l2_rows));
             };
             constexpr int H = k_cs_half_warps; // two blocks an SM (FOURFOLD_GEMV_CS_HALF=1)
             const bool half = p.threads == H * 32;

@@ -64,6 +64,13 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, b
 // waits for every block there to leave (session 47: column-stationary gained half what the static
 // partition, 4 blocks an SM, gained from the dependent launch behind qwen3's MoE block).
 bool cs_half_wanted(std::int64_t slices);
+// The rows of each warp's slice gemv_cs asks L2 for before its dependency wait: the ring's
+// k_gemv_cs_depth by default. The trial FOURFOLD_GEMV_CS_L2_RUN=1 (session 48, both plans): the
+// whole run, up to k_gemv_cs_l2_run_bytes over the grid, as much as gemv_balanced's first two
+// steps a warp ask for qwen3-30b-a3b's qkv (21 MB: all of it). Session 47 measured the static
+// partition gaining twice what column-stationary gains from the dependent launch.
+inline constexpr std::int64_t k_gemv_cs_l2_run_bytes = std::int64_t{24} << 20;
+int cs_l2_rows(const gemv_cs_shape& s, std::int64_t row_bytes);
 // The column-stationary and claimed epilogues' bias and scale, copied into shared memory by
 // cp.async at the start (a 4-byte word of each for every thread's first epilogue row): the
 // epilogue then reads them there, where it loaded them after its block barrier, one round trip of
@@ -138,6 +145,8 @@ struct gemv_plan {
     // (gemv_cs.cuh; session 47 on an H100: 4096 x 2048 + norm 8.41 -> 7.59 µs, llama3-8b fp8
     // 308.9 -> 310.8 tokens/s, K = 4096 bf16 unchanged; FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it)
     bool cs_fetch_first = false;
+    // column-stationary: the rows of each warp's slice asked of L2 before the wait (cs_l2_rows)
+    int cs_l2_rows = 0;
     // column-stationary or claimed, with a bias: the epilogue's bias fetched at the start
     // (k_gemv_cs_epilogue_bytes / k_gemv_claim_epilogue_bytes above, in shared_bytes last)
     bool epilogue_prefetch = false;

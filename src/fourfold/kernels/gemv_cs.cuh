@@ -35,6 +35,7 @@ constexpr int k_cs_swiglu_slices = 3;
 // plan's slice_rows), the stride of each warp's sums in shared memory. prefetch: the plan's
 // epilogue_prefetch (gemv.hpp's k_gemv_cs_epilogue_bytes after the sums: thread t's first
 // epilogue row's bias as the 4-byte word that holds it, then its scale). fetch_first: see below.
+// l2_rows: the rows of the slice asked of L2 before the dependency wait.
 template <typename F, int PRO, int WARPS = k_cs_warps>
 __global__ void __launch_bounds__(WARPS * 32, k_cs_warps / WARPS)
     gemv_cs(const typename F::X* __restrict__ x, const typename F::W* __restrict__ w,
@@ -42,7 +43,7 @@ __global__ void __launch_bounds__(WARPS * 32, k_cs_warps / WARPS)
             const typename F::X* __restrict__ bias, typename F::X* __restrict__ y, std::int64_t n,
             std::int64_t nkv, std::int64_t ld_w, int slices, int max_rows,
             const typename F::X* __restrict__ norm_weight, float norm_eps, bool prefetch,
-            bool fetch_first) {
+            bool fetch_first, int l2_rows) {
     using X = typename F::X;
     static_assert(sizeof(X) == 2, "x, the bias and y are 2-byte elements");
     constexpr int U = k_gemv_cs_vectors, DEPTH = k_gemv_cs_depth, RB = k_cs_batch;
@@ -69,9 +70,10 @@ __global__ void __launch_bounds__(WARPS * 32, k_cs_warps / WARPS)
     const std::int64_t ldv = ld_w / WVEC; // W's row stride in vectors
     const uint4* wr = reinterpret_cast<const uint4*>(w + r0 * ld_w);
     const int v0 = slice * 32 * U + lane; // the lane's first vector of a row
-    // the first rows of the slice into L2 while the kernel before may still run, then wait
+    // the first l2_rows rows of the slice (the plan's cs_l2_rows) into L2 while the kernel before
+    // may still run, then wait
     if (lane % 8 == 0)
-        for (int r = 0; r < DEPTH && r < rows; ++r)
+        for (int r = 0; r < l2_rows && r < rows; ++r)
 #pragma unroll
             for (int u = 0; u < U; ++u)
                 if (v0 + 32 * u < kv)

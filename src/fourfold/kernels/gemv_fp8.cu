@@ -571,7 +571,7 @@ launch_status launch_tokens(const gemv_fp8_plan& p, const gemv_fp8_args& a, stre
                     stream, p.dependent_launch, t.x, t.w, a.scale, a.inc_scale, t.per_row, t.bias,
                     t.y, a.n, a.k / 16, a.ld_w, p.slices, p.slice_rows,
                     static_cast<const bf16*>(a.norm_weight), static_cast<float>(a.norm_eps),
-                    p.epilogue_prefetch, p.cs_fetch_first));
+                    p.epilogue_prefetch, p.cs_fetch_first, p.cs_l2_rows));
             };
             using F = e4m3_weights;
             constexpr int H = k_cs_half_warps; // two blocks an SM (FOURFOLD_GEMV_CS_HALF=1)

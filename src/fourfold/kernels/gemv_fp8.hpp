@@ -85,6 +85,9 @@ struct gemv_fp8_plan {
     // (gemv_cs.cuh; session 47 on an H100: 4096 x 2048 + norm 8.41 -> 7.59 µs, llama3-8b fp8
     // 308.9 -> 310.8 tokens/s, K = 4096 bf16 unchanged; FOURFOLD_GEMV_CS_FETCH_FIRST=0: after it)
     bool cs_fetch_first = false;
+    // column-stationary: the rows of each warp's slice asked of L2 before the wait (gemv.hpp's
+    // cs_l2_rows)
+    int cs_l2_rows = 0;
     // column-stationary or claimed: the epilogue's scale and bias fetched at the start (gemv.hpp's
     // k_gemv_cs_epilogue_bytes / k_gemv_claim_epilogue_bytes, in shared_bytes last)
     bool epilogue_prefetch = false;

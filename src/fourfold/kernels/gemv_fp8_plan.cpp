@@ -22,7 +22,8 @@ std::string gemv_fp8_plan::describe() const {
                                    : "16-byte loads (16 e4m3), a block per row block";
     s += ", " + std::to_string(rows_per_warp) + " row(s)/warp";
     if (column_stationary)
-        s += ", " + std::to_string(slices) + " slice(s)/row";
+        s += ", " + std::to_string(slices) + " slice(s)/row, " + std::to_string(cs_l2_rows) +
+             " row(s) a slice asked of L2 first";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
     if (cs_fetch_first)
@@ -177,6 +178,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 p.shared_bytes = bytes;
                 p.fused_norm = a.norm_weight != nullptr;
                 p.cs_fetch_first = cs_fetch_first(p.fused_norm);
+                p.cs_l2_rows = cs_l2_rows(cs_shape, nkv * 16);
                 p.fused_swiglu = a.swiglu_x;
                 p.balanced = false;
                 // A fused SwiGLU made by each warp for its own slice, no x in shared memory

@@ -25,7 +25,8 @@ std::string gemv_plan::describe() const {
     if (mma_rounds > 0)
         s += ", " + std::to_string(mma_rounds) + " tile round(s)/block";
     if (column_stationary)
-        s += ", " + std::to_string(slices) + " slice(s)/row";
+        s += ", " + std::to_string(slices) + " slice(s)/row, " + std::to_string(cs_l2_rows) +
+             " row(s) a slice asked of L2 first";
     if (swiglu_slices)
         s += ", SwiGLU made by each warp for its slice";
     if (cs_fetch_first)
@@ -48,6 +49,14 @@ std::string gemv_plan::describe() const {
 bool cs_half_wanted(std::int64_t slices) {
     constexpr int half_warps = k_gemv_cs_threads / 64;
     return slices >= 1 && half_warps % slices == 0 && switch_is("FOURFOLD_GEMV_CS_HALF", "1");
+}
+
+int cs_l2_rows(const gemv_cs_shape& s, std::int64_t row_bytes) {
+    if (!switch_is("FOURFOLD_GEMV_CS_L2_RUN", "1") || s.runs < 1 || row_bytes < 1)
+        return static_cast<int>(std::min<std::int64_t>(k_gemv_cs_depth, s.run_rows));
+    const std::int64_t budget = k_gemv_cs_l2_run_bytes / (s.runs * row_bytes);
+    return static_cast<int>(
+        std::min<std::int64_t>(s.run_rows, std::max<std::int64_t>(k_gemv_cs_depth, budget)));
 }
 
 gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, bool half) {
@@ -192,6 +201,7 @@ bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
     p.slice_rows = static_cast<int>(cs_shape.run_rows);
     p.swiglu_slices = a.swiglu_x;
     p.cs_fetch_first = cs_fetch_first(p.fused_norm);
+    p.cs_l2_rows = cs_l2_rows(cs_shape, nkv * 16);
     p.shared_bytes = bytes;
     p.epilogue_prefetch =
         take_epilogue_prefetch(p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
