@@ -419,7 +419,7 @@ TEST(kernel_plans, gemv_column_stationary_in_two_blocks_an_sm_on_trial) {
 
 // gemv_cs asks L2 for the ring's 4 rows of each warp's slice before its dependency wait; the trial
 // FOURFOLD_GEMV_CS_L2_RUN=1 for the whole run, up to 24 MB over the grid (qwen3-30b-a3b's qkv:
-// all 10 rows of its 528 runs; the LM head: 11 of 288).
+// all 10 rows of its 528 runs; the LM head: 11 of 288); =0 for none.
 TEST(kernel_plans, gemv_column_stationary_asks_l2_for_its_first_rows_or_its_run_on_trial) {
     const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "1");
     const fourfold::testing::env_switch run("FOURFOLD_GEMV_CS_L2_RUN");
@@ -434,6 +434,8 @@ TEST(kernel_plans, gemv_column_stationary_asks_l2_for_its_first_rows_or_its_run_
     EXPECT_EQ(p.cs_l2_rows, 10) << p.describe();
     EXPECT_EQ(plan_gemv(head, h200()).cs_l2_rows, 11);
     EXPECT_EQ(plan_gemv(few, h200()).cs_l2_rows, 5);
+    run.set("0"); // none
+    EXPECT_EQ(plan_gemv(qkv, h200()).cs_l2_rows, 0);
 }
 
 // Column-stationary below the balanced path's 4 rows a block of the wave too, with 4 rows a run or

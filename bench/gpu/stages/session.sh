@@ -2900,6 +2900,23 @@ stage_s49_a() {
     FOURFOLD_GEMV_CS_L2_RUN=1 s37_fp8_decode l2run
     stage_pack s49_a
 }
+# Session 49, after s49_a and s49_b if the device time holds (about 3 minutes, the build kept):
+# nothing asked of L2 before the wait (FOURFOLD_GEMV_CS_L2_RUN=0), alone and with two blocks an SM
+# (FOURFOLD_GEMV_CS_HALF=1, which lost alone at ctx 512 in s48_b: qwen3 350.4 -> 346.9, llama3-8b
+# 249.2 -> 247.3). Hypothesis: more blocks resident early means more early L2 requests during the
+# launch before (decode attention, latency-bound, before the o GEMV), which delay it. Predicted: if
+# so, the half blocks without the requests at or above the default; the requests' own worth: the
+# default against =0 (no prediction of sign).
+stage_s49_c() {
+    s36_decode qwen3-30b-a3b base
+    FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode qwen3-30b-a3b l2none
+    FOURFOLD_GEMV_CS_HALF=1 s36_decode qwen3-30b-a3b half
+    FOURFOLD_GEMV_CS_HALF=1 FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode qwen3-30b-a3b half_l2none
+    s36_decode llama3-8b base
+    FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode llama3-8b l2none
+    FOURFOLD_GEMV_CS_HALF=1 FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode llama3-8b half_l2none
+    stage_pack s49_c
+}
 stage_s49_b() {
     article_linear_decode s49
     stage_pack s49_b

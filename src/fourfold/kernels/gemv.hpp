@@ -68,7 +68,9 @@ bool cs_half_wanted(std::int64_t slices);
 // k_gemv_cs_depth by default. The trial FOURFOLD_GEMV_CS_L2_RUN=1 (session 48, both plans): the
 // whole run, up to k_gemv_cs_l2_run_bytes over the grid, as much as gemv_balanced's first two
 // steps a warp ask for qwen3-30b-a3b's qkv (21 MB: all of it). Session 47 measured the static
-// partition gaining twice what column-stationary gains from the dependent launch.
+// partition gaining twice what column-stationary gains from the dependent launch. =0: none (the
+// A/B's other side: whether the early requests delay the launch before, as the L2 prefetches of
+// sessions 29-37 did).
 inline constexpr std::int64_t k_gemv_cs_l2_run_bytes = std::int64_t{24} << 20;
 int cs_l2_rows(const gemv_cs_shape& s, std::int64_t row_bytes);
 // The column-stationary and claimed epilogues' bias and scale, copied into shared memory by

@@ -52,6 +52,8 @@ bool cs_half_wanted(std::int64_t slices) {
 }
 
 int cs_l2_rows(const gemv_cs_shape& s, std::int64_t row_bytes) {
+    if (switch_is("FOURFOLD_GEMV_CS_L2_RUN", "0"))
+        return 0;
     if (!switch_is("FOURFOLD_GEMV_CS_L2_RUN", "1") || s.runs < 1 || row_bytes < 1)
         return static_cast<int>(std::min<std::int64_t>(k_gemv_cs_depth, s.run_rows));
     const std::int64_t budget = k_gemv_cs_l2_run_bytes / (s.runs * row_bytes);
