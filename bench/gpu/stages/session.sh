@@ -2885,7 +2885,19 @@ stage_s48_c() {
 # without it); llama3-8b bf16 and fp8 (column-stationary K = 4096) +0-1 %. Then `s49_b` (or
 # `build s49_b` on a fresh machine): s48_c's article run at session 48's defaults, on an H200
 # issue 13's figures.
+# The unfused native decode (`--variants native`): its qwen3 qkv and LM head GEMVs have no
+# prologue, so session 48's FOURFOLD_GEMV_CS_PLAIN default moved them to column-stationary.
+s49_native() {
+    local tag=$1 t0=$SECONDS
+    timeout 80 $BIN decode --model qwen3-30b-a3b --variants native --mode graph \
+        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
+        --db "$DB" --label s49-native-$tag --quiet >"$OUT/s49_native_$tag.txt" 2>&1
+    echo "decode qwen3-30b-a3b native ($tag): exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|FAIL" "$OUT/s49_native_$tag.txt" | head -4
+}
 stage_s49_a() {
+    s49_native plain
+    FOURFOLD_GEMV_CS_PLAIN=0 s49_native static
     s25_gtests 'gemv_claim_cuda.*:native.gemv*:dependent_launch_cuda.the_one_token_gemv*' 150 \
         "$OUT/s49_a_tests.txt"
     FOURFOLD_GEMV_CS_L2_RUN=1 s25_gtests 'gemv_claim_cuda.column_stationary*:gemv_fp8*' 120 \
