@@ -116,8 +116,9 @@ bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes,
     // call, cold graph, native against stock in the same run): 8192 x 2048 11.7 -> 9.23 µs (stock
     // 10.4), 4096 x 2048 7.37 -> 5.53 (6.84), 6144 x 2048 9.39 -> 8.15 (9.18), 8192 x 3072 16.4 ->
     // 12.9 (14.5), 4096 x 2560 8.57 -> 7.67 (7.94). The decode loss above was measured on
-    // norm-fused GEMVs (qwen3's qkv and LM head: -2.9 % at ctx 512 in that call); no decoder
-    // fourfold runs has rows of 4-8 KB without a prologue.
+    // norm-fused GEMVs (qwen3's qkv and LM head: -2.9 % at ctx 512 in that call); the native_fused
+    // decodes have no rows of 4-8 KB without a prologue. The unfused native variant's qwen3 qkv
+    // and LM head are such rows (not yet measured with this rule).
     if (!prologue && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
         !switch_is("FOURFOLD_GEMV_CS_PLAIN", "0"))
         return true;
