@@ -2896,12 +2896,12 @@ s49_native() {
     grep -E "^decode .*graph|FAIL" "$OUT/s49_native_$tag.txt" | head -4
 }
 stage_s49_a() {
-    s49_native plain
-    FOURFOLD_GEMV_CS_PLAIN=0 s49_native static
     s25_gtests 'gemv_claim_cuda.*:native.gemv*:dependent_launch_cuda.the_one_token_gemv*:decode_native_cuda.*' 200 \
         "$OUT/s49_a_tests.txt"
     FOURFOLD_GEMV_CS_L2_RUN=1 s25_gtests 'gemv_claim_cuda.column_stationary*:gemv_fp8*' 120 \
         "$OUT/s49_a_tests_l2run.txt"
+    s49_native plain
+    FOURFOLD_GEMV_CS_PLAIN=0 s49_native static
     s36_decode qwen3-30b-a3b base
     FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
     FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode qwen3-30b-a3b cs_l2run
