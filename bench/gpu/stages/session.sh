@@ -2927,6 +2927,12 @@ stage_s49_c() {
     s36_decode llama3-8b base
     FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode llama3-8b l2none
     FOURFOLD_GEMV_CS_HALF=1 FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode llama3-8b half_l2none
+    # rows of 2-4 KB without a prologue, static (the default) against column-stationary (s48_c on
+    # an H100: 151936 x 1024 at 97 % of the copy bandwidth, 3072 x 1024 1.17x and 4096 x 1536
+    # 1.04x over stock): whether FOURFOLD_GEMV_CS_PLAIN's 4 KB could go lower
+    local short=1x151936x1024,1x3072x1024,1x4096x1536,1x8192x1536,1x4096x1024,1x32768x1024
+    s46_linear_run short_default "$short" 40
+    FOURFOLD_GEMV_CS=1 s46_linear_run short_cs "$short" 40
     stage_pack s49_c
 }
 stage_s49_b() {
