@@ -11,14 +11,14 @@
 // then costs its weight loads, their conversion and the FMAs alone (the FP8 GEMV's missing
 // bandwidth was on x's side, session 39). k_gemv_cs_depth rows of the slice are in flight (a ring
 // of registers); the sums of 8 rows are reduced across the warp at once (9 shuffles where 8 warp
-// sums take 40). The block's WARPS warps (16: one block an SM; 8: two, the plan's cs_half) are
-// WARPS / S row runs of S slices (S = the plan's `slices`; warps past WARPS / S runs idle), each
-// run's warps adding their slices' sums in slice order through shared memory once all rows are done
-// (deterministic). The prologue (PRO) makes x in shared memory once a block as gemv_claim's does,
-// and each warp reads its slice from there; PRO = k_cs_swiglu_slices makes each warp compute the
-// SwiGLU of its own slice from [gate | up] in global memory, with the block prologue's value and
-// rounding: no x in shared memory, no barrier before the rows. Its loads of [gate | up], and of x
-// without a prologue, are load_after_wait's (elements.cuh): with __ldg ptxas placed the first of
+// sums take 40). The block's WARPS warps (16: one block an SM; 8: two, gemv.hpp's cs_half_wanted)
+// are WARPS / S row runs of S slices (S = the plan's `slices`; warps past WARPS / S runs idle),
+// each run's warps adding their slices' sums in slice order through shared memory once all rows are
+// done (deterministic). The prologue (PRO) makes x in shared memory once a block as gemv_claim's
+// does, and each warp reads its slice from there; PRO = k_cs_swiglu_slices makes each warp compute
+// the SwiGLU of its own slice from [gate | up] in global memory, with the block prologue's value
+// and rounding: no x in shared memory, no barrier before the rows. Its loads of [gate | up], and of
+// x without a prologue, are load_after_wait's (elements.cuh): with __ldg ptxas placed the first of
 // them above griddepcontrol.wait (the SASS, session 42), and the FP8 SwiGLU gave llama3-8b fp8 a
 // relative L2 of 0.27 (session 41).
 #include "fourfold/kernels/gemv_claim.cuh"
@@ -26,7 +26,7 @@
 namespace fourfold::kernels::gemv_common {
 
 constexpr int k_cs_warps = k_gemv_cs_threads / 32;
-constexpr int k_cs_half_warps = k_cs_warps / 2; // the plan's cs_half: two blocks an SM
+constexpr int k_cs_half_warps = k_cs_warps / 2; // cs_half_wanted (gemv.hpp): two blocks an SM
 constexpr int k_cs_batch = 8;                   // rows whose sums are reduced together
 constexpr int k_cs_swiglu_slices = 3;
 
