@@ -2885,6 +2885,28 @@ stage_s48_c() {
 # without it); llama3-8b bf16 and fp8 (column-stationary K = 4096) +0-1 %. Then `s49_b` (or
 # `build s49_b` on a fresh machine): s48_c's article run at session 48's defaults, on an H200
 # issue 13's figures.
+# One model's native_fused decodes (s36_decode; "fp8": llama3-8b with fp8_row weights,
+# s37_fp8_decode), one a spec: "tag" at the defaults, or "tag:VAR=VALUE[,VAR=VALUE...]" with those
+# variables set in a subshell (so they end with it) and echoed beside the figures.
+decode_ab() {
+    local model=$1 spec tag vars
+    shift
+    for spec in "$@"; do
+        tag=${spec%%:*}
+        vars=
+        [[ $spec == *:* ]] && vars=${spec#*:}
+        (
+            # shellcheck disable=SC2086 # a comma-separated list of VAR=VALUE words
+            [ -n "$vars" ] && export ${vars//,/ }
+            echo "[$tag] ${vars:-defaults}"
+            if [ "$model" = fp8 ]; then
+                s37_fp8_decode "$tag"
+            else
+                s36_decode "$model" "$tag"
+            fi
+        )
+    done
+}
 # The unfused native decode (`--variants native`): its qwen3 qkv and LM head GEMVs have no
 # prologue, so session 48's FOURFOLD_GEMV_CS_PLAIN default moved them to column-stationary.
 s49_native() {
@@ -2902,14 +2924,10 @@ stage_s49_a() {
         "$OUT/s49_a_tests_l2run.txt"
     s49_native plain
     FOURFOLD_GEMV_CS_PLAIN=0 s49_native static
-    s36_decode qwen3-30b-a3b base
-    FOURFOLD_GEMV_CS=1 s36_decode qwen3-30b-a3b cs
-    FOURFOLD_GEMV_CS=1 FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode qwen3-30b-a3b cs_l2run
-    FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode qwen3-30b-a3b l2run
-    s36_decode llama3-8b base
-    FOURFOLD_GEMV_CS_L2_RUN=1 s36_decode llama3-8b l2run
-    s37_fp8_decode base
-    FOURFOLD_GEMV_CS_L2_RUN=1 s37_fp8_decode l2run
+    local l2run=FOURFOLD_GEMV_CS_L2_RUN=1
+    decode_ab qwen3-30b-a3b base cs:FOURFOLD_GEMV_CS=1 cs_l2run:FOURFOLD_GEMV_CS=1,$l2run l2run:$l2run
+    decode_ab llama3-8b base l2run:$l2run
+    decode_ab fp8 base l2run:$l2run
     stage_pack s49_a
 }
 # Session 49, after s49_a and s49_b if the device time holds (about 3 minutes, the build kept):
@@ -2920,19 +2938,22 @@ stage_s49_a() {
 # so, the half blocks without the requests at or above the default; the requests' own worth: the
 # default against =0 (no prediction of sign).
 stage_s49_c() {
-    s36_decode qwen3-30b-a3b base
-    FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode qwen3-30b-a3b l2none
-    FOURFOLD_GEMV_CS_HALF=1 s36_decode qwen3-30b-a3b half
-    FOURFOLD_GEMV_CS_HALF=1 FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode qwen3-30b-a3b half_l2none
-    s36_decode llama3-8b base
-    FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode llama3-8b l2none
-    FOURFOLD_GEMV_CS_HALF=1 FOURFOLD_GEMV_CS_L2_RUN=0 s36_decode llama3-8b half_l2none
+    local none=FOURFOLD_GEMV_CS_L2_RUN=0 half=FOURFOLD_GEMV_CS_HALF=1
+    decode_ab qwen3-30b-a3b base l2none:$none half:$half half_l2none:$half,$none
+    decode_ab llama3-8b base l2none:$none half_l2none:$half,$none
     # rows of 2-4 KB without a prologue, static (the default) against column-stationary (s48_c on
     # an H100: 151936 x 1024 at 97 % of the copy bandwidth, 3072 x 1024 1.17x and 4096 x 1536
     # 1.04x over stock): whether FOURFOLD_GEMV_CS_PLAIN's 4 KB could go lower
     local short=1x151936x1024,1x3072x1024,1x4096x1536,1x8192x1536,1x4096x1024,1x32768x1024
     s46_linear_run short_default "$short" 40
     FOURFOLD_GEMV_CS=1 s46_linear_run short_cs "$short" 40
+    # issue 15's MoE figures, last measured in session 35 (T = 1 30.5 µs warm; target 25)
+    local t0=$SECONDS
+    timeout 60 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,block --dtype bf16 \
+        --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s49-moe --quiet >"$OUT/s49_moe.txt" 2>&1
+    echo "moe_decode: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s49_moe.txt" | head -16
     stage_pack s49_c
 }
 stage_s49_b() {
