@@ -1783,13 +1783,21 @@ s36_ops() {
     echo "linear_decode ($tag): exit $? after $((SECONDS - t0)) s"
     grep -E "^linear_decode .*graph|FAIL|skipped" "$OUT/s36_ops_$tag.txt" | head -12
 }
-s36_decode() {
-    local model=$1 tag=$2 t0=$SECONDS
-    timeout 80 $BIN decode --model $model --variants native_fused --mode graph \
+# One decode of the stages: graph mode, ctx 512 and 2048, 32 tokens, bf16, the throughput and
+# correctness ledgers. Arguments: model, variants, extra options ("" or "--weights fp8_row"), the
+# record label, the output file, the time limit (s), a note for the echoed line.
+stage_decode() {
+    local model=$1 variants=$2 extra=$3 label=$4 file=$5 limit=$6 note=$7 t0=$SECONDS
+    # shellcheck disable=SC2086 # extra: option words
+    timeout "$limit" $BIN decode --model "$model" $extra --variants "$variants" --mode graph \
         --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
-        --db "$DB" --label s36-$tag-$model --quiet >"$OUT/s36_decode_${tag}_$model.txt" 2>&1
-    echo "decode $model ($tag, FOURFOLD_GEMV_CLAIM=${FOURFOLD_GEMV_CLAIM:-unset}): exit $? after $((SECONDS - t0)) s"
-    grep -E "^decode .*graph|FAIL" "$OUT/s36_decode_${tag}_$model.txt" | head -4
+        --db "$DB" --label "$label" --quiet >"$file" 2>&1
+    echo "decode $model $variants${extra:+ $extra} ($note): exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|FAIL" "$file" | head -6
+}
+s36_decode() {
+    stage_decode "$1" native_fused "" "s36-$2-$1" "$OUT/s36_decode_${2}_$1.txt" 80 \
+        "$2, FOURFOLD_GEMV_CLAIM=${FOURFOLD_GEMV_CLAIM:-unset}"
 }
 stage_s36_b() {
     FOURFOLD_GEMV_CLAIM=1 s25_gtests 'native.gemv*:decode_native_cuda.*' 150 "$OUT/s36_b_tests.txt"
@@ -1839,12 +1847,8 @@ s37_fp8_ops() {
     grep -E "^fp8_linear .*(graph|FAIL|skipped)" "$OUT/s37_fp8_ops_$tag.txt" | head -14
 }
 s37_fp8_decode() {
-    local tag=$1 t0=$SECONDS
-    timeout 100 $BIN decode --model llama3-8b --weights fp8_row --variants native_fused --mode graph \
-        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
-        --db "$DB" --label s37-fp8-$tag --quiet >"$OUT/s37_fp8_decode_$tag.txt" 2>&1
-    echo "decode llama3-8b fp8_row ($tag, CS_EARLY=${FOURFOLD_GEMV_FP8_CS_EARLY:-unset} CS_SWIGLU_SLICES=${FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES:-unset}): exit $? after $((SECONDS - t0)) s"
-    grep -E "^decode .*graph|FAIL" "$OUT/s37_fp8_decode_$tag.txt" | head -6
+    stage_decode llama3-8b native_fused "--weights fp8_row" "s37-fp8-$1" \
+        "$OUT/s37_fp8_decode_$1.txt" 100 "$1, CS_EARLY=${FOURFOLD_GEMV_FP8_CS_EARLY:-unset} CS_SWIGLU_SLICES=${FOURFOLD_GEMV_FP8_CS_SWIGLU_SLICES:-unset}"
 }
 stage_s37_a() {
     s25_gtests 'gemv_fp8*:decoder_fp8_cuda.*:gemv_claim_cuda.*:native.gemv*:decode_native_cuda.*' 200 \
@@ -2910,12 +2914,7 @@ decode_ab() {
 # The unfused native decode (`--variants native`): its qwen3 qkv and LM head GEMVs have no
 # prologue, so session 48's FOURFOLD_GEMV_CS_PLAIN default moved them to column-stationary.
 s49_native() {
-    local tag=$1 t0=$SECONDS
-    timeout 80 $BIN decode --model qwen3-30b-a3b --variants native --mode graph \
-        --ctx 512,2048 --tokens 32 --device cuda --dtype bf16 --ledgers throughput,correctness \
-        --db "$DB" --label s49-native-$tag --quiet >"$OUT/s49_native_$tag.txt" 2>&1
-    echo "decode qwen3-30b-a3b native ($tag): exit $? after $((SECONDS - t0)) s"
-    grep -E "^decode .*graph|FAIL" "$OUT/s49_native_$tag.txt" | head -4
+    stage_decode qwen3-30b-a3b native "" "s49-native-$1" "$OUT/s49_native_$1.txt" 80 "$1"
 }
 stage_s49_a() {
     s25_gtests 'gemv_claim_cuda.*:native.gemv*:dependent_launch_cuda.the_one_token_gemv*:decode_native_cuda.*' 200 \
