@@ -2955,6 +2955,58 @@ stage_s49_c() {
     grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s49_moe.txt" | head -16
     stage_pack s49_c
 }
+# Session 49 (written without a device): each kernel's cost inside the captured decode step, the
+# dependent launches' overlap counted (ncu times each kernel alone: session 47's o GEMV read 8.51
+# µs there against 5.66 in the op benchmark). bench/gpu/kernel_timeline.cpp, a CUDA injection
+# library over CUPTI's concurrent-kernel records, is built here against the CUPTI that libtorch
+# loads; each decode (ctx 512, native_fused, qwen3-30b-a3b then llama3-8b) runs with it, and
+# bench/gpu/timeline_table.py makes the table of what each kind of kernel adds to a step. The
+# traced decode's tokens/s beside the untraced one (s36_decode base, same call) says what the
+# tracing costs; more than 3 % and the table is only indicative. Predicted (qwen3, a layer about
+# 57 µs in the graph): the MoE block about 28 µs exposed, decode attention 7-8, the qkv and o
+# GEMVs 6-8 each; the LM head about 150 µs a step.
+timeline_cupti() {
+    local torch_lib lib inc d
+    torch_lib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
+    lib=$(ldd "$torch_lib/libtorch_cuda.so" 2>/dev/null | awk '/libcupti/{print $3; exit}')
+    for d in "$(dirname "${lib:-/nonexistent/x}")" /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
+        if [ -e "$d/libcupti.so" ] || ls "$d"/libcupti.so.* >/dev/null 2>&1; then
+            lib=$d
+            break
+        fi
+    done
+    for d in /usr/local/cuda/include /usr/local/cuda/extras/CUPTI/include "$lib/../include"; do
+        [ -f "$d/cupti.h" ] && inc=$d && break
+    done
+    echo "cupti: include ${inc:-not found}, lib ${lib:-not found}"
+    [ -n "$inc" ] && [ -n "$lib" ] || return 1
+    local so
+    so=$(cd "$lib" && ls libcupti.so libcupti.so.* 2>/dev/null | head -1)
+    g++ -std=c++17 -O2 -shared -fPIC -I"$inc" bench/gpu/kernel_timeline.cpp "$lib/$so" \
+        -Wl,-rpath,"$lib" -o "$BUILD/libkernel_timeline.so" 2>&1 | head -20
+    [ -f "$BUILD/libkernel_timeline.so" ]
+}
+s49_timeline_decode() {
+    local model=$1 t0=$SECONDS
+    CUDA_INJECTION64_PATH=$PWD/$BUILD/libkernel_timeline.so FOURFOLD_TIMELINE=$OUT/tl_$model \
+        timeout 120 $BIN decode --model "$model" --variants native_fused --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
+        --label s49-timeline-$model --quiet >"$OUT/s49_tl_decode_$model.txt" 2>&1
+    echo "traced decode $model: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|kernel_timeline" "$OUT/s49_tl_decode_$model.txt" | head -6
+    python3 bench/gpu/timeline_table.py --nodes 12 "$OUT"/tl_"$model".*.tsv \
+        >"$OUT/s49_tl_table_$model.md" 2>&1
+    head -40 "$OUT/s49_tl_table_$model.md"
+    (cd "$OUT" && for f in tl_"$model".*.tsv; do gzip -c "$f" >"s49_$f.gz" && rm -f "$f"; done)
+}
+stage_s49_timeline() {
+    timeline_cupti || { echo "no CUPTI to build against: no timeline"; return 1; }
+    s36_decode qwen3-30b-a3b untraced
+    s49_timeline_decode qwen3-30b-a3b
+    s36_decode llama3-8b untraced
+    s49_timeline_decode llama3-8b
+    stage_pack s49_timeline
+}
 stage_s49_b() {
     article_linear_decode s49
     stage_pack s49_b
