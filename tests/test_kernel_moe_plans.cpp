@@ -1,6 +1,7 @@
 // The host half of the MoE decode kernels (kernels/moe.hpp): validity, token tiles, one launch or
 // two, the persistent grids and the workspace, from the shape, the alignment and the device's
 // limits alone (CPU, CI).
+#include "env_switch.hpp"
 #include "fourfold/kernels/moe.hpp"
 
 #include <gtest/gtest.h>
@@ -253,4 +254,39 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_the
     refused(b, "stage area");
     b.tokens = 4; // 64 KB: fits
     EXPECT_TRUE(plan_moe(b, device_limits{}).valid.empty()) << plan_moe(b, device_limits{}).valid;
+}
+
+// The trial FOURFOLD_MOE_FLAGGED_LOGITS=1: the fused prologue's logits as 64-bit words (value and
+// flag) after the logits, T x E x 8 bytes more workspace; never without the fused prologue.
+TEST(kernel_moe_plans, flagged_logits_are_a_switch_of_the_fused_prologue_with_their_words) {
+    const fourfold::testing::env_switch trial("FOURFOLD_MOE_FLAGGED_LOGITS");
+    for (const std::int64_t tokens : {1, 8}) {
+        auto a = qwen3_moe(tokens);
+        const auto unfused_args = a;
+        a.norm_weight = addr(k_aligned * 64);
+        a.router = addr(k_aligned * 128);
+        a.logits = nullptr;
+        a.logits_type = elem::bf16;
+        trial.unset();
+        const auto barrier = plan_moe(a, device_limits{});
+        ASSERT_TRUE(barrier.valid.empty()) << barrier.valid;
+        EXPECT_FALSE(barrier.flagged_logits);
+        EXPECT_NE(barrier.describe().find("a first grid barrier"), std::string::npos);
+        trial.set("1");
+        const auto flagged = plan_moe(a, device_limits{});
+        ASSERT_TRUE(flagged.valid.empty()) << flagged.valid;
+        EXPECT_TRUE(flagged.flagged_logits);
+        EXPECT_EQ(flagged.workspace_bytes, barrier.workspace_bytes + tokens * 128 * 8);
+        EXPECT_NE(flagged.describe().find("flag word"), std::string::npos) << flagged.describe();
+        // the words' offset: past the logits, 16-byte aligned, inside the workspace
+        const auto es = std::size_t{2};
+        const auto fl = moe_fused_layout(moe_layout(tokens * 8, 768, es), tokens, 128, es, true);
+        EXPECT_EQ(fl.flagged % 16, 0);
+        EXPECT_GE(fl.flagged, fl.logits + tokens * 128 * 2);
+        EXPECT_EQ(fl.bytes, flagged.workspace_bytes);
+        // the logits given (no fused prologue): nothing to flag
+        EXPECT_FALSE(plan_moe(unfused_args, device_limits{}).flagged_logits);
+        trial.set("0");
+        EXPECT_FALSE(plan_moe(a, device_limits{}).flagged_logits);
+    }
 }

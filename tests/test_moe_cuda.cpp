@@ -5,6 +5,7 @@
 // through the ledgers (graph-captured op_time, correctness PASS, the plan in its facts); the
 // decoder's MoE layers on the native path, eager and captured. Each test skips without a CUDA
 // device or in a build without native kernels.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/backend/torch_features.hpp"
 #include "fourfold/workloads/inputs.hpp"
@@ -149,6 +150,40 @@ at::Tensor run_native(backend::device& dev, const at::Tensor& x, const at::Tenso
     call_context ctx(dev);
     return mo::moe_ffn(x, logits, w.gate_up, w.down, top_k, true, moe_path::native, &ctx);
 }
+
+#if FOURFOLD_WITH_KERNELS
+// kernels::moe_args for x (T x H) on shape s with the experts w, its dtype for the logits too;
+// the caller gives the logits or the fused prologue, y and the workspace.
+kernels::moe_args step_args(const at::Tensor& x, const experts& w, const shape& s) {
+    kernels::moe_args a;
+    a.x = x.data_ptr();
+    a.w_gate_up = w.gate_up.data_ptr();
+    a.w_down = w.down.data_ptr();
+    a.tokens = x.size(0);
+    a.experts = s.experts;
+    a.top_k = s.top_k;
+    a.hidden = s.hidden;
+    a.width = s.width;
+    a.ld_x = a.ld_y = s.hidden;
+    a.ld_logits = s.experts;
+    a.type = a.logits_type =
+        x.scalar_type() == at::kFloat ? kernels::elem::f32 : kernels::elem::bf16;
+    return a;
+}
+
+// The fused block's arguments (the norm and the router in the launch: what
+// model_ops::moe_block_native plans).
+kernels::moe_args fused_block_args(const at::Tensor& x, const at::Tensor& nw,
+                                   const at::Tensor& router, const experts& w, const shape& s,
+                                   double eps) {
+    auto a = step_args(x, w, s);
+    a.norm_weight = nw.data_ptr();
+    a.router = router.data_ptr();
+    a.norm_eps = eps;
+    a.normalise = true;
+    return a;
+}
+#endif
 
 } // namespace
 
@@ -408,22 +443,11 @@ TEST(moe_cuda, one_launch_and_two_kernels_agree_and_their_times_are_printed) {
         std::vector<at::Tensor> outs;
         for (const auto& way : ways) {
             auto y = at::empty_like(x);
-            kernels::moe_args a;
-            a.x = x.data_ptr();
+            auto a = step_args(x, w, k_qwen3);
             a.logits = logits.data_ptr();
-            a.w_gate_up = w.gate_up.data_ptr();
-            a.w_down = w.down.data_ptr();
             a.y = y.data_ptr();
-            a.tokens = tokens;
-            a.experts = k_qwen3.experts;
-            a.top_k = k_qwen3.top_k;
-            a.hidden = k_qwen3.hidden;
-            a.width = k_qwen3.width;
-            a.ld_x = a.ld_y = k_qwen3.hidden;
-            a.ld_logits = k_qwen3.experts;
             a.l2_prefetch_bytes = way.l2_prefetch;
             a.one_launch = way.one_launch;
-            a.type = kernels::elem::bf16;
             a.logits_type = kernels::elem::f32;
             auto plan = kernels::plan_moe(a, workloads::native::limits(ctx));
             ASSERT_TRUE(plan.valid.empty()) << plan.valid;
@@ -608,23 +632,8 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
         });
         // the one launch, as model_ops::moe_block_native plans it
         auto y = at::empty_like(x);
-        kernels::moe_args a;
-        a.x = x.data_ptr();
-        a.norm_weight = nw.data_ptr();
-        a.router = router.data_ptr();
-        a.norm_eps = eps;
-        a.w_gate_up = w.gate_up.data_ptr();
-        a.w_down = w.down.data_ptr();
+        auto a = fused_block_args(x, nw, router, w, s, eps);
         a.y = y.data_ptr();
-        a.tokens = tokens;
-        a.experts = s.experts;
-        a.top_k = s.top_k;
-        a.hidden = s.hidden;
-        a.width = s.width;
-        a.ld_x = a.ld_y = s.hidden;
-        a.ld_logits = s.experts;
-        a.normalise = true;
-        a.type = a.logits_type = kernels::elem::bf16;
         auto plan = kernels::plan_moe(a, nat::limits(ctx));
         ASSERT_TRUE(plan.valid.empty()) << plan.valid;
         ASSERT_TRUE(plan.fused_prologue);
@@ -657,5 +666,79 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
         }
         a.probe_stop_after = 0;
     }
+#endif
+}
+
+// The trial FOURFOLD_MOE_FLAGGED_LOGITS=1 (moe_plan::flagged_logits: the fused prologue's logits
+// stored with a flag word each and polled, no first grid barrier) against the barrier: the same
+// bits, launch after launch on one workspace, eager and in a captured graph replayed twice. Each
+// launch of a sequence takes another x, so a launch that routed on an earlier launch's logits
+// (a stale flag taken for its own) would differ from the barrier's output for its x.
+TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    namespace nat = workloads::native;
+    const auto d = dev->torch_device();
+    call_context ctx(*dev);
+    constexpr int n = 3;
+    for (const auto type : {at::kBFloat16, at::kFloat})
+        for (const auto& s : {k_qwen3, k_small}) {
+            const auto w = make_experts(s, type, 31, d);
+            const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
+            const auto nw = workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, type).to(d);
+            const auto router =
+                workloads::seeded_uniform({s.experts, s.hidden}, 7, -gb, gb, type).to(d);
+            for (const std::int64_t tokens : {1, 2, 8}) {
+                std::vector<at::Tensor> xs;
+                for (int i = 0; i < n; ++i)
+                    xs.push_back(workloads::seeded_normal({tokens, s.hidden},
+                                                          60 + static_cast<std::uint64_t>(i), 0.0,
+                                                          1.0, type)
+                                     .to(d));
+                // the n launches' outputs, with the flagged logits or the barrier
+                auto run = [&](bool flagged, bool graph) {
+                    const fourfold::testing::env_switch trial("FOURFOLD_MOE_FLAGGED_LOGITS",
+                                                              flagged ? "1" : "0");
+                    auto a = fused_block_args(xs[0], nw, router, w, s, 1e-6);
+                    auto plan = kernels::plan_moe(a, nat::limits(ctx));
+                    EXPECT_TRUE(plan.valid.empty()) << plan.valid;
+                    EXPECT_EQ(plan.flagged_logits, flagged);
+                    const auto ws =
+                        at::empty({plan.workspace_bytes}, xs[0].options().dtype(at::kByte));
+                    a.workspace = ws.data_ptr();
+                    plan = kernels::plan_moe(a, nat::limits(ctx));
+                    std::vector<at::Tensor> ys;
+                    for (int i = 0; i < n; ++i)
+                        ys.push_back(at::full_like(xs[0], -7.0));
+                    auto sequence = [&] {
+                        for (int i = 0; i < n; ++i) {
+                            a.x = xs[static_cast<std::size_t>(i)].data_ptr();
+                            a.y = ys[static_cast<std::size_t>(i)].data_ptr();
+                            nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "moe");
+                        }
+                    };
+                    if (graph) {
+                        auto g = dev->capture(sequence);
+                        g->replay();
+                        g->replay();
+                    } else {
+                        sequence();
+                    }
+                    dev->synchronize();
+                    return ys;
+                };
+                for (const bool graph : {false, true}) {
+                    const auto barrier = run(false, graph);
+                    const auto flagged = run(true, graph);
+                    for (int i = 0; i < n; ++i)
+                        EXPECT_TRUE(at::equal(flagged[static_cast<std::size_t>(i)],
+                                              barrier[static_cast<std::size_t>(i)]))
+                            << c10::toString(type) << " E=" << s.experts << " T=" << tokens
+                            << " launch " << i << (graph ? " (graph)" : " (eager)");
+                    // the launches' inputs differ, and so do their outputs
+                    EXPECT_FALSE(at::equal(barrier[0], barrier[1]));
+                }
+            }
+        }
 #endif
 }

@@ -3007,6 +3007,38 @@ stage_s49_timeline() {
     s49_timeline_decode llama3-8b
     stage_pack s49_timeline
 }
+# Session 49 (written without a device): the fused MoE block's logits published with a flag word
+# each and polled (FOURFOLD_MOE_FLAGGED_LOGITS=1, moe_plan::flagged_logits), no first grid
+# barrier. Its gpu test (the same bits as the barrier, launch after launch, eager and in a graph),
+# the MoE and native decode tests with the trial on, memcheck and racecheck over its test, the
+# timed block's phases both ways, qwen3-30b-a3b's decode both ways. Predicted (session 35's
+# phases: the prologue barrier, stop 6 - stop 5, 1.41 µs at T = 1): stop 6 - stop 5 about 0.7 µs,
+# the block about -0.6 µs at T = 1 and at T = 8, qwen3 native_fused +0.8-1.0 % (48 layers x 0.6
+# µs of 2.86 ms). About 4 minutes.
+stage_s49_moe() {
+    local t0=$SECONDS flagged=FOURFOLD_MOE_FLAGGED_LOGITS=1
+    s25_gtests 'moe_cuda.flagged_logits*' 120 "$OUT/s49_moe_flag_test.txt"
+    FOURFOLD_MOE_FLAGGED_LOGITS=1 s25_gtests \
+        'moe_cuda.*:decode_native_cuda.*:-moe_cuda.*timed*:moe_cuda.one_launch_and_two_kernels_agree*' \
+        200 "$OUT/s49_moe_tests_flagged.txt"
+    local tool
+    for tool in memcheck racecheck; do
+        FOURFOLD_MOE_FLAGGED_LOGITS=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
+            --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.flagged_logits*' >"$OUT/s49_moe_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool (flagged logits): exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " \
+            "$OUT/s49_moe_$tool.txt" | sort | uniq -c | head
+    done
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    s25_gtests "$timed" 90 "$OUT/s49_moe_timed_barrier.txt"
+    grep -E "^moe block" "$OUT/s49_moe_timed_barrier.txt" | head -20
+    FOURFOLD_MOE_FLAGGED_LOGITS=1 s25_gtests "$timed" 90 "$OUT/s49_moe_timed_flagged.txt"
+    grep -E "^moe block" "$OUT/s49_moe_timed_flagged.txt" | head -20
+    decode_ab qwen3-30b-a3b base flagged:$flagged base2 flagged2:$flagged
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s49_moe
+}
 stage_s49_b() {
     article_linear_decode s49
     stage_pack s49_b

@@ -57,6 +57,23 @@ __device__ __forceinline__ unsigned warp_min_u32(unsigned v) {
 #endif
 }
 
+// A logit and its flag in one 64-bit store and load (moe_plan::flagged_logits): a naturally
+// aligned scalar of 64 bits is single-copy atomic, so a reader that sees the flag sees the value
+// stored with it. Relaxed at gpu scope: the poll needs nothing ordered but that one word.
+__device__ __forceinline__ void store_flagged(unsigned long long* p, float v, unsigned flag) {
+    const unsigned long long word =
+        (static_cast<unsigned long long>(flag) << 32) | __float_as_uint(v);
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(word) : "memory");
+}
+__device__ __forceinline__ unsigned long long load_flagged(const unsigned long long* p) {
+    unsigned long long word;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(p) : "memory");
+    return word;
+}
+__device__ __forceinline__ bool flag_is(unsigned long long word, unsigned flag) {
+    return static_cast<unsigned>(word >> 32) == flag;
+}
+
 // Warp t routes token t (route_warp, N logits a lane: route_block takes the least of 4, 8 and
 // 16 that holds the experts, so that the selection's rounds run over the experts there are, not
 // over k_moe_max_experts: 16 a lane cost about 270 ns a round at 128 experts, session 33):
@@ -66,19 +83,42 @@ __device__ __forceinline__ unsigned warp_min_u32(unsigned v) {
 // lower expert plus those of its expert before it (a stable counting sort).
 // `stop_after` (the one launch's probe): 7 returns true after the softmax, 8 after the top-k
 // rounds (before the block's grouping); false when the routing ran whole.
+// `flagged` (the one launch's flagged logits, with `flag`): the row's logits are polled there
+// until every one carries this launch's flag, and `row` is not read.
 template <int N, typename L>
 __device__ __forceinline__ bool route_warp(const L* __restrict__ row, int experts, int top_k,
                                            bool normalise, routing_smem& s, bool coherent,
-                                           int stop_after, int warp, int lane) {
+                                           int stop_after, int warp, int lane,
+                                           const unsigned long long* flagged, unsigned flag) {
     float v[N];
     float m = -CUDART_INF_F;
+    if (flagged) {
+        unsigned long long word[N];
+        bool mine;
+        do {
+            mine = true;
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-        const int e = lane + 32 * i;
-        // (coherent: the logits were written in this launch, by other blocks: through L2)
-        v[i] =
-            e < experts ? element<L>::to_float(coherent ? __ldcg(row + e) : row[e]) : -CUDART_INF_F;
-        m = fmaxf(m, v[i]);
+            for (int i = 0; i < N; ++i) {
+                const int e = lane + 32 * i;
+                word[i] = e < experts ? load_flagged(flagged + e) : 0ull;
+                mine = mine && (e >= experts || flag_is(word[i], flag));
+            }
+        } while (!__all_sync(0xffffffffu, mine));
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            v[i] = lane + 32 * i < experts ? __uint_as_float(static_cast<unsigned>(word[i]))
+                                           : -CUDART_INF_F;
+            m = fmaxf(m, v[i]);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            const int e = lane + 32 * i;
+            // (coherent: the logits were written in this launch, by other blocks: through L2)
+            v[i] = e < experts ? element<L>::to_float(coherent ? __ldcg(row + e) : row[e])
+                               : -CUDART_INF_F;
+            m = fmaxf(m, v[i]);
+        }
     }
     m = warp_max(m);
     float sum = 0.f;
@@ -142,17 +182,21 @@ __device__ __forceinline__ bool route_warp(const L* __restrict__ row, int expert
 template <typename L>
 __device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
                             int top_k, bool normalise, routing_smem& s, bool coherent = false,
-                            int stop_after = 0) {
+                            int stop_after = 0, const unsigned long long* flagged = nullptr,
+                            unsigned flag = 0u) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < tokens) {
         const L* row = logits + warp * ld;
+        // (flagged: T x E words, the rows `experts` apart)
+        const unsigned long long* frow = flagged ? flagged + warp * experts : nullptr;
         const bool stopped =
-            experts <= 128
-                ? route_warp<4>(row, experts, top_k, normalise, s, coherent, stop_after, warp, lane)
+            experts <= 128 ? route_warp<4>(row, experts, top_k, normalise, s, coherent, stop_after,
+                                           warp, lane, frow, flag)
             : experts <= 256
-                ? route_warp<8>(row, experts, top_k, normalise, s, coherent, stop_after, warp, lane)
+                ? route_warp<8>(row, experts, top_k, normalise, s, coherent, stop_after, warp, lane,
+                                frow, flag)
                 : route_warp<k_logits_per_lane>(row, experts, top_k, normalise, s, coherent,
-                                                stop_after, warp, lane);
+                                                stop_after, warp, lane, frow, flag);
         if (stopped)
             return true;
     }
@@ -625,12 +669,14 @@ __device__ __forceinline__ void prologue_load(prologue_prefetch& pf, const T* __
 // wrote (no barrier between). Then block e takes expert e (e += gridDim.x): each thread's vectors
 // of the router row against each token's h, the per-warp sums added in warp order, rounded to T
 // as the GEMV rounds logits, into the workspace's `logits` (T x E). The caller's grid barrier
-// publishes the logits.
+// publishes the logits; with `flagged` (moe_plan::flagged_logits) each goes there instead, as a
+// 64-bit word with `flag`, and the routing polls for them (no barrier).
 template <typename T>
 __device__ __forceinline__ void
 norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefetch& pf,
                 const T* __restrict__ norm_weight, float eps, const T* __restrict__ router,
-                int tokens, int experts, std::int64_t hidden, uint4* hs, T* lg, float* scratch,
+                int tokens, int experts, std::int64_t hidden, uint4* hs, T* lg,
+                unsigned long long* flagged, unsigned flag, float* scratch,
                 float (*part)[k_moe_max_tokens][k_columns]) {
     constexpr int VEC = 16 / sizeof(T);
     using P = packet<T, VEC>;
@@ -734,7 +780,11 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
             float sum = 0.f;
             for (int w = 0; w < k_warps; ++w)
                 sum += part[w][first][0];
-            lg[first * experts + e] = element<T>::from_float(sum);
+            const T rounded = element<T>::from_float(sum);
+            if (flagged) // the rounded value as fp32 (exact), with this launch's flag
+                store_flagged(flagged + first * experts + e, element<T>::to_float(rounded), flag);
+            else
+                lg[first * experts + e] = rounded;
         }
         __syncthreads(); // part is free for the next expert (and for the down sums)
     }
@@ -757,7 +807,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
-                   float norm_eps, const T* __restrict__ residual) {
+                   float norm_eps, const T* __restrict__ residual, bool flagged) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -768,25 +818,44 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     if (fused)
         prologue_load<T>(pf, norm_weight, router, experts, hidden);
     dependency_wait(); // the logits and x are the previous kernel's
-    // the barriers' generation, read now: its round trip overlaps the routing (thread 0's)
-    unsigned generation = threadIdx.x == 0 ? grid_generation(&g_moe_generation) : 0u;
+    // the barriers' generation, read now: its round trip overlaps the routing (thread 0's; every
+    // thread's with flagged logits, whose flag it makes). Every block reads the same: the
+    // kernels before have ended (the wait), and this launch's first barrier needs every block.
+    const bool flags = fused && flagged;
+    unsigned generation = threadIdx.x == 0 || flags ? grid_generation(&g_moe_generation) : 0u;
     const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
     const T* xin = x; // h after the fused prologue
     std::int64_t ldx = ld_x;
     const L* lgin = logits;
     std::int64_t ldl = ld_logits;
+    unsigned long long* flagged_logits = nullptr;
+    const unsigned flag = ~generation; // (never 0: a zeroed workspace holds no launch's flag)
     if (fused) {
-        const auto fl = moe_fused_layout(lay, tokens, experts, sizeof(T));
+        const auto fl = moe_fused_layout(lay, tokens, experts, sizeof(T), flags);
         T* lg = at_offset<T>(ws, fl.logits);
+        if (flags)
+            flagged_logits = at_offset<unsigned long long>(ws, fl.flagged);
         norm_and_router<T>(x, ld_x, pf, norm_weight, norm_eps, router, tokens, experts, hidden,
-                           stages, lg, scratch, part);
+                           stages, lg, flagged_logits, flag, scratch, part);
         if (stop_after == 5)
             return;
-        __syncthreads(); // the block's stores are made before its arrival
-        if (threadIdx.x == 0)
-            grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x),
-                            generation++);
-        __syncthreads();
+        if (!flags) {
+            __syncthreads(); // the block's stores are made before its arrival
+            if (threadIdx.x == 0)
+                grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x),
+                                generation++);
+            __syncthreads();
+        } else if (stop_after == 6 && threadIdx.x / 32 < tokens) {
+            // the probe's stop: the token's logits all seen (what the routing polls for)
+            const int lane = threadIdx.x % 32;
+            const unsigned long long* row = flagged_logits + (threadIdx.x / 32) * experts;
+            bool mine;
+            do {
+                mine = true;
+                for (int e = lane; e < experts; e += 32)
+                    mine = mine && flag_is(load_flagged(row + e), flag);
+            } while (!__all_sync(0xffffffffu, mine));
+        }
         if (stop_after == 6)
             return;
         xin = reinterpret_cast<const T*>(stages); // h, this block's own (the same bits in all)
@@ -795,7 +864,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         lgin = reinterpret_cast<const L*>(lg);
         ldl = experts;
     }
-    if (route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused, stop_after))
+    if (route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused, stop_after,
+                       flagged_logits, flag))
         return;
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
     if (stop_after == 1)
@@ -989,7 +1059,7 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
             a.probe_stop_after, static_cast<const T*>(a.norm_weight),
             static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
-            p.add_residual ? static_cast<const T*>(a.x) : nullptr));
+            p.add_residual ? static_cast<const T*>(a.x) : nullptr, p.flagged_logits));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

@@ -115,16 +115,24 @@ struct moe_plan {
     std::int64_t smem_bytes = 0;        // its dynamic shared memory a block
     int sm_count = 0;                   // the device's, to bound the grid by residency
     int threads = k_moe_threads;
-    int token_tile = 1;                  // tokens a kernel is compiled for: 1, 2, 4 or 8
-    std::int64_t pairs = 0;              // T x k (token, slot) pairs
-    std::int64_t max_active = 0;         // experts the pairs can reach: min(E, T x k)
-    std::int64_t gate_up_units = 0;      // at most: max_active x W (expert, column) units
-    std::int64_t down_units = 0;         // H output columns
-    std::int64_t gate_up_blocks = 0;     // the two kernels' persistent grids: kernel 1's
-    std::int64_t down_blocks = 0;        // and kernel 2's
-    std::int64_t workspace_bytes = 0;    // routing (ints and floats) + intermediate [pairs, W]
-                                         // (+ the logits [T, E] when fused)
-    bool fused_prologue = false;         // the norm and the router in the launch (moe_args)
+    int token_tile = 1;               // tokens a kernel is compiled for: 1, 2, 4 or 8
+    std::int64_t pairs = 0;           // T x k (token, slot) pairs
+    std::int64_t max_active = 0;      // experts the pairs can reach: min(E, T x k)
+    std::int64_t gate_up_units = 0;   // at most: max_active x W (expert, column) units
+    std::int64_t down_units = 0;      // H output columns
+    std::int64_t gate_up_blocks = 0;  // the two kernels' persistent grids: kernel 1's
+    std::int64_t down_blocks = 0;     // and kernel 2's
+    std::int64_t workspace_bytes = 0; // routing (ints and floats) + intermediate [pairs, W]
+                                      // (+ the logits [T, E] when fused)
+    bool fused_prologue = false;      // the norm and the router in the launch (moe_args)
+    // Trial (FOURFOLD_MOE_FLAGGED_LOGITS=1, session 49, unmeasured): the fused prologue's logits
+    // published without its grid barrier. Block e stores logit e with a flag word in one 64-bit
+    // store (the value as fp32 in the low half, ~generation in the high half: the generation of
+    // the barrier counters this launch read after its dependency wait, the same in every block
+    // and never an earlier launch's); the routing warps poll their row until every flag is this
+    // launch's (NCCL's LL protocol). One L2 round trip after the last logit instead of the
+    // barrier's atomic arrival and its poll. The same logits, so the same bits.
+    bool flagged_logits = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)
@@ -195,15 +203,18 @@ FOURFOLD_HOST_DEVICE inline moe_workspace_layout moe_layout(std::int64_t pairs, 
 // (h = RMSNorm(x) stays in each block's shared memory: every block computes the same bits.)
 struct moe_fused_workspace_layout {
     std::int64_t logits = 0; // elem [T, E]: the router's logits
+    std::int64_t flagged =
+        0; // uint64 [T, E]: the logits with their flags (moe_plan::flagged_logits)
     std::int64_t bytes = 0;
 };
 FOURFOLD_HOST_DEVICE inline moe_fused_workspace_layout
 moe_fused_layout(const moe_workspace_layout& base, std::int64_t tokens, std::int64_t experts,
-                 std::size_t es) {
+                 std::size_t es, bool flagged = false) {
     moe_fused_workspace_layout l;
     const auto e = static_cast<std::int64_t>(es);
     l.logits = base.bytes;
-    l.bytes = l.logits + moe_up16(tokens * experts * e);
+    l.flagged = l.logits + moe_up16(tokens * experts * e);
+    l.bytes = l.flagged + (flagged ? tokens * experts * 8 : 0);
     return l;
 }
 

@@ -53,10 +53,13 @@ std::string moe_plan::describe() const {
                "memory (" +
                std::to_string(k_moe_stage_bytes) +
                " B a warp, cp.async) before the barrier; fixed-order fp32 sums)" +
-               (fused_prologue ? "; the RMSNorm and the router's GEMV fused in front (h in each "
-                                 "block's shared memory, the logits in the workspace, a first "
-                                 "grid barrier)"
-                               : "") +
+               (fused_prologue ? std::string("; the RMSNorm and the router's GEMV fused in front "
+                                             "(h in each block's shared memory, the logits in "
+                                             "the workspace, ") +
+                                     (flagged_logits ? "each with a flag word, polled: no first "
+                                                       "grid barrier)"
+                                                     : "a first grid barrier)")
+                               : std::string()) +
                (add_residual ? "; the residual added to the output" : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
@@ -168,9 +171,10 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         }
         p.fused_prologue = true;
         p.add_residual = a.add_residual;
+        p.flagged_logits = switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "1");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
-                             a.experts, static_cast<std::size_t>(es))
+                             a.experts, static_cast<std::size_t>(es), p.flagged_logits)
                 .bytes;
     }
     p.expert_bytes = 3 * a.width * a.hidden * es;
