@@ -290,3 +290,25 @@ TEST(kernel_moe_plans, flagged_logits_are_a_switch_of_the_fused_prologue_with_th
         EXPECT_FALSE(plan_moe(a, device_limits{}).flagged_logits);
     }
 }
+
+// The trial FOURFOLD_MOE_TOPK_LOGITS=1: the one launch's top-k on the logits, where the weights
+// are renormalised (normalise) and only there; never for the two kernels.
+TEST(kernel_moe_plans, top_k_on_the_logits_is_a_switch_of_the_one_launch_with_normalise) {
+    const fourfold::testing::env_switch trial("FOURFOLD_MOE_TOPK_LOGITS");
+    const auto a = qwen3_moe(1);
+    const auto off = plan_moe(a, device_limits{});
+    EXPECT_FALSE(off.topk_on_logits);
+    trial.set("1");
+    const auto p = plan_moe(a, device_limits{});
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    ASSERT_EQ(p.kernels, 1);
+    EXPECT_TRUE(p.topk_on_logits);
+    EXPECT_NE(p.describe().find("top-k on the logits"), std::string::npos) << p.describe();
+    EXPECT_EQ(p.workspace_bytes, off.workspace_bytes); // nothing more to keep
+    auto b = a;
+    b.normalise = false; // the weights are the softmax over every expert: it stays
+    EXPECT_FALSE(plan_moe(b, device_limits{}).topk_on_logits);
+    b = a;
+    b.one_launch = false;
+    EXPECT_FALSE(plan_moe(b, device_limits{}).topk_on_logits);
+}

@@ -742,3 +742,48 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
         }
 #endif
 }
+
+// The trial FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits: the one launch's top-k on the
+// logits, only the k chosen exponentiated): against float64 over token counts, expert counts (4,
+// 8 and 16 logits a lane) and dtypes, as close to the softmax path as both are to float64, and the
+// ties still to the lower expert index (all-equal logits: experts 0..k-1 at 1/k each).
+TEST(moe_cuda, top_k_on_the_logits_matches_float64_and_keeps_the_ties) {
+    REQUIRE_NATIVE(dev);
+    const auto d = dev->torch_device();
+    for (const auto type : {at::kBFloat16, at::kFloat})
+        for (const auto& s : {k_qwen3, k_small, k_many, k_most}) {
+            const auto w = make_experts(s, type, 41, d);
+            for (const std::int64_t tokens : {1, 3, 8}) {
+                const auto x = workloads::seeded_normal({tokens, s.hidden}, 70, 0.0, 1.0, type);
+                const auto logits = ranked_logits(tokens, s.experts, 71);
+                at::Tensor softmax_path, on_logits;
+                {
+                    const fourfold::testing::env_switch trial("FOURFOLD_MOE_TOPK_LOGITS", "0");
+                    softmax_path = run_native(*dev, x.to(d), logits.to(d), w, s.top_k);
+                }
+                {
+                    const fourfold::testing::env_switch trial("FOURFOLD_MOE_TOPK_LOGITS", "1");
+                    on_logits = run_native(*dev, x.to(d), logits.to(d), w, s.top_k);
+                }
+                const auto ref = reference(x, logits, w, s.top_k);
+                EXPECT_LT(error_ratio(on_logits, ref), bound_of(type))
+                    << c10::toString(type) << " E=" << s.experts << " T=" << tokens;
+                EXPECT_LT(error_ratio(on_logits, softmax_path.cpu().to(at::kDouble)),
+                          bound_of(type))
+                    << c10::toString(type) << " E=" << s.experts << " T=" << tokens;
+            }
+            const fourfold::testing::env_switch trial("FOURFOLD_MOE_TOPK_LOGITS", "1");
+            const std::int64_t tokens = 2, k = s.top_k;
+            const auto x = workloads::seeded_normal({tokens, s.hidden}, 72, 0.0, 1.0, type);
+            const auto tied = at::zeros({tokens, s.experts}, at::kFloat);
+            auto chosen = at::empty({tokens, k}, at::kLong);
+            for (std::int64_t t = 0; t < tokens; ++t)
+                for (std::int64_t j = 0; j < k; ++j)
+                    chosen[t][j] = j;
+            const auto weights = at::full({tokens, k}, 1.0 / static_cast<double>(k), at::kDouble);
+            EXPECT_LT(error_ratio(run_native(*dev, x.to(d), tied.to(d), w, k),
+                                  reference_with(x, w, chosen, weights)),
+                      bound_of(type))
+                << "ties, " << c10::toString(type) << " E=" << s.experts;
+        }
+}

@@ -3007,20 +3007,25 @@ stage_s49_timeline() {
     s49_timeline_decode llama3-8b
     stage_pack s49_timeline
 }
-# Session 49 (written without a device): the fused MoE block's logits published with a flag word
-# each and polled (FOURFOLD_MOE_FLAGGED_LOGITS=1, moe_plan::flagged_logits), no first grid
-# barrier. Its gpu test (the same bits as the barrier, launch after launch, eager and in a graph),
-# the MoE and native decode tests with the trial on, memcheck and racecheck over its test, the
-# timed block's phases both ways, qwen3-30b-a3b's decode both ways. Predicted (session 35's
-# phases: the prologue barrier, stop 6 - stop 5, 1.41 µs at T = 1): stop 6 - stop 5 about 0.7 µs,
-# the block about -0.6 µs at T = 1 and at T = 8, qwen3 native_fused +0.8-1.0 % (48 layers x 0.6
-# µs of 2.86 ms). About 4 minutes.
+# Session 49 (written without a device): two trials of the fused MoE block's routing prefix.
+# 1. FOURFOLD_MOE_FLAGGED_LOGITS=1 (moe_plan::flagged_logits): the logits published with a flag
+#    word each and polled, no first grid barrier; the same bits.
+# 2. FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits): the top-k rounds on the logits, only
+#    the k chosen exponentiated; the softmax over 128 experts (a warp max, 4 exps, a warp sum, 4
+#    divisions) leaves the routing's path; the weights equal up to rounding.
+# Their gpu tests, the MoE and native decode tests with each on, memcheck and racecheck over the
+# flagged test, the timed block's phases (barrier, flagged, both), qwen3-30b-a3b's decode four
+# ways and the base and flagged again. Predicted (session 35's phases at T = 1: the prologue
+# barrier, stop 6 - stop 5, 1.41 µs; the softmax, stop 7 - stop 6, 0.76): flagged stop 6 - stop 5
+# about 0.7 µs and the block about -0.6 µs at T = 1 and 8; top-k on logits the routing about -0.4
+# µs at T = 1; qwen3 native_fused +0.8-1.0 % flagged, +0.5-0.7 % top-k, +1.3-1.7 % both. About 6
+# minutes.
 stage_s49_moe() {
-    local t0=$SECONDS flagged=FOURFOLD_MOE_FLAGGED_LOGITS=1
-    s25_gtests 'moe_cuda.flagged_logits*' 120 "$OUT/s49_moe_flag_test.txt"
-    FOURFOLD_MOE_FLAGGED_LOGITS=1 s25_gtests \
-        'moe_cuda.*:decode_native_cuda.*:-moe_cuda.*timed*:moe_cuda.one_launch_and_two_kernels_agree*' \
-        200 "$OUT/s49_moe_tests_flagged.txt"
+    local t0=$SECONDS flagged=FOURFOLD_MOE_FLAGGED_LOGITS=1 topk=FOURFOLD_MOE_TOPK_LOGITS=1
+    s25_gtests 'moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*' 150 "$OUT/s49_moe_trial_tests.txt"
+    local tests='moe_cuda.*:decode_native_cuda.*:-moe_cuda.*timed*:moe_cuda.one_launch_and_two_kernels_agree*'
+    FOURFOLD_MOE_FLAGGED_LOGITS=1 s25_gtests "$tests" 200 "$OUT/s49_moe_tests_flagged.txt"
+    FOURFOLD_MOE_TOPK_LOGITS=1 s25_gtests "$tests" 200 "$OUT/s49_moe_tests_topk.txt"
     local tool
     for tool in memcheck racecheck; do
         FOURFOLD_MOE_FLAGGED_LOGITS=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
@@ -3035,7 +3040,11 @@ stage_s49_moe() {
     grep -E "^moe block" "$OUT/s49_moe_timed_barrier.txt" | head -20
     FOURFOLD_MOE_FLAGGED_LOGITS=1 s25_gtests "$timed" 90 "$OUT/s49_moe_timed_flagged.txt"
     grep -E "^moe block" "$OUT/s49_moe_timed_flagged.txt" | head -20
-    decode_ab qwen3-30b-a3b base flagged:$flagged base2 flagged2:$flagged
+    FOURFOLD_MOE_FLAGGED_LOGITS=1 FOURFOLD_MOE_TOPK_LOGITS=1 s25_gtests "$timed" 90 \
+        "$OUT/s49_moe_timed_both.txt"
+    grep -E "^moe block" "$OUT/s49_moe_timed_both.txt" | head -20
+    decode_ab qwen3-30b-a3b base flagged:$flagged topk:$topk both:$flagged,$topk base2 \
+        flagged2:$flagged
     echo "after $((SECONDS - t0)) s"
     stage_pack s49_moe
 }

@@ -84,12 +84,15 @@ __device__ __forceinline__ bool flag_is(unsigned long long word, unsigned flag) 
 // `stop_after` (the one launch's probe): 7 returns true after the softmax, 8 after the top-k
 // rounds (before the block's grouping); false when the routing ran whole.
 // `flagged` (the one launch's flagged logits, with `flag`): the row's logits are polled there
-// until every one carries this launch's flag, and `row` is not read.
+// until every one carries this launch's flag, and `row` is not read. `on_logits` (with
+// `normalise`; moe_plan::topk_on_logits): the rounds select on the logits themselves (exp is
+// monotonic) and only the k selected are exponentiated, exp(l - l_top) / their sum: the same
+// weights up to rounding, without the softmax over every expert on the routing's path.
 template <int N, typename L>
-__device__ __forceinline__ bool route_warp(const L* __restrict__ row, int experts, int top_k,
-                                           bool normalise, routing_smem& s, bool coherent,
-                                           int stop_after, int warp, int lane,
-                                           const unsigned long long* flagged, unsigned flag) {
+__device__ __forceinline__ bool
+route_warp(const L* __restrict__ row, int experts, int top_k, bool normalise, routing_smem& s,
+           bool coherent, int stop_after, int warp, int lane, const unsigned long long* flagged,
+           unsigned flag, bool on_logits) {
     float v[N];
     float m = -CUDART_INF_F;
     if (flagged) {
@@ -120,31 +123,47 @@ __device__ __forceinline__ bool route_warp(const L* __restrict__ row, int expert
             m = fmaxf(m, v[i]);
         }
     }
-    m = warp_max(m);
-    float sum = 0.f;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-        v[i] = lane + 32 * i < experts ? expf(v[i] - m) : 0.f;
-        sum += v[i];
-    }
-    sum = warp_sum(sum);
-    if (stop_after == 7) { // (the sum kept: its softmax is not dead code)
-        s.pair_weight[warp] = sum;
-        return true;
-    }
     // The top_k rounds select on each probability's key: its bits + 1 (non-negative floats
     // order as their bits), 0 for a taken expert, a lane past the experts and a NaN (never
     // chosen). A round: the lane's best key (ascending i: its lower expert wins a tie), the
     // warp's largest key (one redux), the lowest expert holding it (one redux): the order
     // and the ties of the shuffle argmax this replaced (about 3x its latency). The owner
     // lane stores the pair; lane `slot` then reads its weight back in slot order, so the
-    // weights' sum (and the normalised weights) keep their bits.
+    // weights' sum (and the normalised weights) keep their bits. On logits (`on_logits`) the
+    // key is the float's order as an unsigned (negatives' bits inverted, the sign bit set on
+    // the others; -0 as +0), never 0 for a number.
+    const bool select_logits = on_logits && normalise;
     unsigned key[N];
+    if (select_logits) {
+        if (stop_after == 7) { // (no softmax on this path: the logits kept)
+            s.pair_weight[warp] = v[0];
+            return true;
+        }
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-        const bool valid = lane + 32 * i < experts;
-        v[i] = valid ? v[i] / sum : 0.f;
-        key[i] = valid && !isnan(v[i]) ? __float_as_uint(v[i]) + 1u : 0u;
+        for (int i = 0; i < N; ++i) {
+            const bool valid = lane + 32 * i < experts;
+            const unsigned u = __float_as_uint(v[i] + 0.f);
+            key[i] = valid && !isnan(v[i]) ? (u & 0x80000000u ? ~u : u | 0x80000000u) : 0u;
+        }
+    } else {
+        m = warp_max(m);
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            v[i] = lane + 32 * i < experts ? expf(v[i] - m) : 0.f;
+            sum += v[i];
+        }
+        sum = warp_sum(sum);
+        if (stop_after == 7) { // (the sum kept: its softmax is not dead code)
+            s.pair_weight[warp] = sum;
+            return true;
+        }
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            const bool valid = lane + 32 * i < experts;
+            v[i] = valid ? v[i] / sum : 0.f;
+            key[i] = valid && !isnan(v[i]) ? __float_as_uint(v[i]) + 1u : 0u;
+        }
     }
     for (int slot = 0; slot < top_k; ++slot) {
         unsigned bk = 0u, bi = 0xffffffffu;
@@ -172,7 +191,9 @@ __device__ __forceinline__ bool route_warp(const L* __restrict__ row, int expert
             }
     }
     __syncwarp();
-    const float mine = lane < top_k ? s.pair_weight[warp * top_k + lane] : 0.f;
+    float mine = lane < top_k ? s.pair_weight[warp * top_k + lane] : 0.f;
+    if (select_logits) // slot 0 holds the largest logit
+        mine = lane < top_k ? expf(mine - s.pair_weight[warp * top_k]) : 0.f;
     const float total = warp_sum(mine);
     if (lane < top_k && normalise)
         s.pair_weight[warp * top_k + lane] = mine / total;
@@ -183,7 +204,7 @@ template <typename L>
 __device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int tokens, int experts,
                             int top_k, bool normalise, routing_smem& s, bool coherent = false,
                             int stop_after = 0, const unsigned long long* flagged = nullptr,
-                            unsigned flag = 0u) {
+                            unsigned flag = 0u, bool on_logits = false) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (warp < tokens) {
         const L* row = logits + warp * ld;
@@ -191,12 +212,12 @@ __device__ bool route_block(const L* __restrict__ logits, std::int64_t ld, int t
         const unsigned long long* frow = flagged ? flagged + warp * experts : nullptr;
         const bool stopped =
             experts <= 128 ? route_warp<4>(row, experts, top_k, normalise, s, coherent, stop_after,
-                                           warp, lane, frow, flag)
+                                           warp, lane, frow, flag, on_logits)
             : experts <= 256
                 ? route_warp<8>(row, experts, top_k, normalise, s, coherent, stop_after, warp, lane,
-                                frow, flag)
+                                frow, flag, on_logits)
                 : route_warp<k_logits_per_lane>(row, experts, top_k, normalise, s, coherent,
-                                                stop_after, warp, lane, frow, flag);
+                                                stop_after, warp, lane, frow, flag, on_logits);
         if (stopped)
             return true;
     }
@@ -807,7 +828,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    int tokens, int experts, int top_k, bool normalise, std::int64_t hidden,
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
-                   float norm_eps, const T* __restrict__ residual, bool flagged) {
+                   float norm_eps, const T* __restrict__ residual, bool flagged,
+                   bool topk_on_logits) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -865,7 +887,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         ldl = experts;
     }
     if (route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused, stop_after,
-                       flagged_logits, flag))
+                       flagged_logits, flag, topk_on_logits))
         return;
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
     if (stop_after == 1)
@@ -1059,7 +1081,8 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
             a.probe_stop_after, static_cast<const T*>(a.norm_weight),
             static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
-            p.add_residual ? static_cast<const T*>(a.x) : nullptr, p.flagged_logits));
+            p.add_residual ? static_cast<const T*>(a.x) : nullptr, p.flagged_logits,
+            p.topk_on_logits));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

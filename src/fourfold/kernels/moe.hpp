@@ -133,6 +133,11 @@ struct moe_plan {
     // launch's (NCCL's LL protocol). One L2 round trip after the last logit instead of the
     // barrier's atomic arrival and its poll. The same logits, so the same bits.
     bool flagged_logits = false;
+    // Trial (FOURFOLD_MOE_TOPK_LOGITS=1, session 49, unmeasured; the one launch, with
+    // normalise): the routing's top-k rounds select on the logits and only the k selected are
+    // exponentiated, exp(l - l_top) / their sum, where the softmax over every expert came first
+    // (the same choice, exp being monotonic; the weights equal up to rounding, not bitwise).
+    bool topk_on_logits = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)

@@ -61,6 +61,7 @@ std::string moe_plan::describe() const {
                                                      : "a first grid barrier)")
                                : std::string()) +
                (add_residual ? "; the residual added to the output" : "") +
+               (topk_on_logits ? "; top-k on the logits, only the k chosen exponentiated" : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -136,6 +137,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.one_launch_blocks = std::max(p.gate_up_blocks, p.down_blocks);
         p.smem_bytes = k_moe_one_launch_dynamic_smem;
         p.dependent_launch = dependent_launch(d);
+        p.topk_on_logits = a.normalise && switch_is("FOURFOLD_MOE_TOPK_LOGITS", "1");
     }
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
     if (a.add_residual && !a.router) {
