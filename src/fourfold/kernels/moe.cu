@@ -851,7 +851,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     const L* lgin = logits;
     std::int64_t ldl = ld_logits;
     unsigned long long* flagged_logits = nullptr;
-    const unsigned flag = ~generation; // (never 0: a zeroed workspace holds no launch's flag)
+    // (~: the first launches flag 0xffffffff, 0xfffffffe, ...: a zeroed workspace holds none of
+    // them until the generation has counted 2^32 barriers)
+    const unsigned flag = ~generation;
     if (fused) {
         const auto fl = moe_fused_layout(lay, tokens, experts, sizeof(T), flags);
         T* lg = at_offset<T>(ws, fl.logits);
