@@ -112,8 +112,8 @@ def table(graph, nodes, replays, show_nodes):
     path, gid = graph
     print(f"\n## graph {gid} ({path}): {nodes} kernels a replay, {len(replays)} replays, "
           f"median span {span:.1f} µs (min {min(spans):.1f}, max {max(spans):.1f})")
-    print("| kernel | grid x block | a step | µs alone (median) | gap before | overlap | "
-          "**exposed** a step | exposed each | share |")
+    print("| kernel | grid x block | a step | µs alone (median, each) | gaps a step | "
+          "overlap a step | **exposed** a step | exposed each | share |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     for (name, grid, block), per in by_kind.items():
