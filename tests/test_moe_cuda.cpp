@@ -672,8 +672,9 @@ TEST(moe_cuda, the_fused_block_and_the_three_launches_it_replaces_are_timed_and_
 // The trial FOURFOLD_MOE_FLAGGED_LOGITS=1 (moe_plan::flagged_logits: the fused prologue's logits
 // stored with a flag word each and polled, no first grid barrier) against the barrier: the same
 // bits, launch after launch on one workspace, eager and in a captured graph replayed twice. Each
-// launch of a sequence takes another x, so a launch that routed on an earlier launch's logits
-// (a stale flag taken for its own) would differ from the barrier's output for its x.
+// launch of a sequence takes another x, after a probe's launch (stopped before the down barrier,
+// which advances the generation otherwise) on yet another, so a launch that routed on an earlier
+// launch's logits (a stale flag taken for its own) would differ from the barrier's output.
 TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -710,8 +711,15 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
                     std::vector<at::Tensor> ys;
                     for (int i = 0; i < n; ++i)
                         ys.push_back(at::full_like(xs[0], -7.0));
+                    // each launch after a probe's (stopped after the prologue, or after the
+                    // routing) on the next x: its logits are in the workspace with a flag
+                    // that must not pass for the launch's own
                     auto sequence = [&] {
                         for (int i = 0; i < n; ++i) {
+                            a.x = xs[static_cast<std::size_t>((i + 1) % n)].data_ptr();
+                            a.probe_stop_after = i % 2 == 0 ? 6 : 1;
+                            nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "probe");
+                            a.probe_stop_after = 0;
                             a.x = xs[static_cast<std::size_t>(i)].data_ptr();
                             a.y = ys[static_cast<std::size_t>(i)].data_ptr();
                             nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "moe");

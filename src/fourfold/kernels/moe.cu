@@ -568,6 +568,17 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
 // launch's calls are ordered on a stream, each waits for the kernel before it.
 __device__ unsigned g_moe_arrived[2];
 __device__ unsigned g_moe_generation;
+// The blocks out of a probe's launch that stopped before the down phase's barrier, with the
+// flagged logits (moe_plan::flagged_logits): the last one out advances the generation as that
+// barrier would have, so that the next launch's flag is not this one's (every block read the
+// generation before it counts itself out). Thread 0 of each block.
+__device__ unsigned g_moe_probe_exits;
+__device__ __forceinline__ void probe_exit_advance(int blocks) {
+    if (atomic_add_acq_rel(&g_moe_probe_exits, 1u) == static_cast<unsigned>(blocks) - 1) {
+        asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&g_moe_probe_exits) : "memory");
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&g_moe_generation) : "memory");
+    }
+}
 
 constexpr int k_stage_vectors = k_moe_stage_bytes / 16;  // 16-byte vectors a warp stages
 constexpr int k_columns = k_moe_down_columns;            // output columns a block's group
@@ -850,6 +861,11 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     std::int64_t ldx = ld_x;
     const L* lgin = logits;
     std::int64_t ldl = ld_logits;
+    // a probe's stop before the down barrier (1, 2, 5-8): with flags, the generation advanced
+    auto probe_return = [&] {
+        if (flags && threadIdx.x == 0)
+            probe_exit_advance(static_cast<int>(gridDim.x));
+    };
     unsigned long long* flagged_logits = nullptr;
     // (~: the first launches flag 0xffffffff, 0xfffffffe, ...: a zeroed workspace holds none of
     // them until the generation has counted 2^32 barriers)
@@ -861,8 +877,10 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             flagged_logits = at_offset<unsigned long long>(ws, fl.flagged);
         norm_and_router<T>(x, ld_x, pf, norm_weight, norm_eps, router, tokens, experts, hidden,
                            stages, lg, flagged_logits, flag, scratch, part);
-        if (stop_after == 5)
+        if (stop_after == 5) {
+            probe_return();
             return;
+        }
         if (!flags) {
             __syncthreads(); // the block's stores are made before its arrival
             if (threadIdx.x == 0)
@@ -880,8 +898,10 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                     mine = mine && flag_is(load_flagged(row + e), flag);
             } while (!__all_sync(0xffffffffu, mine));
         }
-        if (stop_after == 6)
+        if (stop_after == 6) {
+            probe_return();
             return;
+        }
         xin = reinterpret_cast<const T*>(stages); // h, this block's own (the same bits in all)
         ldx = hidden;
         // L == T (the plan checks): the logits in the activations' dtype, as the GEMV writes them
@@ -889,15 +909,21 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         ldl = experts;
     }
     if (route_block<L>(lgin, ldl, tokens, experts, top_k, normalise, s, fused, stop_after,
-                       flagged_logits, flag, topk_on_logits))
+                       flagged_logits, flag, topk_on_logits)) {
+        probe_return(); // (stops 7 and 8)
         return;
+    }
     allow_dependents(); // every block is resident by now: the next kernel may launch (and wait)
-    if (stop_after == 1)
+    if (stop_after == 1) {
+        probe_return();
         return;
+    }
     T* inter = at_offset<T>(ws, lay.inter);
     gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused);
-    if (stop_after == 2)
+    if (stop_after == 2) {
+        probe_return();
         return;
+    }
     if (fused)
         __syncthreads(); // h (in the stage area) is read by every warp before a stage is written
 
