@@ -2968,8 +2968,13 @@ stage_s49_c() {
 timeline_cupti() {
     local torch_lib lib inc d
     torch_lib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
-    lib=$(ldd "$torch_lib/libtorch_cuda.so" 2>/dev/null | awk '/libcupti/{print $3; exit}')
-    for d in "$(dirname "${lib:-/nonexistent/x}")" /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
+    lib=$(ldd "$torch_lib"/libtorch_cuda.so "$torch_lib"/libtorch_cpu.so 2>/dev/null |
+        awk '/libcupti/{print $3; exit}')
+    # (else the wheels' copy, then the toolkit's)
+    local wheels
+    wheels=$(python3 -c 'import nvidia,os;print(" ".join(os.path.join(p,d,"lib") for p in nvidia.__path__ for d in sorted(os.listdir(p))))' 2>/dev/null)
+    # shellcheck disable=SC2086 # wheels: a list of folders
+    for d in "$(dirname "${lib:-/nonexistent/x}")" $wheels /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
         if [ -e "$d/libcupti.so" ] || ls "$d"/libcupti.so.* >/dev/null 2>&1; then
             lib=$d
             break
