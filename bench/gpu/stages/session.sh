@@ -3033,7 +3033,8 @@ stage_s49_moe() {
     FOURFOLD_MOE_TOPK_LOGITS=1 s25_gtests "$tests" 200 "$OUT/s49_moe_tests_topk.txt"
     local tool
     for tool in memcheck racecheck; do
-        FOURFOLD_MOE_FLAGGED_LOGITS=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 \
+        FOURFOLD_MOE_FLAGGED_LOGITS=1 FOURFOLD_NATIVE_TEST_SIZES=small timeout 120 \
+            compute-sanitizer --tool $tool --error-exitcode 9 \
             --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
             --gtest_filter='moe_cuda.flagged_logits*' >"$OUT/s49_moe_$tool.txt" 2>&1
         echo "compute-sanitizer $tool (flagged logits): exit $? after $((SECONDS - t0)) s"
