@@ -5,7 +5,7 @@
 // tab-separated file; bench/gpu/timeline_table.py turns one decode step's replays into what each
 // kernel adds to the step inside the graph (ncu times each kernel alone, with no overlap).
 //
-//   g++ -std=c++17 -O2 -shared -fPIC -I<cupti include> bench/gpu/kernel_timeline.cpp
+//   g++ -std=c++20 -O2 -shared -fPIC -I<cupti include> bench/gpu/kernel_timeline.cpp
 //       -L<cupti lib> -lcupti -Wl,-rpath,<cupti lib> -o libkernel_timeline.so
 //   CUDA_INJECTION64_PATH=$PWD/libkernel_timeline.so FOURFOLD_TIMELINE=/out/tl fourfold decode ...
 //

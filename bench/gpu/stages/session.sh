@@ -2987,7 +2987,7 @@ timeline_cupti() {
     [ -n "$inc" ] && [ -n "$lib" ] || return 1
     local so
     so=$(cd "$lib" && ls libcupti.so libcupti.so.* 2>/dev/null | head -1)
-    g++ -std=c++17 -O2 -shared -fPIC -I"$inc" bench/gpu/kernel_timeline.cpp "$lib/$so" \
+    g++ -std=c++20 -O2 -shared -fPIC -I"$inc" bench/gpu/kernel_timeline.cpp "$lib/$so" \
         -Wl,-rpath,"$lib" -o "$BUILD/libkernel_timeline.so" 2>&1 | head -20
     [ -f "$BUILD/libkernel_timeline.so" ]
 }
