@@ -3018,19 +3018,20 @@ stage_s49_timeline() {
 # 2. FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits): the top-k rounds on the logits, only
 #    the k chosen exponentiated; the softmax over 128 experts (a warp max, 4 exps, a warp sum, 4
 #    divisions) leaves the routing's path; the weights equal up to rounding.
-# Their gpu tests, the MoE and native decode tests with each on, memcheck and racecheck over the
+# Their gpu tests, the MoE and native decode tests with both on, memcheck and racecheck over the
 # flagged test, the timed block's phases (barrier, flagged, both), qwen3-30b-a3b's decode four
 # ways and the base and flagged again. Predicted (session 35's phases at T = 1: the prologue
 # barrier, stop 6 - stop 5, 1.41 µs; the softmax, stop 7 - stop 6, 0.76): flagged stop 6 - stop 5
 # about 0.7 µs and the block about -0.6 µs at T = 1 and 8; top-k on logits the routing about -0.4
-# µs at T = 1; qwen3 native_fused +0.8-1.0 % flagged, +0.5-0.7 % top-k, +1.3-1.7 % both. About 6
-# minutes.
+# µs at T = 1; qwen3 native_fused +0.8-1.0 % flagged, +0.5-0.7 % top-k, +1.3-1.7 % both. About 7
+# minutes: a call of its own.
 stage_s49_moe() {
     local t0=$SECONDS flagged=FOURFOLD_MOE_FLAGGED_LOGITS=1 topk=FOURFOLD_MOE_TOPK_LOGITS=1
     s25_gtests 'moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*' 150 "$OUT/s49_moe_trial_tests.txt"
     local tests='moe_cuda.*:decode_native_cuda.*:-moe_cuda.*timed*:moe_cuda.one_launch_and_two_kernels_agree*'
-    FOURFOLD_MOE_FLAGGED_LOGITS=1 s25_gtests "$tests" 200 "$OUT/s49_moe_tests_flagged.txt"
-    FOURFOLD_MOE_TOPK_LOGITS=1 s25_gtests "$tests" 200 "$OUT/s49_moe_tests_topk.txt"
+    # (the suite once with both on: each alone has its own test above)
+    FOURFOLD_MOE_FLAGGED_LOGITS=1 FOURFOLD_MOE_TOPK_LOGITS=1 s25_gtests "$tests" 200 \
+        "$OUT/s49_moe_tests_both.txt"
     local tool
     for tool in memcheck racecheck; do
         FOURFOLD_MOE_FLAGGED_LOGITS=1 FOURFOLD_NATIVE_TEST_SIZES=small timeout 120 \
