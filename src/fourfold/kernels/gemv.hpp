@@ -57,6 +57,8 @@ struct gemv_cs_shape {
     int threads = k_gemv_cs_threads;
 };
 gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, bool half = false);
+// The shape both plans take: two blocks an SM where cs_half_wanted (below) says so.
+gemv_cs_shape gemv_cs_shape_planned(std::int64_t n, std::int64_t nkv, int sm_count);
 // The trial FOURFOLD_GEMV_CS_HALF=1 (session 48, both plans): the column-stationary kernel in two
 // blocks of 8 warps an SM where a row's slices divide 8 (the same runs, so the same rows a warp
 // and the same bits), so that a block of it can start on an SM where one of the launch before's

@@ -166,8 +166,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
         // 20.2 -> 17.8), and llama3-8b fp8 native_fused went 350.5 -> 387.5 tokens/s (build
         // 73b8d6b, stage s40_c). Wider K keeps the balanced and claimed kernels below.
         {
-            const bool half = cs_half_wanted(gemv_cs_shape_of(a.n, nkv, d.sm_count).slices);
-            const auto cs_shape = gemv_cs_shape_of(a.n, nkv, d.sm_count, half);
+            const auto cs_shape = gemv_cs_shape_planned(a.n, nkv, d.sm_count);
             const std::int64_t bytes = (prologue ? x_bytes : 0) + cs_shape.sum_bytes;
             if (cs_shape.run_rows > 0 && bytes <= k_gemv_norm_max_shared_bytes) {
                 p.column_stationary = true;

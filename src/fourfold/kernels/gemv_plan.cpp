@@ -75,6 +75,11 @@ gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, b
     return s;
 }
 
+gemv_cs_shape gemv_cs_shape_planned(std::int64_t n, std::int64_t nkv, int sm_count) {
+    const auto whole = gemv_cs_shape_of(n, nkv, sm_count);
+    return cs_half_wanted(whole.slices) ? gemv_cs_shape_of(n, nkv, sm_count, true) : whole;
+}
+
 gemv_mma_rounds_shape gemv_mma_rounds_shape_of(std::int64_t n, std::int64_t k, int sm_count) {
     const std::int64_t tiles = (n + 15) / 16, kblocks = k / 32;
     gemv_mma_rounds_shape best;
@@ -186,8 +191,7 @@ bool take_prologue(gemv_plan& p, const gemv_args& a, std::int64_t es) {
 // (runs differ by one row at most); false (p unchanged) where it does not.
 bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
                             const device_limits& d, std::int64_t min_rows) {
-    const bool half = cs_half_wanted(gemv_cs_shape_of(a.n, nkv, d.sm_count).slices);
-    const auto cs_shape = gemv_cs_shape_of(a.n, nkv, d.sm_count, half);
+    const auto cs_shape = gemv_cs_shape_planned(a.n, nkv, d.sm_count);
     const std::int64_t x_bytes = a.swiglu_x ? 0 : p.shared_bytes; // per-warp SwiGLU
     const std::int64_t bytes = x_bytes + cs_shape.sum_bytes;
     if (cs_shape.runs < 1 || a.n / cs_shape.runs < std::max<std::int64_t>(min_rows, 1) ||
