@@ -35,10 +35,18 @@ inline void register_wrong_pads() {
         const pad_function wrong_value = [](const at::Tensor& x, c10::IntArrayRef pads, double) {
             return at::constant_pad_nd(x, pads, 1.0);
         };
+        // (named fields: a braced pair leaves host_sync, test_only and needs to
+        // -Wmissing-field-initializers)
+        const auto spec = [](const char* name, const char* help) {
+            workloads::variant_spec s;
+            s.name = name;
+            s.help = help;
+            return s;
+        };
         for (const char* w : {"vae_roundtrip", "vae_decode"}) {
-            reg.add_test_variant(w, {"wrong_pad_side", "every pad on the other side"},
+            reg.add_test_variant(w, spec("wrong_pad_side", "every pad on the other side"),
                                  seam(wrong_side));
-            reg.add_test_variant(w, {"wrong_pad_value", "pads of ones"}, seam(wrong_value));
+            reg.add_test_variant(w, spec("wrong_pad_value", "pads of ones"), seam(wrong_value));
         }
         return true;
     }();
