@@ -218,8 +218,11 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_the
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.fused_prologue);
     EXPECT_EQ(p.kernels, 1);
-    // the logits (8 x 128 bf16) after the routing and the intermediate (h stays in shared memory)
-    EXPECT_EQ(p.workspace_bytes, unfused.workspace_bytes + std::int64_t{8} * 128 * 2);
+    // the logits (8 x 128 bf16) after the routing and the intermediate (h stays in shared memory),
+    // then their flagged words (8 x 128 x 8 bytes, 16-byte aligned: the default flagged logits)
+    EXPECT_TRUE(p.flagged_logits);
+    EXPECT_EQ(p.workspace_bytes,
+              unfused.workspace_bytes + std::int64_t{8} * 128 * 2 + std::int64_t{8} * 128 * 8);
     EXPECT_NE(p.describe().find("router's GEMV fused"), std::string::npos) << p.describe();
     EXPECT_FALSE(p.add_residual);
     auto r = a;
@@ -256,8 +259,9 @@ TEST(kernel_moe_plans, the_fused_norm_and_router_need_the_one_launch_and_add_the
     EXPECT_TRUE(plan_moe(b, device_limits{}).valid.empty()) << plan_moe(b, device_limits{}).valid;
 }
 
-// The trial FOURFOLD_MOE_FLAGGED_LOGITS=1: the fused prologue's logits as 64-bit words (value and
-// flag) after the logits, T x E x 8 bytes more workspace; never without the fused prologue.
+// The flagged logits (the default since session 50; FOURFOLD_MOE_FLAGGED_LOGITS=0, the barrier):
+// the fused prologue's logits as 64-bit words (value and flag) after the logits, T x E x 8 bytes
+// more workspace; never without the fused prologue.
 TEST(kernel_moe_plans, flagged_logits_are_a_switch_of_the_fused_prologue_with_their_words) {
     const fourfold::testing::env_switch trial("FOURFOLD_MOE_FLAGGED_LOGITS");
     for (const std::int64_t tokens : {1, 8}) {
@@ -267,12 +271,12 @@ TEST(kernel_moe_plans, flagged_logits_are_a_switch_of_the_fused_prologue_with_th
         a.router = addr(k_aligned * 128);
         a.logits = nullptr;
         a.logits_type = elem::bf16;
-        trial.unset();
+        trial.set("0");
         const auto barrier = plan_moe(a, device_limits{});
         ASSERT_TRUE(barrier.valid.empty()) << barrier.valid;
         EXPECT_FALSE(barrier.flagged_logits);
         EXPECT_NE(barrier.describe().find("a first grid barrier"), std::string::npos);
-        trial.set("1");
+        trial.unset(); // the default
         const auto flagged = plan_moe(a, device_limits{});
         ASSERT_TRUE(flagged.valid.empty()) << flagged.valid;
         EXPECT_TRUE(flagged.flagged_logits);
@@ -286,19 +290,21 @@ TEST(kernel_moe_plans, flagged_logits_are_a_switch_of_the_fused_prologue_with_th
         EXPECT_EQ(fl.bytes, flagged.workspace_bytes);
         // the logits given (no fused prologue): nothing to flag
         EXPECT_FALSE(plan_moe(unfused_args, device_limits{}).flagged_logits);
-        trial.set("0");
-        EXPECT_FALSE(plan_moe(a, device_limits{}).flagged_logits);
+        trial.set("1");
+        EXPECT_TRUE(plan_moe(a, device_limits{}).flagged_logits);
     }
 }
 
-// The trial FOURFOLD_MOE_TOPK_LOGITS=1: the one launch's top-k on the logits, where the weights
-// are renormalised (normalise) and only there; never for the two kernels.
+// Top-k on the logits (the default since session 50; FOURFOLD_MOE_TOPK_LOGITS=0, the softmax
+// first): the one launch's, where the weights are renormalised (normalise) and only there; never
+// for the two kernels.
 TEST(kernel_moe_plans, top_k_on_the_logits_is_a_switch_of_the_one_launch_with_normalise) {
     const fourfold::testing::env_switch trial("FOURFOLD_MOE_TOPK_LOGITS");
     const auto a = qwen3_moe(1);
+    trial.set("0");
     const auto off = plan_moe(a, device_limits{});
     EXPECT_FALSE(off.topk_on_logits);
-    trial.set("1");
+    trial.unset(); // the default
     const auto p = plan_moe(a, device_limits{});
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     ASSERT_EQ(p.kernels, 1);

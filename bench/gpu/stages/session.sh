@@ -1950,11 +1950,11 @@ stage_s37_d() {
 # at::linear), and why the FP8 GEMV moves 3.3-3.6 TB/s where the bf16 one moves 4.1-4.5 on the
 # same bytes: ncu's warp states, pipes and instruction mix for both on 28672 x 4096, and the SASS
 # of both kernels. About 5 minutes with the build.
-# a stage's logs (s37_ to s49_ files) in one archive, $OUT/logs_<tag>.tgz: a call brings back few
+# a stage's logs (s30_ to s59_ files) in one archive, $OUT/logs_<tag>.tgz: a call brings back few
 # files
 stage_pack() {
     local files
-    files=$(cd "$OUT" && ls | grep -E '^s[34][0-9]_' | grep -v '\.tgz$' || true)
+    files=$(cd "$OUT" && ls | grep -E '^s([34][0-9]|5[0-9])_' | grep -v '\.tgz$' || true)
     [ -n "$files" ] || return 0
     (cd "$OUT" && tar czf "logs_$1.tgz" $files && rm -f $files)
     echo "logs: $OUT/logs_$1.tgz"
@@ -3058,4 +3058,34 @@ stage_s49_moe() {
 stage_s49_b() {
     article_linear_decode s49
     stage_pack s49_b
+}
+
+# Session 50 (about 8-9 minutes with the build on an H200, 4-5 on an H100): the MoE routing's
+# new defaults (the flagged logits and the top-k on the logits, s49_moe on an H100: qwen3-30b-a3b
+# native_fused 290.8 -> 297.4 tokens/s at ctx 512), their gpu tests and the native decode's, the
+# qwen3 decode at the defaults against both off (=0) and again, moe_decode's op figures (issue
+# 15's T = 1 target, 25 µs; last on an H200 in session 35, 30.5), llama3-8b bf16 and fp8 at the
+# defaults, then, on an H200 only, the article linear_decode run (issue 13's figures at session
+# 48's GEMV defaults). Predicted on an H200: qwen3 350.4 -> about 358 (+2.3 %); the MoE block T = 1
+# about 1.2 µs less; llama3-8b as session 48 (249-251 bf16, about 388-392 fp8: no MoE); the
+# article T = 1 geometric mean about 1.33x.
+stage_s50_a() {
+    local t0=$SECONDS old=FOURFOLD_MOE_FLAGGED_LOGITS=0,FOURFOLD_MOE_TOPK_LOGITS=0
+    s25_gtests 'moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*:decode_native_cuda.*' 150 \
+        "$OUT/s50_a_tests.txt"
+    decode_ab qwen3-30b-a3b base old:$old base2
+    timeout 60 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,block --dtype bf16 \
+        --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s50-moe --quiet >"$OUT/s50_moe.txt" 2>&1
+    echo "moe_decode: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s50_moe.txt" | head -16
+    decode_ab llama3-8b base
+    decode_ab fp8 base
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        article_linear_decode s50
+    else
+        echo "article linear_decode: not run (issue 13's figures are the H200's)"
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s50_a
 }

@@ -125,18 +125,21 @@ struct moe_plan {
     std::int64_t workspace_bytes = 0; // routing (ints and floats) + intermediate [pairs, W]
                                       // (+ the logits [T, E] when fused)
     bool fused_prologue = false;      // the norm and the router in the launch (moe_args)
-    // Trial (FOURFOLD_MOE_FLAGGED_LOGITS=1, session 49, unmeasured): the fused prologue's logits
-    // published without its grid barrier. Block e stores logit e with a flag word in one 64-bit
-    // store (the value as fp32 in the low half, ~generation in the high half: the generation of
-    // the barrier counters this launch read after its dependency wait, the same in every block
-    // and never an earlier launch's); the routing warps poll their row until every flag is this
-    // launch's (NCCL's LL protocol). One L2 round trip after the last logit instead of the
-    // barrier's atomic arrival and its poll. The same logits, so the same bits.
+    // Default since session 50 (FOURFOLD_MOE_FLAGGED_LOGITS=0: the barrier; on an H100
+    // qwen3-30b-a3b native_fused +1.6-1.8 % at ctx 512, the fused block at T = 1 -0.77 µs,
+    // docs/performance.md session 50): the fused prologue's logits published without its grid
+    // barrier. Block e stores logit e with a flag word in one 64-bit store (the value as fp32 in
+    // the low half, ~generation in the high half: the generation of the barrier counters this
+    // launch read after its dependency wait, the same in every block and never an earlier
+    // launch's); the routing warps poll their row until every flag is this launch's (NCCL's LL
+    // protocol). One L2 round trip after the last logit instead of the barrier's atomic arrival and
+    // its poll. The same logits, so the same bits.
     bool flagged_logits = false;
-    // Trial (FOURFOLD_MOE_TOPK_LOGITS=1, session 49, unmeasured; the one launch, with
-    // normalise): the routing's top-k rounds select on the logits and only the k selected are
-    // exponentiated, exp(l - l_top) / their sum, where the softmax over every expert came first
-    // (the same choice, exp being monotonic; the weights equal up to rounding, not bitwise).
+    // Default since session 50 (FOURFOLD_MOE_TOPK_LOGITS=0: the softmax first; with the flagged
+    // logits +0.5 % more on the same H100 decode; the one launch, with normalise): the routing's
+    // top-k rounds select on the logits and only the k selected are exponentiated, exp(l - l_top) /
+    // their sum, where the softmax over every expert came first (the same choice, exp being
+    // monotonic; the weights equal up to rounding, not bitwise).
     bool topk_on_logits = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights

@@ -137,7 +137,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.one_launch_blocks = std::max(p.gate_up_blocks, p.down_blocks);
         p.smem_bytes = k_moe_one_launch_dynamic_smem;
         p.dependent_launch = dependent_launch(d);
-        p.topk_on_logits = a.normalise && switch_is("FOURFOLD_MOE_TOPK_LOGITS", "1");
+        p.topk_on_logits = a.normalise && !switch_is("FOURFOLD_MOE_TOPK_LOGITS", "0");
     }
     p.workspace_bytes = moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)).bytes;
     if (a.add_residual && !a.router) {
@@ -173,7 +173,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         }
         p.fused_prologue = true;
         p.add_residual = a.add_residual;
-        p.flagged_logits = switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "1");
+        p.flagged_logits = !switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "0");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
