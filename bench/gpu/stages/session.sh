@@ -3065,7 +3065,7 @@ stage_s49_b() {
 # native_fused 290.8 -> 297.4 tokens/s at ctx 512), their gpu tests and the native decode's, the
 # qwen3 decode at the defaults against both off (=0) and again, moe_decode's op figures (issue
 # 15's T = 1 target, 25 µs; last on an H200 in session 35, 30.5), llama3-8b bf16 and fp8 at the
-# defaults, then, on an H200 only, the article linear_decode run (issue 13's figures at session
+# defaults, the qwen3 step's kernel timeline, then, on an H200 only, the article linear_decode run (issue 13's figures at session
 # 48's GEMV defaults). Predicted on an H200: qwen3 350.4 -> about 358 (+2.3 %); the MoE block T = 1
 # about 1.2 µs less; llama3-8b as session 48 (249-251 bf16, about 388-392 fp8: no MoE); the
 # article T = 1 geometric mean about 1.33x.
@@ -3074,6 +3074,8 @@ stage_s50_a() {
     s25_gtests 'moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*:decode_native_cuda.*' 150 \
         "$OUT/s50_a_tests.txt"
     decode_ab qwen3-30b-a3b base old:$old base2
+    # each kernel kind's exposed µs a step at the defaults (s49_timeline's table)
+    if timeline_cupti; then s49_timeline_decode qwen3-30b-a3b; fi
     timeout 60 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,block --dtype bf16 \
         --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
         --db "$DB" --label s50-moe --quiet >"$OUT/s50_moe.txt" 2>&1
