@@ -388,6 +388,26 @@ TEST(kernel_plans, gemv_column_stationary_for_rows_of_4_kb_without_a_prologue) {
     EXPECT_TRUE(plan_gemv(gemv_of(1, 8192, 2048), h200()).balanced);
 }
 
+// The trial FOURFOLD_GEMV_CS_PLAIN_SHORT=1: column-stationary for rows of 3 KB without a prologue,
+// and of 2 KB where the weights are 64 MB or more; never with a prologue, never short rows of
+// small weights, and not without the switch.
+TEST(kernel_plans, gemv_column_stationary_for_shorter_plain_rows_on_trial) {
+    const fourfold::testing::env_switch trial("FOURFOLD_GEMV_CS_PLAIN_SHORT");
+    const auto k1536 = gemv_of(1, 4096, 1536), big_k1024 = gemv_of(1, 32768, 1024),
+               lm_head = gemv_of(1, 151936, 1024), small_k1024 = gemv_of(1, 4096, 1024);
+    for (const auto& a : {k1536, big_k1024, lm_head, small_k1024})
+        EXPECT_FALSE(plan_gemv(a, h200()).column_stationary) << plan_gemv(a, h200()).describe();
+    trial.set("1");
+    for (const auto& a : {k1536, big_k1024, lm_head}) {
+        const auto p = plan_gemv(a, h200());
+        ASSERT_TRUE(p.valid.empty()) << p.valid;
+        EXPECT_TRUE(p.column_stationary && !p.balanced) << p.describe();
+    }
+    EXPECT_FALSE(plan_gemv(small_k1024, h200()).column_stationary);            // 8 MB: static
+    EXPECT_FALSE(plan_gemv(gemv_of(1, 32768, 768), h200()).column_stationary); // 1.5 KB rows
+    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 4096, 1536)), h200()).column_stationary);
+}
+
 // The trial FOURFOLD_GEMV_CS_HALF=1: the column-stationary kernel in two blocks of 8 warps an SM
 // where a row's slices divide 8, with the same runs (so the same rows a run, and the same sums);
 // not where they do not (K = 1152: 3 slices; K = 6144: 12).
