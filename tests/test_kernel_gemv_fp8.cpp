@@ -425,15 +425,15 @@ TEST(kernel_plans_fp8, column_stationary_in_two_blocks_an_sm_on_trial) {
     EXPECT_EQ(d.slices, 14);
 }
 
-// The trial FOURFOLD_GEMV_CS_L2_RUN=1 in the FP8 plan: llama3-8b's qkv (6144 x 4096 e4m3, 528 runs
-// of 12 rows) asks L2 for 11 rows of each run (24 MB), where the ring's 4 by default.
-TEST(kernel_plans_fp8, column_stationary_asks_l2_for_its_run_on_trial) {
+// The FP8 plan's column-stationary path asks L2 for the ring's 4 rows of each run too (llama3-8b's
+// qkv, 6144 x 4096 e4m3: 528 runs of 12 rows); FOURFOLD_GEMV_CS_L2_RUN=0 for none.
+TEST(kernel_plans_fp8, column_stationary_asks_l2_for_its_first_rows) {
     const fourfold::testing::env_switch run("FOURFOLD_GEMV_CS_L2_RUN");
     auto qkv = fp8_of(1, 6144, 4096);
     qkv.norm_weight = k_norm;
-    EXPECT_EQ(plan_gemv_fp8(qkv, h200()).cs_l2_rows, 4);
-    run.set("1");
     const auto p = plan_gemv_fp8(qkv, h200());
     EXPECT_EQ(p.slice_rows, 12);
-    EXPECT_EQ(p.cs_l2_rows, 11) << p.describe();
+    EXPECT_EQ(p.cs_l2_rows, 4) << p.describe();
+    run.set("0");
+    EXPECT_EQ(plan_gemv_fp8(qkv, h200()).cs_l2_rows, 0);
 }

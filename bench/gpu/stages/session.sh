@@ -2880,6 +2880,8 @@ stage_s48_c() {
     stage_pack s48_c
 }
 
+# (Session 50: the trial FOURFOLD_GEMV_CS_L2_RUN=1 was removed after this stage measured it; its
+# runs here are now the default's.)
 # Session 49's first call (about 6 minutes with the build): the trial FOURFOLD_GEMV_CS_L2_RUN=1
 # (gemv_cs asks L2 for its whole run before the wait, up to 24 MB, as gemv_balanced's first two
 # steps do for qwen3's qkv), its gpu tests, and the defaults beside it. Hypothesis (session 47: the

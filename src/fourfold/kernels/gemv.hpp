@@ -67,14 +67,11 @@ gemv_cs_shape gemv_cs_shape_planned(std::int64_t n, std::int64_t nkv, int sm_cou
 // partition, 4 blocks an SM, gained from the dependent launch behind qwen3's MoE block).
 bool cs_half_wanted(std::int64_t slices);
 // The rows of each warp's slice gemv_cs asks L2 for before its dependency wait: the ring's
-// k_gemv_cs_depth by default. The trial FOURFOLD_GEMV_CS_L2_RUN=1 (session 48, both plans): the
-// whole run, up to k_gemv_cs_l2_run_bytes over the grid, as much as gemv_balanced's first two
-// steps a warp ask for qwen3-30b-a3b's qkv (21 MB: all of it). Session 47 measured the static
-// partition gaining twice what column-stationary gains from the dependent launch. =0: none (the
-// A/B's other side: whether the early requests delay the launch before, as the L2 prefetches of
-// sessions 29-37 did).
-inline constexpr std::int64_t k_gemv_cs_l2_run_bytes = std::int64_t{24} << 20;
-int cs_l2_rows(const gemv_cs_shape& s, std::int64_t row_bytes);
+// k_gemv_cs_depth (both plans). FOURFOLD_GEMV_CS_L2_RUN=0: none. Measured on an H100 (session 50,
+// one call): none costs llama3-8b bf16 1.2 % at ctx 512 and is neutral on qwen3-30b-a3b; session
+// 48's trial of asking for the whole run (up to 24 MB over the grid, =1) lost 0.3-3.7 % on qwen3
+// and llama3-8b fp8 and was removed.
+int cs_l2_rows(const gemv_cs_shape& s);
 // The column-stationary and claimed epilogues' bias and scale, copied into shared memory by
 // cp.async at the start (a 4-byte word of each for every thread's first epilogue row): the
 // epilogue then reads them there, where it loaded them after its block barrier, one round trip of

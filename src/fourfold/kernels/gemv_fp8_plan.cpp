@@ -177,7 +177,7 @@ gemv_fp8_plan plan_gemv_fp8(const gemv_fp8_args& a, const device_limits& d) {
                 p.shared_bytes = bytes;
                 p.fused_norm = a.norm_weight != nullptr;
                 p.cs_fetch_first = cs_fetch_first(p.fused_norm);
-                p.cs_l2_rows = cs_l2_rows(cs_shape, nkv * 16);
+                p.cs_l2_rows = cs_l2_rows(cs_shape);
                 p.fused_swiglu = a.swiglu_x;
                 p.balanced = false;
                 // A fused SwiGLU made by each warp for its own slice, no x in shared memory

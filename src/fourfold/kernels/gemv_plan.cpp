@@ -51,14 +51,10 @@ bool cs_half_wanted(std::int64_t slices) {
     return slices >= 1 && half_warps % slices == 0 && switch_is("FOURFOLD_GEMV_CS_HALF", "1");
 }
 
-int cs_l2_rows(const gemv_cs_shape& s, std::int64_t row_bytes) {
+int cs_l2_rows(const gemv_cs_shape& s) {
     if (switch_is("FOURFOLD_GEMV_CS_L2_RUN", "0"))
         return 0;
-    if (!switch_is("FOURFOLD_GEMV_CS_L2_RUN", "1") || s.runs < 1 || row_bytes < 1)
-        return static_cast<int>(std::min<std::int64_t>(k_gemv_cs_depth, s.run_rows));
-    const std::int64_t budget = k_gemv_cs_l2_run_bytes / (s.runs * row_bytes);
-    return static_cast<int>(
-        std::min<std::int64_t>(s.run_rows, std::max<std::int64_t>(k_gemv_cs_depth, budget)));
+    return static_cast<int>(std::min<std::int64_t>(k_gemv_cs_depth, s.run_rows));
 }
 
 gemv_cs_shape gemv_cs_shape_of(std::int64_t n, std::int64_t nkv, int sm_count, bool half) {
@@ -217,7 +213,7 @@ bool take_column_stationary(gemv_plan& p, const gemv_args& a, std::int64_t nkv,
     p.slice_rows = static_cast<int>(cs_shape.run_rows);
     p.swiglu_slices = a.swiglu_x;
     p.cs_fetch_first = cs_fetch_first(p.fused_norm);
-    p.cs_l2_rows = cs_l2_rows(cs_shape, nkv * 16);
+    p.cs_l2_rows = cs_l2_rows(cs_shape);
     p.shared_bytes = bytes;
     p.epilogue_prefetch =
         take_epilogue_prefetch(p.shared_bytes, k_gemv_cs_epilogue_bytes, a.bias != nullptr);
