@@ -3092,7 +3092,10 @@ stage_s50_a() {
     s46_linear_run s50_short_default "$short" 40
     FOURFOLD_GEMV_CS_PLAIN_SHORT=1 s46_linear_run s50_short_trial "$short" 40
     grep -hE "^linear_decode .*graph" "$OUT"/s46_s50_short_{default,trial}.txt | awk '{print $2, $4, $5, $(NF-7)}'
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    # (S50_ARTICLE=0: not run, where the device time left would not hold it)
+    if [ "${S50_ARTICLE:-1}" = 0 ]; then
+        echo "article linear_decode: not run (S50_ARTICLE=0)"
+    elif nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
         article_linear_decode s50
     else
         echo "article linear_decode: not run (issue 13's figures are the H200's)"
