@@ -447,7 +447,7 @@ TEST(kernel_plans, gemv_column_stationary_asks_l2_for_its_first_rows) {
     EXPECT_EQ(plan_gemv(qkv, h200()).cs_l2_rows, 4);
     EXPECT_EQ(plan_gemv(head, h200()).cs_l2_rows, 4);
     EXPECT_EQ(plan_gemv(few, h200()).cs_l2_rows, 4);
-    run.set("0");                                                      // none
+    run.set("0"); // none
     EXPECT_EQ(plan_gemv(qkv, h200()).cs_l2_rows, 0);
 }
 
