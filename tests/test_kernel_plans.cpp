@@ -302,7 +302,8 @@ TEST(kernel_plans, gemv_column_stationary_for_big_weights_of_4_kb_rows_on_trial)
     EXPECT_EQ(p.shared_bytes, 2048 * 2 + 16 * 288 * 4);
     EXPECT_FALSE(plan_gemv(qkv, h200()).column_stationary);
     EXPECT_TRUE(plan_gemv(qkv, h200()).balanced);
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 262144, 1664), h200()).column_stationary); // 3.3 KB rows
+    // 3.3 KB rows with the norm (plain, they are column-stationary: rows of 3 KB, session 50)
+    EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 262144, 1664)), h200()).column_stationary);
     EXPECT_TRUE(plan_gemv(gemv_of(1, 262208, 2560), h200()).column_stationary);
     const fourfold::testing::env_switch cs("FOURFOLD_GEMV_CS", "0"); // never, whatever the trial
     EXPECT_FALSE(plan_gemv(head, h200()).column_stationary);
@@ -340,6 +341,8 @@ TEST(kernel_plans, gemv_column_stationary_loads_its_first_weights_before_the_nor
 // below it; rows whose last step is half full or more keep their path, as do 8-byte elements'
 // rows and two tokens; FOURFOLD_GEMV_CS_TAIL=0: the static partition.
 TEST(kernel_plans, gemv_column_stationary_where_a_rows_last_step_is_under_half_full) {
+    // (262,144 x 1152 is 604 MB of 2 KB rows: session 50's plain short rule takes it too)
+    const fourfold::testing::env_switch shorter("FOURFOLD_GEMV_CS_PLAIN_SHORT", "0");
     const fourfold::testing::env_switch tail("FOURFOLD_GEMV_CS_TAIL", "0");
     const auto big = gemv_of(1, 262144, 1152), mid = gemv_of(1, 6912, 1152);
     EXPECT_TRUE(plan_gemv(big, h200()).balanced);
@@ -383,21 +386,17 @@ TEST(kernel_plans, gemv_column_stationary_for_rows_of_4_kb_without_a_prologue) {
     EXPECT_FALSE(plan_gemv(swiglu, h200()).column_stationary)
         << plan_gemv(swiglu, h200()).describe();
     EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 8192, 2048)), h200()).column_stationary);
-    EXPECT_FALSE(plan_gemv(gemv_of(1, 8192, 1536), h200()).column_stationary); // 3 KB rows
     plain.set("0");
     EXPECT_TRUE(plan_gemv(gemv_of(1, 8192, 2048), h200()).balanced);
 }
 
-// The trial FOURFOLD_GEMV_CS_PLAIN_SHORT=1: column-stationary for rows of 3 KB without a prologue,
-// and of 2 KB where the weights are 64 MB or more; never with a prologue, never short rows of
-// small weights, and not without the switch.
-TEST(kernel_plans, gemv_column_stationary_for_shorter_plain_rows_on_trial) {
-    const fourfold::testing::env_switch trial("FOURFOLD_GEMV_CS_PLAIN_SHORT");
+// Column-stationary for rows of 3 KB without a prologue, and of 2 KB where the weights are 64 MB
+// or more (session 50's default; FOURFOLD_GEMV_CS_PLAIN_SHORT=0 or FOURFOLD_GEMV_CS_PLAIN=0: the
+// static partition); never with a prologue, never short rows of small weights.
+TEST(kernel_plans, gemv_column_stationary_for_shorter_plain_rows) {
+    const fourfold::testing::env_switch shorter("FOURFOLD_GEMV_CS_PLAIN_SHORT");
     const auto k1536 = gemv_of(1, 4096, 1536), big_k1024 = gemv_of(1, 32768, 1024),
                lm_head = gemv_of(1, 151936, 1024), small_k1024 = gemv_of(1, 4096, 1024);
-    for (const auto& a : {k1536, big_k1024, lm_head, small_k1024})
-        EXPECT_FALSE(plan_gemv(a, h200()).column_stationary) << plan_gemv(a, h200()).describe();
-    trial.set("1");
     for (const auto& a : {k1536, big_k1024, lm_head}) {
         const auto p = plan_gemv(a, h200());
         ASSERT_TRUE(p.valid.empty()) << p.valid;
@@ -406,6 +405,11 @@ TEST(kernel_plans, gemv_column_stationary_for_shorter_plain_rows_on_trial) {
     EXPECT_FALSE(plan_gemv(small_k1024, h200()).column_stationary);            // 8 MB: static
     EXPECT_FALSE(plan_gemv(gemv_of(1, 32768, 768), h200()).column_stationary); // 1.5 KB rows
     EXPECT_FALSE(plan_gemv(with_norm(gemv_of(1, 4096, 1536)), h200()).column_stationary);
+    for (const char* off : {"FOURFOLD_GEMV_CS_PLAIN_SHORT", "FOURFOLD_GEMV_CS_PLAIN"}) {
+        const fourfold::testing::env_switch s(off, "0");
+        for (const auto& a : {k1536, big_k1024, lm_head})
+            EXPECT_FALSE(plan_gemv(a, h200()).column_stationary) << off;
+    }
 }
 
 // The trial FOURFOLD_GEMV_CS_HALF=1: the column-stationary kernel in two blocks of 8 warps an SM

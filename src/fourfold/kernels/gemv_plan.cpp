@@ -123,13 +123,17 @@ bool column_stationary_wanted(std::int64_t row_bytes, std::int64_t weight_bytes,
     if (!prologue && row_bytes >= k_one_block_an_sm_row_bytes / 2 &&
         !switch_is("FOURFOLD_GEMV_CS_PLAIN", "0"))
         return true;
-    // The trial FOURFOLD_GEMV_CS_PLAIN_SHORT=1 (session 50, not yet measured on an H200): rows of 3
-    // KB or more without a prologue, and of 2 KB or more where the weights are 64 MB or more. On an
-    // H100 (session 50, build e36f3d9, one call, cold graph, static -> column-stationary): 4096 x
-    // 1536 6.68 -> 5.63 µs, 8192 x 1536 10.9 -> 9.48, 32768 x 1024 23.6 -> 22.0, 151936 x 1024
-    // 107 -> 101; but the small 2 KB rows lost (3072 x 1024 4.34 -> 5.45, 4096 x 1024 4.92 ->
-    // 5.96), hence the 64 MB.
-    if (!prologue && switch_is("FOURFOLD_GEMV_CS_PLAIN_SHORT", "1") &&
+    // Plain rows of 3 KB or more too, and of 2 KB or more where the weights are 64 MB or more (the
+    // default since session 50; FOURFOLD_GEMV_CS_PLAIN_SHORT=0 turns it off, and
+    // FOURFOLD_GEMV_CS_PLAIN=0 with the rule above). On an H100 (session 50, build e36f3d9, one
+    // call, cold graph, static -> column-stationary): 4096 x 1536 6.68 -> 5.63 µs, 8192 x 1536 10.9
+    // -> 9.48, 32768 x 1024 23.6 -> 22.0, 151936 x 1024 107 -> 101; but the small 2 KB rows lost
+    // (3072 x 1024 4.34 -> 5.45, 4096 x 1024 4.92 -> 5.96), hence the 64 MB. The rule as coded,
+    // build 534c6e3, one call: 6 such shapes 1.06x -> 1.15x over stock (4096 x 1536 5.61, 8192 x
+    // 1536 9.45, 32768 x 1024 21.9, 151936 x 1024 101 µs; the small 2 KB rows as before). Not yet
+    // timed on an H200.
+    if (!prologue && !switch_is("FOURFOLD_GEMV_CS_PLAIN", "0") &&
+        !switch_is("FOURFOLD_GEMV_CS_PLAIN_SHORT", "0") &&
         (row_bytes >= 3072 || (row_bytes >= 2048 && weight_bytes >= (std::int64_t{64} << 20))))
         return true;
     // Rows whose last 2 KB step of the static partition is under half full (K = 1152: 2304 bytes,
