@@ -14,6 +14,10 @@ export PYTHONUNBUFFERED=1
 
 stage_build() {
     local prefix
+    if [ ! -f .deps/include/sqlite3.h ]; then
+        echo "build: no .deps/include/sqlite3.h: run bash bench/gpu/stage_deps.sh on the CPU machine and carry .deps"
+        return 1
+    fi
     prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
     cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
         -DCMAKE_CUDA_ARCHITECTURES=90a -DFOURFOLD_FMT_HEADER_ONLY=ON -DSQLite3_INCLUDE_DIR="$PWD/.deps/include" \
