@@ -126,7 +126,7 @@ struct moe_plan {
                                       // (+ the logits [T, E] when fused)
     bool fused_prologue = false;      // the norm and the router in the launch (moe_args)
     // Default since session 50 (FOURFOLD_MOE_FLAGGED_LOGITS=0: the barrier; on an H100
-    // qwen3-30b-a3b native_fused +1.6-1.8 % at ctx 512, the fused block at T = 1 -0.77 µs,
+    // qwen3-30b-a3b native_fused +1.5-1.9 % at ctx 512, the fused block at T = 1 -0.77 µs,
     // docs/performance.md session 50): the fused prologue's logits published without its grid
     // barrier. Block e stores logit e with a flag word in one 64-bit store (the value as fp32 in
     // the low half, ~generation in the high half: the generation of the barrier counters this
