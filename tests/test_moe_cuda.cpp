@@ -763,6 +763,113 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
 #endif
 }
 
+// The down counters (moe_plan::down_counters, the default with the flagged logits; =0 the down
+// barrier) against the barriers (FOURFOLD_MOE_FLAGGED_LOGITS=0): the same bits, launch after
+// launch on one workspace, eager and in a captured graph replayed twice. Between two counted
+// launches come a probe's (stopped after the prologue, the routing, the gate/up units, the
+// counters' wait or the first dots: a set of counters left part-counted), a launch of the
+// barriers' plan (the generation moved on by 2, the counters' sequence not) and one of the flagged
+// logits without the counters (by 1): a launch that took a set counted by an earlier launch for
+// its own would read the intermediate before it is written, and differ.
+TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    namespace nat = workloads::native;
+    const auto d = dev->torch_device();
+    call_context ctx(*dev);
+    constexpr int n = 5;
+    for (const auto type : {at::kBFloat16, at::kFloat})
+        for (const auto& s : shapes_of({k_qwen3, k_small})) {
+            const auto w = make_experts(s, type, 33, d);
+            const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
+            const auto nw = workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, type).to(d);
+            const auto router =
+                workloads::seeded_uniform({s.experts, s.hidden}, 8, -gb, gb, type).to(d);
+            for (const std::int64_t tokens : {1, 2, 8}) {
+                std::vector<at::Tensor> xs;
+                for (int i = 0; i < n; ++i)
+                    xs.push_back(workloads::seeded_normal({tokens, s.hidden},
+                                                          80 + static_cast<std::uint64_t>(i), 0.0,
+                                                          1.0, type)
+                                     .to(d));
+                auto a = fused_block_args(xs[0], nw, router, w, s, 1e-6);
+                // the three plans, each on its own workspace
+                auto plan_of = [&](const char* flagged, const char* counters, at::Tensor& ws) {
+                    const fourfold::testing::env_switch f("FOURFOLD_MOE_FLAGGED_LOGITS", flagged);
+                    const fourfold::testing::env_switch c("FOURFOLD_MOE_DOWN_COUNTERS", counters);
+                    auto b = a;
+                    auto plan = kernels::plan_moe(b, nat::limits(ctx));
+                    EXPECT_TRUE(plan.valid.empty()) << plan.valid;
+                    ws = at::empty({plan.workspace_bytes}, xs[0].options().dtype(at::kByte));
+                    b.workspace = ws.data_ptr();
+                    return kernels::plan_moe(b, nat::limits(ctx));
+                };
+                at::Tensor ws_counted, ws_barriers, ws_flagged;
+                const auto counted = plan_of("1", "1", ws_counted);
+                const auto barriers = plan_of("0", "1", ws_barriers);
+                const auto flagged = plan_of("1", "0", ws_flagged);
+                EXPECT_TRUE(counted.down_counters);
+                EXPECT_FALSE(barriers.down_counters);
+                EXPECT_FALSE(flagged.down_counters);
+                EXPECT_TRUE(flagged.flagged_logits);
+                auto launch = [&](const kernels::moe_plan& p, const at::Tensor& ws,
+                                  const at::Tensor& x, const at::Tensor& y, int stop) {
+                    auto b = a;
+                    b.workspace = ws.data_ptr();
+                    b.x = x.data_ptr();
+                    b.y = y.data_ptr();
+                    b.probe_stop_after = stop;
+                    nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
+                };
+                const auto scratch = at::empty_like(xs[0]);
+                const int stops[] = {6, 1, 2, 3, 4};
+                // the n launches' outputs: counted (between the others) or the barriers' plan
+                auto run = [&](bool counters, bool graph) {
+                    std::vector<at::Tensor> ys;
+                    for (int i = 0; i < n; ++i)
+                        ys.push_back(at::full_like(xs[0], -7.0));
+                    auto sequence = [&] {
+                        for (int i = 0; i < n; ++i) {
+                            const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
+                            if (counters) {
+                                launch(counted, ws_counted, other, scratch, stops[i]);
+                                if (i % 2 == 1)
+                                    launch(barriers, ws_barriers, other, scratch, 0);
+                                if (i % 3 == 2)
+                                    launch(flagged, ws_flagged, other, scratch, 0);
+                                launch(counted, ws_counted, xs[static_cast<std::size_t>(i)],
+                                       ys[static_cast<std::size_t>(i)], 0);
+                            } else {
+                                launch(barriers, ws_barriers, xs[static_cast<std::size_t>(i)],
+                                       ys[static_cast<std::size_t>(i)], 0);
+                            }
+                        }
+                    };
+                    if (graph) {
+                        auto g = dev->capture(sequence);
+                        g->replay();
+                        g->replay();
+                    } else {
+                        sequence();
+                    }
+                    dev->synchronize();
+                    return ys;
+                };
+                for (const bool graph : {false, true}) {
+                    const auto want = run(false, graph);
+                    const auto got = run(true, graph);
+                    for (int i = 0; i < n; ++i)
+                        EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
+                                              want[static_cast<std::size_t>(i)]))
+                            << c10::toString(type) << " E=" << s.experts << " T=" << tokens
+                            << " launch " << i << (graph ? " (graph)" : " (eager)");
+                    EXPECT_FALSE(at::equal(want[0], want[1]));
+                }
+            }
+        }
+#endif
+}
+
 // The trial FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits: the one launch's top-k on the
 // logits, only the k chosen exponentiated): against float64 over token counts, expert counts (4,
 // 8 and 16 logits a lane) and dtypes, as close to the softmax path as both are to float64, and the

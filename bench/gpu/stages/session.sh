@@ -3105,3 +3105,72 @@ stage_s50_a() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s50_a
 }
+
+# Session 51 (about 8-9 minutes with the build on an H200): the down counters (moe_plan::
+# down_counters, the default with the flagged logits: no grid barrier before the MoE's down phase,
+# each down item waits for its expert's gate/up units to be counted done), their gpu test (the
+# barriers' bits across probes and the other plans' launches), the qwen3 decode at the defaults
+# against the counters off (=0: session 50's defaults) and both session-50 trials off, again,
+# moe_decode's op figures with and without the counters, the qwen3 step's kernel timeline, and
+# llama3-8b bf16 and fp8 (no MoE). Predicted on an H200: session 50's defaults about 358 tokens/s
+# at ctx 512 (350.4 before them); the counters -0.5 to -1.5 µs a layer (the barrier's arrival and
+# release, and the warps' skew into it), about +1 % (+0.4 to +2 %); the MoE block T = 1 the same.
+# If the counters' test fails, the rest runs with them off.
+stage_s51_a() {
+    local t0=$SECONDS old=FOURFOLD_MOE_FLAGGED_LOGITS=0,FOURFOLD_MOE_TOPK_LOGITS=0
+    local c0=FOURFOLD_MOE_DOWN_COUNTERS=0
+    s25_gtests 'moe_cuda.down_counters*:moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*:decode_native_cuda.*' \
+        200 "$OUT/s51_a_tests.txt"
+    if ! grep -q "^\[  PASSED  \]" "$OUT/s51_a_tests.txt"; then
+        echo "the gpu tests did not pass: the rest with the counters off"
+        export FOURFOLD_MOE_DOWN_COUNTERS=0
+    fi
+    decode_ab qwen3-30b-a3b base c0:$c0 old:$old base2 c02:$c0
+    local v
+    for v in default c0; do
+        (
+            [ $v = c0 ] && export FOURFOLD_MOE_DOWN_COUNTERS=0
+            timeout 60 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,block \
+                --dtype bf16 --variants stock,native --device cuda --ledgers op_time,correctness \
+                --min-time 0.1 --db "$DB" --label s51-moe-$v --quiet >"$OUT/s51_moe_$v.txt" 2>&1
+            echo "moe_decode ($v): exit $? after $((SECONDS - t0)) s"
+            grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s51_moe_$v.txt" | head -16
+        )
+    done
+    if timeline_cupti; then s49_timeline_decode qwen3-30b-a3b; fi
+    decode_ab llama3-8b base
+    decode_ab fp8 base
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s51_a
+}
+
+# Session 51's second call: compute-sanitizer (memcheck, racecheck) over the down counters' test
+# and the top-k on the logits (small sizes), the fused block's phases with and without the
+# counters (the timed test), then, on an H200 only, the article linear_decode run (issue 13).
+stage_s51_b() {
+    local t0=$SECONDS tool
+    for tool in memcheck racecheck; do
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 150 \
+            compute-sanitizer --tool $tool --error-exitcode 9 \
+            --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.down_counters*:moe_cuda.top_k_on_the_logits*' \
+            >"$OUT/s51_moe_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool (counters, top-k): exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " \
+            "$OUT/s51_moe_$tool.txt" | sort | uniq -c | head
+    done
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    s25_gtests "$timed" 90 "$OUT/s51_timed_counters.txt"
+    grep -E "^moe block" "$OUT/s51_timed_counters.txt" | head -20
+    FOURFOLD_MOE_DOWN_COUNTERS=0 s25_gtests "$timed" 90 "$OUT/s51_timed_c0.txt"
+    grep -E "^moe block" "$OUT/s51_timed_c0.txt" | head -20
+    if [ "${S51_ARTICLE:-1}" = 0 ]; then
+        echo "article linear_decode: not run (S51_ARTICLE=0)"
+    elif nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        article_linear_decode s51
+    else
+        echo "article linear_decode: not run (issue 13's figures are the H200's)"
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s51_b
+}

@@ -23,6 +23,27 @@ constexpr int k_logits_per_lane = k_moe_max_experts / 32;       // the routing w
 static_assert(k_max_pairs == k_moe_threads, "the grouping takes one pair a thread");
 static_assert(k_moe_max_tokens <= k_warps, "the routing takes one token a warp");
 
+// The down counters (moe_plan::down_counters): for each active expert a of a launch, the gate/up
+// units of its columns done (a release add after a unit's stores), one 128-byte line apart; two
+// sets, the launch's by the parity of the counted launches' sequence (read after the dependency
+// wait, the same in every block), block 0 zeroing the other set (the previous counted launch's,
+// ended; the next one's, not begun). The last block out of a counted launch moves the sequence on.
+constexpr int k_done_stride = 32;
+__device__ unsigned g_moe_done[2][k_max_pairs * k_done_stride];
+__device__ unsigned g_moe_down_sequence;
+
+__device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned atomic_add_release(unsigned* p, unsigned v) {
+    unsigned old;
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(p), "r"(v)
+                 : "memory");
+    return old;
+}
+
 // What a block knows of the routing once route_block returns: the (token, slot) pairs grouped
 // by expert (ascending expert id, then pair order), and the active experts' groups.
 struct routing_smem {
@@ -313,11 +334,12 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T
 // each of the two rows a lane, and the next step's loads (of this unit or the warp's next one)
 // are issued before the current step is multiplied, so the warp's loads never drain between
 // units (the rows are 4 KB at Qwen3-30B-A3B's hidden 2048: a bubble per unit otherwise).
+// With `done` (the down counters) each unit done adds one to its expert's counter.
 template <typename T, int TOK>
-__device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* __restrict__ w,
-                                              T* __restrict__ inter, const routing_smem& s,
-                                              std::int64_t hidden, std::int64_t width,
-                                              std::int64_t ld_x, bool from_shared = false) {
+__device__ __forceinline__ void
+gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ inter,
+              const routing_smem& s, std::int64_t hidden, std::int64_t width, std::int64_t ld_x,
+              bool from_shared = false, unsigned* done = nullptr) {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int U = 4;
     using P = packet<T, VEC>;
@@ -404,6 +426,9 @@ __device__ __forceinline__ void gate_up_units(const T* __restrict__ x, const T* 
                         element<T>::from_float(silu(gs) * us);
                 ag[t] = au[t] = 0.f;
             }
+            // (done: the unit counted on its expert's counter, after lane 0's stores above)
+            if (done && lane == 0)
+                red_release_add(done + (u / wid) * k_done_stride, 1u);
         }
         if (!more)
             break;
@@ -617,12 +642,18 @@ __device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const r
 // The staged item against the intermediate rows of its expert's pairs (the lane's vectors of
 // each, in registers): weight x dot per (token, column), summed over the warp into lane c's
 // acc[token] for column c. Fixed orders throughout: the result is the same bits every run.
+// The item's copies are waited for after the first row's loads are issued. With `ready` (the down
+// counters: its expert's, no grid barrier before) the rows are read once it counts `units`.
 template <typename T, int TOK>
 __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter,
                                               const routing_smem& s, const down_item& it,
-                                              std::int64_t width, int lane, float (&acc)[TOK]) {
+                                              std::int64_t width, int lane, float (&acc)[TOK],
+                                              const unsigned* ready = nullptr, unsigned units = 0) {
     constexpr int VEC = 16 / sizeof(T);
     using P = packet<T, VEC>;
+    if (ready)
+        while (load_acquire(ready) < units) {
+        }
     const int b = s.active_begin[it.a], cnt = s.active_count[it.a];
     for (int p = b; p < b + cnt; ++p) {
         float h[k_piece_lanes][VEC];
@@ -633,7 +664,8 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
             // written by other blocks before the barrier: through L2, never a stale L1 line
             P::unpack(k < it.len ? __ldcg(hr + k) : make_uint4(0, 0, 0, 0), h[j]);
         }
-        float mine = 0.f; // lane c: column c's dot
+        copy_async_wait_all(); // (the lane's own copies: it reads only those)
+        float mine = 0.f;      // lane c: column c's dot
 #pragma unroll
         for (int c = 0; c < k_columns; ++c) {
             float d = 0.f;
@@ -840,7 +872,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
                    float norm_eps, const T* __restrict__ residual, bool flagged,
-                   bool topk_on_logits) {
+                   bool topk_on_logits, bool down_counters) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -856,6 +888,26 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     // kernels before have ended (the wait), and this launch's first barrier needs every block.
     const bool flags = fused && flagged;
     unsigned generation = threadIdx.x == 0 || flags ? grid_generation(&g_moe_generation) : 0u;
+    // the down counters (with the flagged logits): this launch's set, the other zeroed
+    const bool counters = flags && down_counters;
+    const unsigned sequence = counters ? grid_generation(&g_moe_down_sequence) : 0u;
+    unsigned* done = counters ? g_moe_done[sequence & 1u] : nullptr;
+    if (counters && blockIdx.x == 0)
+        for (int i = static_cast<int>(threadIdx.x); i < k_max_pairs; i += k_moe_threads)
+            asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(
+                             g_moe_done[(sequence + 1u) & 1u] + i * k_done_stride)
+                         : "memory");
+    // with the counters there is no down barrier: thread 0 counts its block in once the launch's
+    // generation and sequence are read (below, after the prologue) and reads the count on its way
+    // out; the last block in moves both on (no block of the launch reads them after it is in)
+    unsigned arrival = 0u;
+    auto leave = [&] {
+        if (counters && threadIdx.x == 0 && arrival == gridDim.x - 1u) {
+            asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&g_moe_probe_exits) : "memory");
+            red_release_add(&g_moe_down_sequence, 1u);
+            red_release_add(&g_moe_generation, 1u);
+        }
+    };
     const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
     const T* xin = x; // h after the fused prologue
     std::int64_t ldx = ld_x;
@@ -863,7 +915,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     std::int64_t ldl = ld_logits;
     // a probe's stop before the down barrier (1, 2, 5-8): with flags, the generation advanced
     auto probe_return = [&] {
-        if (flags && threadIdx.x == 0)
+        if (counters)
+            leave();
+        else if (flags && threadIdx.x == 0)
             probe_exit_advance(static_cast<int>(gridDim.x));
     };
     unsigned long long* flagged_logits = nullptr;
@@ -877,6 +931,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             flagged_logits = at_offset<unsigned long long>(ws, fl.flagged);
         norm_and_router<T>(x, ld_x, pf, norm_weight, norm_eps, router, tokens, experts, hidden,
                            stages, lg, flagged_logits, flag, scratch, part);
+        if (counters && threadIdx.x == 0) // (its result read at the exit)
+            arrival = atomic_add_release(&g_moe_probe_exits, 1u);
         if (stop_after == 5) {
             probe_return();
             return;
@@ -919,7 +975,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         return;
     }
     T* inter = at_offset<T>(ws, lay.inter);
-    gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused);
+    gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused, done);
     if (stop_after == 2) {
         probe_return();
         return;
@@ -949,12 +1005,25 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         residual && blockIdx.x < groups && own_t < tokens && first_n < hidden
             ? element<T>::to_float(residual[own_t * ld_x + first_n])
             : 0.f;
-    __syncthreads(); // the block's intermediate values are stored
-    if (threadIdx.x == 0)
-        grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x), generation);
-    __syncthreads();
+    // the counters: each item waits for its expert's units (down_item_dot), no grid barrier
+    const unsigned units = static_cast<unsigned>(width);
+    auto ready_of = [&](const down_item& it) -> const unsigned* {
+        return counters ? done + it.a * k_done_stride : nullptr;
+    };
+    if (!counters) {
+        __syncthreads(); // the block's intermediate values are stored
+        if (threadIdx.x == 0)
+            grid_barrier_at(g_moe_arrived, &g_moe_generation, static_cast<int>(gridDim.x),
+                            generation);
+        __syncthreads();
+    }
     if (stop_after == 3) {
+        // (the counters: the warp's first item's expert counted, as its dots would wait)
+        if (counters && blockIdx.x < groups && warp < items)
+            while (load_acquire(ready_of(item_of(blockIdx.x, warp))) < units) {
+            }
         copy_async_wait_all();
+        leave();
         return;
     }
     for (std::int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
@@ -966,11 +1035,12 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             const auto it = item_of(g, i);
             if (g != blockIdx.x || i != warp)
                 stage_item(w_down, s, it, hidden, width, stage, lane);
-            copy_async_wait_all();
-            down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc);
+            down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc, ready_of(it), units);
         }
-        if (stop_after == 4)
+        if (stop_after == 4) {
+            leave();
             return;
+        }
         if (lane < k_columns)
 #pragma unroll
             for (int t = 0; t < TOK; ++t)
@@ -988,6 +1058,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         }
         __syncthreads(); // part is read before the next group writes it
     }
+    leave();
 }
 
 // The grouped GEMV: the active groups compacted from the offsets (a block-wide count over the
@@ -1110,7 +1181,7 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             a.probe_stop_after, static_cast<const T*>(a.norm_weight),
             static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
             p.add_residual ? static_cast<const T*>(a.x) : nullptr, p.flagged_logits,
-            p.topk_on_logits));
+            p.topk_on_logits, p.down_counters));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

@@ -141,6 +141,13 @@ struct moe_plan {
     // their sum, where the softmax over every expert came first (the same choice, exp being
     // monotonic; the weights equal up to rounding, not bitwise).
     bool topk_on_logits = false;
+    // Trial of session 51, default with the flagged logits (FOURFOLD_MOE_DOWN_COUNTERS=0: the down
+    // barrier): no grid barrier before the down phase. Each gate/up unit done adds one (a release
+    // add after its stores) to its expert's counter; a down item's warp waits (acquire loads) for
+    // its expert's W units and reads those rows, so a warp whose expert is done goes on while the
+    // last units run elsewhere. The same sums in the same order: the barrier's bits. The launch's
+    // generation moves on as the last block leaves (its arrival counted after the prologue).
+    bool down_counters = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)

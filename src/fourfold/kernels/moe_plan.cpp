@@ -42,8 +42,9 @@ bool one_launch_fits(const device_limits& d) {
 
 std::string moe_plan::describe() const {
     if (kernels == 1)
-        return "1 kernel: route + gate/up + SwiGLU, then down + weighted combine behind a grid "
-               "barrier (" +
+        return std::string("1 kernel: route + gate/up + SwiGLU, then down + weighted combine ") +
+               (down_counters ? "as each expert's units are counted done (no grid barrier; "
+                              : "behind a grid barrier (") +
                std::to_string(one_launch_blocks) + " persistent blocks of " +
                std::to_string(threads) +
                ", routing recomputed per block; a warp per (expert, column) for gate/up, then a "
@@ -52,7 +53,8 @@ std::string moe_plan::describe() const {
                " output columns and a warp per active expert, its down rows staged in shared "
                "memory (" +
                std::to_string(k_moe_stage_bytes) +
-               " B a warp, cp.async) before the barrier; fixed-order fp32 sums)" +
+               (down_counters ? " B a warp, cp.async) as the units end; fixed-order fp32 sums)"
+                              : " B a warp, cp.async) before the barrier; fixed-order fp32 sums)") +
                (fused_prologue ? std::string("; the RMSNorm and the router's GEMV fused in front "
                                              "(h in each block's shared memory, the logits in "
                                              "the workspace, ") +
@@ -174,6 +176,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.fused_prologue = true;
         p.add_residual = a.add_residual;
         p.flagged_logits = !switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "0");
+        p.down_counters = p.flagged_logits && !switch_is("FOURFOLD_MOE_DOWN_COUNTERS", "0");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
