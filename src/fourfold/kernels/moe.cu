@@ -596,13 +596,20 @@ __device__ unsigned g_moe_generation;
 // The blocks out of a probe's launch that stopped before the down phase's barrier, with the
 // flagged logits (moe_plan::flagged_logits): the last one out advances the generation as that
 // barrier would have, so that the next launch's flag is not this one's (every block read the
-// generation before it counts itself out). Thread 0 of each block.
+// generation before it counts itself out). Thread 0 of each block. With the down counters
+// (moe_plan::down_counters) every launch's blocks count in here, where the down barrier was.
 __device__ unsigned g_moe_probe_exits;
-__device__ __forceinline__ void probe_exit_advance(int blocks) {
-    if (atomic_add_acq_rel(&g_moe_probe_exits, 1u) == static_cast<unsigned>(blocks) - 1) {
-        asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&g_moe_probe_exits) : "memory");
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&g_moe_generation) : "memory");
-    }
+// (With the down counters the sequence moves on too, and their launches count every block out
+// there, the step's after its first down copies are issued: moe_one_launch.)
+__device__ __forceinline__ void moe_advance(bool sequence) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&g_moe_probe_exits) : "memory");
+    if (sequence)
+        red_release_add(&g_moe_down_sequence, 1u);
+    red_release_add(&g_moe_generation, 1u);
+}
+__device__ __forceinline__ void probe_exit_advance(int blocks, bool sequence) {
+    if (atomic_add_acq_rel(&g_moe_probe_exits, 1u) == static_cast<unsigned>(blocks) - 1)
+        moe_advance(sequence);
 }
 
 constexpr int k_stage_vectors = k_moe_stage_bytes / 16;  // 16-byte vectors a warp stages
@@ -897,16 +904,14 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(
                              g_moe_done[(sequence + 1u) & 1u] + i * k_done_stride)
                          : "memory");
-    // with the counters there is no down barrier: thread 0 counts its block in once the launch's
-    // generation and sequence are read (below, after the prologue) and reads the count on its way
-    // out; the last block in moves both on (no block of the launch reads them after it is in)
+    // with the counters there is no down barrier: thread 0 counts its block in once every thread
+    // has read the launch's generation and sequence (below, after a block barrier, a release) and
+    // reads the count on its way out; the last block in moves both on (no block of the launch
+    // reads them after it is in). A probe's stop before that counts in on its way out.
     unsigned arrival = 0u;
     auto leave = [&] {
-        if (counters && threadIdx.x == 0 && arrival == gridDim.x - 1u) {
-            asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&g_moe_probe_exits) : "memory");
-            red_release_add(&g_moe_down_sequence, 1u);
-            red_release_add(&g_moe_generation, 1u);
-        }
+        if (counters && threadIdx.x == 0 && arrival == gridDim.x - 1u)
+            moe_advance(true);
     };
     const auto lay = moe_layout(tokens * top_k, width, sizeof(T));
     const T* xin = x; // h after the fused prologue
@@ -915,10 +920,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     std::int64_t ldl = ld_logits;
     // a probe's stop before the down barrier (1, 2, 5-8): with flags, the generation advanced
     auto probe_return = [&] {
-        if (counters)
-            leave();
-        else if (flags && threadIdx.x == 0)
-            probe_exit_advance(static_cast<int>(gridDim.x));
+        if (flags && threadIdx.x == 0)
+            probe_exit_advance(static_cast<int>(gridDim.x), counters);
     };
     unsigned long long* flagged_logits = nullptr;
     // (~: the first launches flag 0xffffffff, 0xfffffffe, ...: a zeroed workspace holds none of
@@ -931,8 +934,6 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             flagged_logits = at_offset<unsigned long long>(ws, fl.flagged);
         norm_and_router<T>(x, ld_x, pf, norm_weight, norm_eps, router, tokens, experts, hidden,
                            stages, lg, flagged_logits, flag, scratch, part);
-        if (counters && threadIdx.x == 0) // (its result read at the exit)
-            arrival = atomic_add_release(&g_moe_probe_exits, 1u);
         if (stop_after == 5) {
             probe_return();
             return;
@@ -997,6 +998,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     // the first item's rows stream in while the grid finishes its gate/up units
     if (blockIdx.x < groups && warp < items)
         stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
+    // (the counters: every thread past the block barrier above, fused; the result read at exit)
+    if (counters && threadIdx.x == 0)
+        arrival = atomic_add_release(&g_moe_probe_exits, 1u);
     // a thread's token and column in a group's sums; the first group's residual, loaded
     // before the barrier (x is the previous kernel's)
     const int own_t = threadIdx.x / k_columns, own_c = threadIdx.x % k_columns;
