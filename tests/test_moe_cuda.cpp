@@ -770,7 +770,8 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
 // counters' wait or the first dots: a set of counters left part-counted), a launch of the
 // barriers' plan (the generation moved on by 2, the counters' sequence not) and one of the flagged
 // logits without the counters (by 1): a launch that took a set counted by an earlier launch for
-// its own would read the intermediate before it is written, and differ.
+// its own would read the intermediate before it is written, and differ. The units counted one at
+// a time (the default) and a block's at once (the trial FOURFOLD_MOE_DOWN_COUNT=block) alike.
 TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -794,9 +795,11 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                                      .to(d));
                 auto a = fused_block_args(xs[0], nw, router, w, s, 1e-6);
                 // the three plans, each on its own workspace
-                auto plan_of = [&](const char* flagged, const char* counters, at::Tensor& ws) {
+                auto plan_of = [&](const char* flagged, const char* counters, at::Tensor& ws,
+                                   const char* count = "unit") {
                     const fourfold::testing::env_switch f("FOURFOLD_MOE_FLAGGED_LOGITS", flagged);
                     const fourfold::testing::env_switch c("FOURFOLD_MOE_DOWN_COUNTERS", counters);
+                    const fourfold::testing::env_switch m("FOURFOLD_MOE_DOWN_COUNT", count);
                     auto b = a;
                     auto plan = kernels::plan_moe(b, nat::limits(ctx));
                     EXPECT_TRUE(plan.valid.empty()) << plan.valid;
@@ -804,11 +807,14 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                     b.workspace = ws.data_ptr();
                     return kernels::plan_moe(b, nat::limits(ctx));
                 };
-                at::Tensor ws_counted, ws_barriers, ws_flagged;
-                const auto counted = plan_of("1", "1", ws_counted);
+                at::Tensor ws_counted, ws_blocks, ws_barriers, ws_flagged;
+                const auto unit_counted = plan_of("1", "1", ws_counted);
+                const auto block_counted = plan_of("1", "1", ws_blocks, "block");
                 const auto barriers = plan_of("0", "1", ws_barriers);
                 const auto flagged = plan_of("1", "0", ws_flagged);
-                EXPECT_TRUE(counted.down_counters);
+                EXPECT_TRUE(unit_counted.down_counters);
+                EXPECT_FALSE(unit_counted.down_counts_a_block);
+                EXPECT_TRUE(block_counted.down_counts_a_block);
                 EXPECT_FALSE(barriers.down_counters);
                 EXPECT_FALSE(flagged.down_counters);
                 EXPECT_TRUE(flagged.flagged_logits);
@@ -824,7 +830,11 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                 const auto scratch = at::empty_like(xs[0]);
                 const int stops[] = {6, 1, 2, 3, 4};
                 // the n launches' outputs: counted (between the others) or the barriers' plan
+                const kernels::moe_plan* counted_plan = &unit_counted;
+                const at::Tensor* counted_ws = &ws_counted;
                 auto run = [&](bool counters, bool graph) {
+                    const auto& counted = *counted_plan;
+                    const auto& ws_c = *counted_ws;
                     std::vector<at::Tensor> ys;
                     for (int i = 0; i < n; ++i)
                         ys.push_back(at::full_like(xs[0], -7.0));
@@ -832,12 +842,12 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                         for (int i = 0; i < n; ++i) {
                             const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
                             if (counters) {
-                                launch(counted, ws_counted, other, scratch, stops[i]);
+                                launch(counted, ws_c, other, scratch, stops[i]);
                                 if (i % 2 == 1)
                                     launch(barriers, ws_barriers, other, scratch, 0);
                                 if (i % 3 == 2)
                                     launch(flagged, ws_flagged, other, scratch, 0);
-                                launch(counted, ws_counted, xs[static_cast<std::size_t>(i)],
+                                launch(counted, ws_c, xs[static_cast<std::size_t>(i)],
                                        ys[static_cast<std::size_t>(i)], 0);
                             } else {
                                 launch(barriers, ws_barriers, xs[static_cast<std::size_t>(i)],
@@ -855,15 +865,20 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                     dev->synchronize();
                     return ys;
                 };
-                for (const bool graph : {false, true}) {
-                    const auto want = run(false, graph);
-                    const auto got = run(true, graph);
-                    for (int i = 0; i < n; ++i)
-                        EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
-                                              want[static_cast<std::size_t>(i)]))
-                            << c10::toString(type) << " E=" << s.experts << " T=" << tokens
-                            << " launch " << i << (graph ? " (graph)" : " (eager)");
-                    EXPECT_FALSE(at::equal(want[0], want[1]));
+                for (const bool blocks : {false, true}) {
+                    counted_plan = blocks ? &block_counted : &unit_counted;
+                    counted_ws = blocks ? &ws_blocks : &ws_counted;
+                    for (const bool graph : {false, true}) {
+                        const auto want = run(false, graph);
+                        const auto got = run(true, graph);
+                        for (int i = 0; i < n; ++i)
+                            EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
+                                                  want[static_cast<std::size_t>(i)]))
+                                << c10::toString(type) << " E=" << s.experts << " T=" << tokens
+                                << " launch " << i << (graph ? " (graph)" : " (eager)")
+                                << (blocks ? ", a block's units counted at once" : "");
+                        EXPECT_FALSE(at::equal(want[0], want[1]));
+                    }
                 }
             }
         }

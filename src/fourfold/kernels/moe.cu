@@ -35,6 +35,26 @@ __device__ unsigned g_moe_down_sequence;
 __device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void red_relaxed_add(unsigned* p, unsigned v) {
+    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// The block's gate/up units counted at once (moe_plan::down_counts_a_block), by thread 0 after a
+// block barrier that every warp passed with its units done: a fence (the block's stores, by the
+// barrier's cumulativity), then per round of the grid's warps the block's k_warps units, one add
+// for each expert they reach. gate_up_units' order: unit u is warp u % (grid's warps)'s.
+__device__ __forceinline__ void count_block_units(unsigned* done, int units, int width) {
+    __threadfence();
+    const int warps = static_cast<int>(gridDim.x) * k_warps;
+    for (int u0 = static_cast<int>(blockIdx.x) * k_warps; u0 < units; u0 += warps) {
+        const int u1 = u0 + k_warps < units ? u0 + k_warps : units;
+        for (int u = u0; u < u1;) {
+            const int a = u / width, end = (a + 1) * width < u1 ? (a + 1) * width : u1;
+            red_relaxed_add(done + a * k_done_stride, static_cast<unsigned>(end - u));
+            u = end;
+        }
+    }
+}
 __device__ __forceinline__ unsigned atomic_add_release(unsigned* p, unsigned v) {
     unsigned old;
     asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;"
@@ -216,6 +236,7 @@ route_warp(const L* __restrict__ row, int experts, int top_k, bool normalise, ro
     if (select_logits) // slot 0 holds the largest logit
         mine = lane < top_k ? expf(mine - s.pair_weight[warp * top_k]) : 0.f;
     const float total = warp_sum(mine);
+    __syncwarp(); // (every lane's reads of the weights before they are rewritten: racecheck)
     if (lane < top_k && normalise)
         s.pair_weight[warp * top_k + lane] = mine / total;
     return false;
@@ -879,7 +900,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
                    float norm_eps, const T* __restrict__ residual, bool flagged,
-                   bool topk_on_logits, bool down_counters) {
+                   bool topk_on_logits, bool down_counters, bool count_blocks) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -976,13 +997,16 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         return;
     }
     T* inter = at_offset<T>(ws, lay.inter);
-    gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused, done);
+    gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused,
+                          count_blocks ? nullptr : done);
     if (stop_after == 2) {
         probe_return();
         return;
     }
     if (fused)
         __syncthreads(); // h (in the stage area) is read by every warp before a stage is written
+    if (counters && count_blocks && threadIdx.x == 0)
+        count_block_units(done, s.active * static_cast<int>(width), static_cast<int>(width));
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint4* stage = stages + warp * k_stage_vectors;
@@ -1185,7 +1209,7 @@ launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t st
             a.probe_stop_after, static_cast<const T*>(a.norm_weight),
             static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
             p.add_residual ? static_cast<const T*>(a.x) : nullptr, p.flagged_logits,
-            p.topk_on_logits, p.down_counters));
+            p.topk_on_logits, p.down_counters, p.down_counts_a_block));
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),

@@ -43,7 +43,10 @@ bool one_launch_fits(const device_limits& d) {
 std::string moe_plan::describe() const {
     if (kernels == 1)
         return std::string("1 kernel: route + gate/up + SwiGLU, then down + weighted combine ") +
-               (down_counters ? "as each expert's units are counted done (no grid barrier; "
+               (down_counters ? (down_counts_a_block
+                                     ? "as each expert's units are counted done, a block's at "
+                                       "once (no grid barrier; "
+                                     : "as each expert's units are counted done (no grid barrier; ")
                               : "behind a grid barrier (") +
                std::to_string(one_launch_blocks) + " persistent blocks of " +
                std::to_string(threads) +
@@ -177,6 +180,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.add_residual = a.add_residual;
         p.flagged_logits = !switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "0");
         p.down_counters = p.flagged_logits && !switch_is("FOURFOLD_MOE_DOWN_COUNTERS", "0");
+        p.down_counts_a_block = p.down_counters && switch_is("FOURFOLD_MOE_DOWN_COUNT", "block");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
