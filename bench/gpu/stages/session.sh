@@ -3174,3 +3174,52 @@ stage_s51_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s51_b
 }
+
+# Session 52's first call (about 9 minutes with the build on an H200): racecheck again over the
+# counters' test and the top-k on the logits (session 51: 416 warnings, all route_warp's rewrite of
+# the top-k weights, now behind a __syncwarp), the gpu tests, the fused block's phases with the
+# units counted one at a time (the default), a block's at once (the trial FOURFOLD_MOE_DOWN_COUNT=
+# block) and without counters, the qwen3 decode with each, and last session 48's kernels
+# (5d27b71: the qwen3 gap, 338.4 today with both session-50 trials off against 350.4 then) swapped
+# into the tree with only the CLI rebuilt. Make the snapshot before the call (untracked, carried):
+#   for f in $(git diff --name-only 5d27b71 HEAD -- src/fourfold/kernels); do
+#       mkdir -p .s52alt/s48/$(dirname $f); git show 5d27b71:$f >.s52alt/s48/$f; done
+# Predicted (H200): the block count's gate/up back to about 19.7 µs at T = 1, its block about 29
+# (the per-unit counters 31.3, =0 30.4), qwen3 +1.5-2 % over =0 (the per-unit counters +0.6 %).
+stage_s52_a() {
+    local t0=$SECONDS c0=FOURFOLD_MOE_DOWN_COUNTERS=0 blk=FOURFOLD_MOE_DOWN_COUNT=block
+    local old=FOURFOLD_MOE_FLAGGED_LOGITS=0,FOURFOLD_MOE_TOPK_LOGITS=0
+    s25_gtests 'moe_cuda.down_counters*:moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*:decode_native_cuda.*' \
+        200 "$OUT/s52_a_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small timeout 150 \
+        compute-sanitizer --tool racecheck --error-exitcode 9 \
+        --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.down_counters*:moe_cuda.top_k_on_the_logits*' \
+        >"$OUT/s52_a_racecheck.txt" 2>&1
+    echo "compute-sanitizer racecheck (counters, top-k): exit $? after $((SECONDS - t0)) s"
+    grep -E "RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s52_a_racecheck.txt" |
+        sort | uniq -c | head
+    grep -E "Warning|Error" "$OUT/s52_a_racecheck.txt" | sed 's/+0x[0-9a-f]*//g' | sort | uniq -c | head -5
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    local v
+    for v in unit block c0; do
+        (
+            [ $v = block ] && export FOURFOLD_MOE_DOWN_COUNT=block
+            [ $v = c0 ] && export FOURFOLD_MOE_DOWN_COUNTERS=0
+            s25_gtests "$timed" 90 "$OUT/s52_timed_$v.txt"
+            grep -E "^moe block" "$OUT/s52_timed_$v.txt" | head -20
+        )
+    done
+    decode_ab qwen3-30b-a3b base block:$blk c0:$c0 old:$old base2 block2:$blk
+    if [ -d .s52alt/s48/src ]; then
+        (cd .s52alt/s48 && find . -type f) | while read -r f; do cp ".s52alt/s48/$f" "$f"; done
+        echo "tree: session 48's kernels (.s52alt/s48)"
+        ninja -C $BUILD fourfold >"$OUT/s52_build48.log" 2>&1
+        echo "CLI at session 48's kernels: exit $? after $((SECONDS - t0)) s"
+        decode_ab qwen3-30b-a3b s48 s48b
+    else
+        echo "no .s52alt/s48: session 48's kernels not run"
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s52_a
+}
