@@ -234,6 +234,21 @@ TEST(kernel_plans, gemv_claims_steps_for_one_token_where_its_slots_fit) {
     EXPECT_TRUE(plan_gemv(fp32, h200()).claimed); // 8 KB rows
     // slots past 48 KiB: 1,000,000 rows / 132 x 4 steps x 4 bytes
     EXPECT_FALSE(plan_gemv(gemv_of(1, 1000000, 4096), h200()).claimed);
+    // the trial FOURFOLD_GEMV_CLAIM_ROW_CAP=1: blocks of more than 1,024 rows keep the static
+    // partition (262,208 x 5376 and 151,936 x 5120: 1,987 and 1,151 rows a block), 972 claim
+    const fourfold::testing::env_switch cap("FOURFOLD_GEMV_CLAIM_ROW_CAP");
+    for (const auto& [n, k] :
+         {std::pair<std::int64_t, std::int64_t>{262208, 5376}, {151936, 5120}}) {
+        EXPECT_TRUE(plan_gemv(gemv_of(1, n, k), h200()).claimed) << n << " x " << k;
+        cap.set("1");
+        const auto p = plan_gemv(gemv_of(1, n, k), h200());
+        EXPECT_FALSE(p.claimed) << n << " x " << k;
+        EXPECT_TRUE(p.balanced && p.streamed) << p.describe();
+        EXPECT_EQ(p.blocks, 4 * 132);
+        cap.unset();
+    }
+    cap.set("1");
+    EXPECT_TRUE(plan_gemv(gemv_of(1, 128256, 8192), h200()).claimed); // 972 rows a block
 }
 
 // The column-stationary kernel: one token of 2-byte elements with rows of 8 KB or more (session

@@ -3223,3 +3223,20 @@ stage_s52_a() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s52_a
 }
+
+# Session 52's second call (about 2 minutes warm): the trial FOURFOLD_GEMV_CLAIM_ROW_CAP=1 (blocks
+# of more than 1,024 rows keep the static partition, not the claimed steps) on the claimed
+# kernel's two article shapes that session 51 measured under stock (262,208 x 5376 0.894x at 3.83
+# TB/s, 151,936 x 5120 0.957x) and its 972-row 128,256 x 8192 (not moved: the control), each
+# against the default, twice. Predicted (H200): the two at the static partition's 4.2-4.3 TB/s,
+# about 660 and 360 µs (0.99-1.03x), the control as before (471 µs).
+stage_s52_b() {
+    local t0=$SECONDS shapes=1x262208x5376,1x151936x5120,1x128256x8192
+    s46_linear_run s52_claim_default "$shapes" 60
+    FOURFOLD_GEMV_CLAIM_ROW_CAP=1 s46_linear_run s52_claim_cap "$shapes" 60
+    s46_linear_run s52_claim_default2 "$shapes" 60
+    FOURFOLD_GEMV_CLAIM_ROW_CAP=1 s46_linear_run s52_claim_cap2 "$shapes" 60
+    grep -hE "^linear_decode .*graph" "$OUT"/s46_s52_claim_*.txt | awk '{print $2, $4, $5, $(NF-7)}'
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s52_b
+}

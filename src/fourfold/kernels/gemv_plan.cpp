@@ -97,6 +97,8 @@ namespace {
 // One token's rows of at least this many bytes take a kernel of one block an SM (column-stationary
 // for 2-byte elements, else claimed); shorter rows keep the static partition (plan_gemv, below).
 constexpr std::int64_t k_one_block_an_sm_row_bytes = 8192;
+// The claimed kernel's most rows a block under the trial FOURFOLD_GEMV_CLAIM_ROW_CAP=1 (below).
+constexpr std::int64_t k_gemv_claim_cap_rows = 1024;
 
 // The column-stationary kernel's rule for one token of 2-byte elements (plan_gemv, below). The
 // trial FOURFOLD_GEMV_CS_BIG=1 (session 44, not yet measured in a decode) takes it for rows of 4
@@ -378,8 +380,16 @@ gemv_plan plan_gemv(const gemv_args& a, const device_limits& d) {
         // lost 342.1 -> 334.0 with its two K = 2048 GEMVs (4 KB rows, each after the MoE block)
         // claimed, though 5120 x 2048 + norm alone went 9.30 -> 9.14 µs: not isolated, so rows
         // under 8 KB keep the static partition.
-        if (a.tokens == 1 && nkv_all * 16 >= k_one_block_an_sm_row_bytes) {
-            const std::int64_t rows = (a.n + d.sm_count - 1) / d.sm_count;
+        // The trial FOURFOLD_GEMV_CLAIM_ROW_CAP=1 (session 51, unmeasured) keeps blocks of more
+        // than k_gemv_claim_cap_rows rows on this static partition: in session 51's article run
+        // (H200, ad6584d) the claimed kernel's two shapes of more than 1,024 rows a block ran
+        // 3.83 TB/s (262,208 x 5376: 737 µs against stock's 659) and 4.00 (151,936 x 5120: 389
+        // against 372), its 972-row 128,256 x 8192 4.46; this partition's 262,208 x 3840 4.30.
+        const std::int64_t claim_rows = (a.n + d.sm_count - 1) / d.sm_count;
+        const bool row_cap =
+            claim_rows > k_gemv_claim_cap_rows && switch_is("FOURFOLD_GEMV_CLAIM_ROW_CAP", "1");
+        if (a.tokens == 1 && nkv_all * 16 >= k_one_block_an_sm_row_bytes && !row_cap) {
+            const std::int64_t rows = claim_rows;
             const std::int64_t slots = rows * ((nkv_all + 127) / 128) * 4;
             if (p.shared_bytes + slots <= k_gemv_norm_max_shared_bytes) {
                 p.claimed = true;
