@@ -195,6 +195,29 @@ kernels::moe_args fused_block_args(const at::Tensor& x, const at::Tensor& nw,
     a.normalise = true;
     return a;
 }
+
+// The fused block's norm weight and router for shape s (router seed `seed`), on d.
+struct fused_weights {
+    at::Tensor nw, router;
+};
+fused_weights make_fused_weights(const shape& s, at::ScalarType type, std::uint64_t seed,
+                                 const at::Device& d) {
+    const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
+    return {workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, type).to(d),
+            workloads::seeded_uniform({s.experts, s.hidden}, seed, -gb, gb, type).to(d)};
+}
+
+// n inputs of T x H on d, seeds seed0, seed0 + 1, ...
+std::vector<at::Tensor> token_inputs(int n, std::int64_t tokens, std::int64_t hidden,
+                                     std::uint64_t seed0, at::ScalarType type,
+                                     const at::Device& d) {
+    std::vector<at::Tensor> xs;
+    for (int i = 0; i < n; ++i)
+        xs.push_back(workloads::seeded_normal({tokens, hidden},
+                                              seed0 + static_cast<std::uint64_t>(i), 0.0, 1.0, type)
+                         .to(d));
+    return xs;
+}
 #endif
 
 } // namespace
@@ -697,17 +720,11 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
     for (const auto type : {at::kBFloat16, at::kFloat})
         for (const auto& s : shapes_of({k_qwen3, k_small})) {
             const auto w = make_experts(s, type, 31, d);
-            const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
-            const auto nw = workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, type).to(d);
-            const auto router =
-                workloads::seeded_uniform({s.experts, s.hidden}, 7, -gb, gb, type).to(d);
+            const auto fw = make_fused_weights(s, type, 7, d);
+            const auto& nw = fw.nw;
+            const auto& router = fw.router;
             for (const std::int64_t tokens : {1, 2, 8}) {
-                std::vector<at::Tensor> xs;
-                for (int i = 0; i < n; ++i)
-                    xs.push_back(workloads::seeded_normal({tokens, s.hidden},
-                                                          60 + static_cast<std::uint64_t>(i), 0.0,
-                                                          1.0, type)
-                                     .to(d));
+                const auto xs = token_inputs(n, tokens, s.hidden, 60, type, d);
                 // the n launches' outputs, with the flagged logits or the barrier
                 auto run = [&](bool flagged, bool graph) {
                     const fourfold::testing::env_switch trial("FOURFOLD_MOE_FLAGGED_LOGITS",
@@ -782,17 +799,11 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
     for (const auto type : {at::kBFloat16, at::kFloat})
         for (const auto& s : shapes_of({k_qwen3, k_small})) {
             const auto w = make_experts(s, type, 33, d);
-            const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
-            const auto nw = workloads::seeded_uniform({s.hidden}, 5, 0.5, 1.5, type).to(d);
-            const auto router =
-                workloads::seeded_uniform({s.experts, s.hidden}, 8, -gb, gb, type).to(d);
+            const auto fw = make_fused_weights(s, type, 8, d);
+            const auto& nw = fw.nw;
+            const auto& router = fw.router;
             for (const std::int64_t tokens : {1, 2, 8}) {
-                std::vector<at::Tensor> xs;
-                for (int i = 0; i < n; ++i)
-                    xs.push_back(workloads::seeded_normal({tokens, s.hidden},
-                                                          80 + static_cast<std::uint64_t>(i), 0.0,
-                                                          1.0, type)
-                                     .to(d));
+                const auto xs = token_inputs(n, tokens, s.hidden, 80, type, d);
                 auto a = fused_block_args(xs[0], nw, router, w, s, 1e-6);
                 // the three plans, each on its own workspace
                 auto plan_of = [&](const char* flagged, const char* counters, at::Tensor& ws,
