@@ -32,13 +32,6 @@ constexpr int k_done_stride = 32;
 __device__ unsigned g_moe_done[2][k_max_pairs * k_done_stride];
 __device__ unsigned g_moe_down_sequence;
 
-__device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void red_relaxed_add(unsigned* p, unsigned v) {
-    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 // The block's gate/up units counted at once (moe_plan::down_counts_a_block), by thread 0 after a
 // block barrier that every warp passed with its units done: a fence (the block's stores, by the
 // barrier's cumulativity), then per round of the grid's warps the block's k_warps units, one add
@@ -54,14 +47,6 @@ __device__ __forceinline__ void count_block_units(unsigned* done, int units, int
             u = end;
         }
     }
-}
-__device__ __forceinline__ unsigned atomic_add_release(unsigned* p, unsigned v) {
-    unsigned old;
-    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;"
-                 : "=r"(old)
-                 : "l"(p), "r"(v)
-                 : "memory");
-    return old;
 }
 
 // What a block knows of the routing once route_block returns: the (token, slot) pairs grouped
@@ -623,7 +608,7 @@ __device__ unsigned g_moe_probe_exits;
 // (With the down counters the sequence moves on too, and their launches count every block out
 // there, the step's after its first down copies are issued: moe_one_launch.)
 __device__ __forceinline__ void moe_advance(bool sequence) {
-    asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&g_moe_probe_exits) : "memory");
+    store_relaxed(&g_moe_probe_exits, 0u);
     if (sequence)
         red_release_add(&g_moe_down_sequence, 1u);
     red_release_add(&g_moe_generation, 1u);
@@ -922,9 +907,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     unsigned* done = counters ? g_moe_done[sequence & 1u] : nullptr;
     if (counters && blockIdx.x == 0)
         for (int i = static_cast<int>(threadIdx.x); i < k_max_pairs; i += k_moe_threads)
-            asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(
-                             g_moe_done[(sequence + 1u) & 1u] + i * k_done_stride)
-                         : "memory");
+            store_relaxed(g_moe_done[(sequence + 1u) & 1u] + i * k_done_stride, 0u);
     // with the counters there is no down barrier: thread 0 counts its block in once every thread
     // has read the launch's generation and sequence (below, after a block barrier, a release) and
     // reads the count on its way out; the last block in moves both on (no block of the launch

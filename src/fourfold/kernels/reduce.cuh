@@ -91,6 +91,26 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
     return old;
 }
 
+// The same add with release only (a fence before it, none after: the old value arrives while
+// the thread goes on), and without a result (red), released or relaxed.
+__device__ __forceinline__ unsigned atomic_add_release(unsigned* p, unsigned v) {
+    unsigned old;
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(p), "r"(v)
+                 : "memory");
+    return old;
+}
+__device__ __forceinline__ void red_release_add(unsigned* p, unsigned v) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_relaxed_add(unsigned* p, unsigned v) {
+    asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void store_relaxed(unsigned* p, unsigned v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 // The barrier's generation read ahead, relaxed (through L2, never a stale L1 line): a caller may
 // read it as soon as its dependency wait returns, since only the barrier's own rounds in this
 // launch move it on, so its L2 round trip overlaps the work before the barrier (session 35).
@@ -106,8 +126,8 @@ __device__ __forceinline__ void grid_barrier_at(unsigned (&arrived)[2], unsigned
                                                 int blocks, unsigned g) {
     unsigned* count = &arrived[g & 1u];
     if (atomic_add_acq_rel(count, 1u) == static_cast<unsigned>(blocks) - 1) {
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(generation) : "memory");
-        asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(count) : "memory");
+        red_release_add(generation, 1u);
+        store_relaxed(count, 0u);
     } else {
         while (load_acquire(generation) == g) {
         }
