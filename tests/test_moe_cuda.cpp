@@ -841,24 +841,21 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                 const auto scratch = at::empty_like(xs[0]);
                 const int stops[] = {6, 1, 2, 3, 4};
                 // the n launches' outputs: counted (between the others) or the barriers' plan
-                const kernels::moe_plan* counted_plan = &unit_counted;
-                const at::Tensor* counted_ws = &ws_counted;
-                auto run = [&](bool counters, bool graph) {
-                    const auto& counted = *counted_plan;
-                    const auto& ws_c = *counted_ws;
+                auto run = [&](const kernels::moe_plan* counted, const at::Tensor& ws_c,
+                               bool graph) {
                     std::vector<at::Tensor> ys;
                     for (int i = 0; i < n; ++i)
                         ys.push_back(at::full_like(xs[0], -7.0));
                     auto sequence = [&] {
                         for (int i = 0; i < n; ++i) {
                             const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
-                            if (counters) {
-                                launch(counted, ws_c, other, scratch, stops[i]);
+                            if (counted) {
+                                launch(*counted, ws_c, other, scratch, stops[i]);
                                 if (i % 2 == 1)
                                     launch(barriers, ws_barriers, other, scratch, 0);
                                 if (i % 3 == 2)
                                     launch(flagged, ws_flagged, other, scratch, 0);
-                                launch(counted, ws_c, xs[static_cast<std::size_t>(i)],
+                                launch(*counted, ws_c, xs[static_cast<std::size_t>(i)],
                                        ys[static_cast<std::size_t>(i)], 0);
                             } else {
                                 launch(barriers, ws_barriers, xs[static_cast<std::size_t>(i)],
@@ -877,11 +874,10 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                     return ys;
                 };
                 for (const bool blocks : {false, true}) {
-                    counted_plan = blocks ? &block_counted : &unit_counted;
-                    counted_ws = blocks ? &ws_blocks : &ws_counted;
                     for (const bool graph : {false, true}) {
-                        const auto want = run(false, graph);
-                        const auto got = run(true, graph);
+                        const auto want = run(nullptr, ws_barriers, graph);
+                        const auto got = blocks ? run(&block_counted, ws_blocks, graph)
+                                                : run(&unit_counted, ws_counted, graph);
                         for (int i = 0; i < n; ++i)
                             EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
                                                   want[static_cast<std::size_t>(i)]))
