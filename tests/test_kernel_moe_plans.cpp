@@ -320,10 +320,11 @@ TEST(kernel_moe_plans, top_k_on_the_logits_is_a_switch_of_the_one_launch_with_no
 }
 
 // The down counters (the default with the flagged logits since session 51;
-// FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier) and their trial of counting a block's units at
-// once (FOURFOLD_MOE_DOWN_COUNT=block): the fused prologue's with the flagged logits only, no
-// more workspace (the counters are the kernel's own), and said in the plan's description.
-TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_block_on_request) {
+// FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier), counting a block's units at once (the default
+// since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with
+// the flagged logits only, no more workspace (the counters are the kernel's own), and said in the
+// plan's description.
+TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_block_unless_asked) {
     const fourfold::testing::env_switch flagged("FOURFOLD_MOE_FLAGGED_LOGITS");
     const fourfold::testing::env_switch counters("FOURFOLD_MOE_DOWN_COUNTERS");
     const fourfold::testing::env_switch count("FOURFOLD_MOE_DOWN_COUNT");
@@ -337,25 +338,28 @@ TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_bl
         const auto p = plan_moe(a, device_limits{}); // the defaults
         ASSERT_TRUE(p.valid.empty()) << p.valid;
         EXPECT_TRUE(p.down_counters);
-        EXPECT_FALSE(p.down_counts_a_block);
-        EXPECT_NE(p.describe().find("counted done (no grid barrier"), std::string::npos)
-            << p.describe();
+        EXPECT_TRUE(p.down_counts_a_block);
+        EXPECT_NE(p.describe().find("a block's at once"), std::string::npos) << p.describe();
         counters.set("0");
         const auto off = plan_moe(a, device_limits{});
         EXPECT_FALSE(off.down_counters);
+        EXPECT_FALSE(off.down_counts_a_block); // a block's count needs the counters
         EXPECT_EQ(off.workspace_bytes, p.workspace_bytes);
         EXPECT_NE(off.describe().find("behind a grid barrier"), std::string::npos)
             << off.describe();
-        count.set("block"); // the trial needs the counters
-        EXPECT_FALSE(plan_moe(a, device_limits{}).down_counts_a_block);
         counters.unset();
-        const auto blocks = plan_moe(a, device_limits{});
-        EXPECT_TRUE(blocks.down_counters);
-        EXPECT_TRUE(blocks.down_counts_a_block);
-        EXPECT_NE(blocks.describe().find("a block's at once"), std::string::npos)
-            << blocks.describe();
+        count.set("unit");
+        const auto units = plan_moe(a, device_limits{});
+        EXPECT_TRUE(units.down_counters);
+        EXPECT_FALSE(units.down_counts_a_block);
+        EXPECT_EQ(units.workspace_bytes, p.workspace_bytes);
+        EXPECT_NE(units.describe().find("counted done (no grid barrier"), std::string::npos)
+            << units.describe();
+        count.set("block"); // any other value: the default
+        EXPECT_TRUE(plan_moe(a, device_limits{}).down_counts_a_block);
         flagged.set("0"); // the counters come with the flagged logits
         EXPECT_FALSE(plan_moe(a, device_limits{}).down_counters);
+        EXPECT_FALSE(plan_moe(a, device_limits{}).down_counts_a_block);
         flagged.unset();
         count.unset();
     }

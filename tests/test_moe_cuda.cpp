@@ -788,7 +788,7 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
 // barriers' plan (the generation moved on by 2, the counters' sequence not) and one of the flagged
 // logits without the counters (by 1): a launch that took a set counted by an earlier launch for
 // its own would read the intermediate before it is written, and differ. The units counted one at
-// a time (the default) and a block's at once (the trial FOURFOLD_MOE_DOWN_COUNT=block) alike.
+// a time (FOURFOLD_MOE_DOWN_COUNT=unit) and a block's at once (the default since session 52) alike.
 TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS

@@ -3240,3 +3240,25 @@ stage_s52_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s52_b
 }
+
+# Session 52's second call (about 5 minutes with the build): s52_a ran on an H100 and found a
+# block's count the best (qwen3-30b-a3b native_fused 309.2 tokens/s at ctx 512, per-unit 304.4,
+# no counters 297.7), now the default (FOURFOLD_MOE_DOWN_COUNT=unit: per-unit). Here: the qwen3
+# gap (session 48's kernels 298.3 against 289.4 today with both session-50 trials off, same card)
+# split between the GEMV rules that came after session 48 (FOURFOLD_GEMV_CS_PLAIN=0: the o
+# projection's 8 KB rows back to the static partition; =_SHORT=0), the claim row cap trial
+# (s52_b's runs) and moe_decode's op figures at the new default. Predicted: old with
+# FOURFOLD_GEMV_CS_PLAIN=0 back to about 298 if the o projection's rule is the gap.
+stage_s52_c() {
+    local t0=$SECONDS old=FOURFOLD_MOE_FLAGGED_LOGITS=0,FOURFOLD_MOE_TOPK_LOGITS=0
+    decode_ab qwen3-30b-a3b base unit:FOURFOLD_MOE_DOWN_COUNT=unit csp0:FOURFOLD_GEMV_CS_PLAIN=0 \
+        short0:FOURFOLD_GEMV_CS_PLAIN_SHORT=0 old:$old oldcsp0:$old,FOURFOLD_GEMV_CS_PLAIN=0 base2
+    timeout 60 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,block --dtype bf16 \
+        --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s52-moe --quiet >"$OUT/s52_moe.txt" 2>&1
+    echo "moe_decode: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s52_moe.txt" | head -16
+    stage_s52_b
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s52_c
+}

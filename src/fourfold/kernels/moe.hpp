@@ -148,11 +148,12 @@ struct moe_plan {
     // last units run elsewhere. The same sums in the same order: the barrier's bits. The launch's
     // generation moves on as the last block leaves (its arrival counted after the prologue).
     bool down_counters = false;
-    // Trial of session 51 (FOURFOLD_MOE_DOWN_COUNT=block; with the down counters): the units
-    // counted a block at a time, after the block barrier that follows its gate/up units (a fence,
-    // then one relaxed add per expert the block's units reach), where each unit's release add
-    // drained its warp's prefetched loads (a fence each: on the H200 the gate/up phase 19.7 ->
-    // 22.2 µs at T = 1, docs/performance.md session 51).
+    // Default with the down counters since session 52 (FOURFOLD_MOE_DOWN_COUNT=unit: each unit's
+    // own add): the units counted a block at a time, after the block barrier that follows its
+    // gate/up units (a fence, then one relaxed add per expert the block's units reach), where each
+    // unit's release add drained its warp's prefetched loads (a fence each: on the H200 the gate/up
+    // phase 19.7 -> 22.2 µs at T = 1, session 51). H100, session 52 (build 124b801): qwen3-30b-a3b
+    // native_fused 304.4 -> 309.2 tokens/s at ctx 512 (docs/performance.md).
     bool down_counts_a_block = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights

@@ -180,7 +180,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.add_residual = a.add_residual;
         p.flagged_logits = !switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "0");
         p.down_counters = p.flagged_logits && !switch_is("FOURFOLD_MOE_DOWN_COUNTERS", "0");
-        p.down_counts_a_block = p.down_counters && switch_is("FOURFOLD_MOE_DOWN_COUNT", "block");
+        p.down_counts_a_block = p.down_counters && !switch_is("FOURFOLD_MOE_DOWN_COUNT", "unit");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
