@@ -3262,3 +3262,33 @@ stage_s52_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s52_c
 }
+
+# Session 52's third call (about 6 minutes with the build): s52_c put the qwen3 gap (session 48's
+# kernels 298.3 tokens/s, today's with both session-50 trials off 289.2, H100) outside the GEMV
+# rules that came after it (FOURFOLD_GEMV_CS_PLAIN=0 289.7). The step's kernel timeline at the
+# defaults, with both trials off, and with session 48's kernels swapped in (.s52alt/s48, made as
+# for s52_a) says which kernel kind holds the 0.1 ms a step. Predicted: the MoE kernel, about 2
+# µs a layer.
+s52_timeline() {
+    s49_timeline_decode qwen3-30b-a3b
+    mv "$OUT/s49_tl_table_qwen3-30b-a3b.md" "$OUT/s52_tl_table_$1.md"
+    (cd "$OUT" && for f in s49_tl_qwen3-30b-a3b.*.gz; do mv "$f" "s52_$1_${f#s49_}"; done)
+}
+stage_s52_d() {
+    local t0=$SECONDS
+    timeline_cupti || { echo "no CUPTI to build against: no timeline"; return 1; }
+    s52_timeline default
+    (
+        export FOURFOLD_MOE_FLAGGED_LOGITS=0 FOURFOLD_MOE_TOPK_LOGITS=0
+        s52_timeline old
+    )
+    if [ -d .s52alt/s48/src ]; then
+        (cd .s52alt/s48 && find . -type f) | while read -r f; do cp ".s52alt/s48/$f" "$f"; done
+        ninja -C $BUILD fourfold >"$OUT/s52_build48.log" 2>&1
+        echo "CLI at session 48's kernels: exit $? after $((SECONDS - t0)) s"
+        s52_timeline s48
+        decode_ab qwen3-30b-a3b s48
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s52_d
+}
