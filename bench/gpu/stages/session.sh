@@ -3292,3 +3292,21 @@ stage_s52_d() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s52_d
 }
+
+# Session 52's fourth call (about 6 minutes with the build): s52_d's timeline put the qwen3 gap in
+# the MoE kernel (both session-50 trials off 40.37 µs exposed a layer, session 48's kernels 38.28,
+# H100). The kernels just before the flagged logits' trial (.s52alt/a, 8eff9ee^) and with it
+# (.s52alt/b, 8eff9ee), each swapped in with the CLI rebuilt, the qwen3 decode with both trials
+# off. Predicted: a about 298 tokens/s at ctx 512 (session 48's), b about 289.
+stage_s52_e() {
+    local t0=$SECONDS v
+    for v in a b; do
+        [ -d .s52alt/$v/src ] || continue
+        (cd .s52alt/$v && find . -type f) | while read -r f; do cp ".s52alt/$v/$f" "$f"; done
+        ninja -C $BUILD fourfold >"$OUT/s52_build_$v.log" 2>&1
+        echo "CLI at .s52alt/$v: exit $? after $((SECONDS - t0)) s"
+        decode_ab qwen3-30b-a3b "$v:FOURFOLD_MOE_FLAGGED_LOGITS=0,FOURFOLD_MOE_TOPK_LOGITS=0"
+    done
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s52_e
+}
