@@ -319,6 +319,48 @@ TEST(kernel_moe_plans, top_k_on_the_logits_is_a_switch_of_the_one_launch_with_no
     EXPECT_FALSE(plan_moe(b, device_limits{}).topk_on_logits);
 }
 
+// The trial of the defaults compiled into the one launch's instance
+// (FOURFOLD_MOE_COMPILED_DEFAULTS=1): only where the fused prologue, the flagged logits, the top-k
+// on the logits and a block's down count are all on; the same workspace; said in the description.
+TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
+    const fourfold::testing::env_switch compiled("FOURFOLD_MOE_COMPILED_DEFAULTS");
+    const fourfold::testing::env_switch flagged("FOURFOLD_MOE_FLAGGED_LOGITS");
+    const fourfold::testing::env_switch topk("FOURFOLD_MOE_TOPK_LOGITS");
+    const fourfold::testing::env_switch counters("FOURFOLD_MOE_DOWN_COUNTERS");
+    const fourfold::testing::env_switch count("FOURFOLD_MOE_DOWN_COUNT");
+    for (const std::int64_t tokens : {1, 8}) {
+        auto a = qwen3_moe(tokens);
+        compiled.set("1");
+        EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_defaults); // no fused prologue
+        a.norm_weight = addr(k_aligned * 64);
+        a.router = addr(k_aligned * 128);
+        a.logits = nullptr;
+        a.logits_type = elem::bf16;
+        const auto on = plan_moe(a, device_limits{});
+        ASSERT_TRUE(on.valid.empty()) << on.valid;
+        EXPECT_TRUE(on.compiled_defaults);
+        EXPECT_NE(on.describe().find("defaults compiled into"), std::string::npos) << on.describe();
+        compiled.unset(); // a trial: off by default
+        const auto off = plan_moe(a, device_limits{});
+        EXPECT_FALSE(off.compiled_defaults);
+        EXPECT_EQ(off.describe().find("defaults compiled into"), std::string::npos);
+        EXPECT_EQ(off.workspace_bytes, on.workspace_bytes);
+        compiled.set("1");
+        // any of the four off: the general instance
+        for (const auto* sw : {&flagged, &topk, &counters}) {
+            sw->set("0");
+            EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_defaults);
+            sw->unset();
+        }
+        count.set("unit");
+        EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_defaults);
+        count.unset();
+        a.normalise = false; // the top-k on the logits needs the normalised weights
+        EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_defaults);
+        compiled.unset();
+    }
+}
+
 // The down counters (the default with the flagged logits since session 51;
 // FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier), counting a block's units at once (the default
 // since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with

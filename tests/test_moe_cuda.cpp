@@ -788,7 +788,8 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
 // barriers' plan (the generation moved on by 2, the counters' sequence not) and one of the flagged
 // logits without the counters (by 1): a launch that took a set counted by an earlier launch for
 // its own would read the intermediate before it is written, and differ. The units counted one at
-// a time (FOURFOLD_MOE_DOWN_COUNT=unit) and a block's at once (the default since session 52) alike.
+// a time (FOURFOLD_MOE_DOWN_COUNT=unit), a block's at once (the default since session 52) and the
+// defaults compiled into the kernel's instance (the trial FOURFOLD_MOE_COMPILED_DEFAULTS=1) alike.
 TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -807,10 +808,12 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                 auto a = fused_block_args(xs[0], nw, router, w, s, 1e-6);
                 // the three plans, each on its own workspace
                 auto plan_of = [&](const char* flagged, const char* counters, at::Tensor& ws,
-                                   const char* count = "unit") {
+                                   const char* count = "unit", const char* compiled = "0") {
                     const fourfold::testing::env_switch f("FOURFOLD_MOE_FLAGGED_LOGITS", flagged);
                     const fourfold::testing::env_switch c("FOURFOLD_MOE_DOWN_COUNTERS", counters);
                     const fourfold::testing::env_switch m("FOURFOLD_MOE_DOWN_COUNT", count);
+                    const fourfold::testing::env_switch k("FOURFOLD_MOE_COMPILED_DEFAULTS",
+                                                          compiled);
                     auto b = a;
                     auto plan = kernels::plan_moe(b, nat::limits(ctx));
                     EXPECT_TRUE(plan.valid.empty()) << plan.valid;
@@ -818,14 +821,17 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                     b.workspace = ws.data_ptr();
                     return kernels::plan_moe(b, nat::limits(ctx));
                 };
-                at::Tensor ws_counted, ws_blocks, ws_barriers, ws_flagged;
+                at::Tensor ws_counted, ws_blocks, ws_compiled, ws_barriers, ws_flagged;
                 const auto unit_counted = plan_of("1", "1", ws_counted);
                 const auto block_counted = plan_of("1", "1", ws_blocks, "block");
+                const auto compiled = plan_of("1", "1", ws_compiled, "block", "1");
                 const auto barriers = plan_of("0", "1", ws_barriers);
                 const auto flagged = plan_of("1", "0", ws_flagged);
                 EXPECT_TRUE(unit_counted.down_counters);
                 EXPECT_FALSE(unit_counted.down_counts_a_block);
                 EXPECT_TRUE(block_counted.down_counts_a_block);
+                EXPECT_FALSE(block_counted.compiled_defaults);
+                EXPECT_TRUE(compiled.compiled_defaults);
                 EXPECT_FALSE(barriers.down_counters);
                 EXPECT_FALSE(flagged.down_counters);
                 EXPECT_TRUE(flagged.flagged_logits);
@@ -873,17 +879,25 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                     dev->synchronize();
                     return ys;
                 };
-                for (const bool blocks : {false, true}) {
+                const struct {
+                    const kernels::moe_plan* plan;
+                    const at::Tensor* ws;
+                    const char* what;
+                } counted_plans[] = {
+                    {&unit_counted, &ws_counted, "units counted one at a time"},
+                    {&block_counted, &ws_blocks, "a block's units counted at once"},
+                    {&compiled, &ws_compiled, "the defaults compiled in"},
+                };
+                for (const auto& c : counted_plans) {
                     for (const bool graph : {false, true}) {
                         const auto want = run(nullptr, ws_barriers, graph);
-                        const auto got = blocks ? run(&block_counted, ws_blocks, graph)
-                                                : run(&unit_counted, ws_counted, graph);
+                        const auto got = run(c.plan, *c.ws, graph);
                         for (int i = 0; i < n; ++i)
                             EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
                                                   want[static_cast<std::size_t>(i)]))
                                 << c10::toString(type) << " E=" << s.experts << " T=" << tokens
-                                << " launch " << i << (graph ? " (graph)" : " (eager)")
-                                << (blocks ? ", a block's units counted at once" : "");
+                                << " launch " << i << (graph ? " (graph)" : " (eager)") << ", "
+                                << c.what;
                         EXPECT_FALSE(at::equal(want[0], want[1]));
                     }
                 }

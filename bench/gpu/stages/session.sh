@@ -3310,3 +3310,40 @@ stage_s52_e() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s52_e
 }
+
+# Session 53's first call (about 7 minutes with the build): the trial FOURFOLD_MOE_COMPILED_
+# DEFAULTS=1 (moe_plan::compiled_defaults: the one launch's instance with the fused prologue, the
+# flagged logits, the top-k on the logits and a block's down count known to the compiler). Session
+# 52 (H100) found each trial's code costing the paths that did not take it (both session-50
+# trials off: 299.3 tokens/s at the kernels before them, 294.1 with the flagged logits' code,
+# 289.2 today; the MoE 2.1 µs a layer more exposed than session 48's). Its gpu test (the barriers'
+# bits, eager and graph, with the probes between), the fused block's phases and the qwen3 decode,
+# each against the general instance, then on an H200 llama3-8b (no MoE) and the qwen3 step's
+# timeline. Predicted: qwen3 +1 to +3 % (H100 309.5 -> 313-319 at ctx 512; H200 about 355-365),
+# the block T = 1 about 1 µs less.
+stage_s53_a() {
+    local t0=$SECONDS comp=FOURFOLD_MOE_COMPILED_DEFAULTS=1
+    s25_gtests 'moe_cuda.down_counters*:moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*:decode_native_cuda.*' \
+        200 "$OUT/s53_a_tests.txt"
+    if ! grep -q "^\[  PASSED  \]" "$OUT/s53_a_tests.txt"; then
+        echo "the gpu tests did not pass: the compiled defaults not timed"
+        comp=FOURFOLD_MOE_COMPILED_DEFAULTS=0
+    fi
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    local v
+    for v in general compiled; do
+        (
+            [ $v = compiled ] && export "$comp"
+            s25_gtests "$timed" 90 "$OUT/s53_timed_$v.txt"
+            grep -E "^moe block" "$OUT/s53_timed_$v.txt" | head -20
+        )
+    done
+    decode_ab qwen3-30b-a3b base comp:$comp base2 comp2:$comp
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        decode_ab llama3-8b base
+        decode_ab fp8 base
+        if timeline_cupti; then (export "$comp" && s49_timeline_decode qwen3-30b-a3b); fi
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s53_a
+}

@@ -877,7 +877,10 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
 // routing, route_block); 0 runs the step. With `router` (the fused prologue, above) x is the
 // residual stream and `logits` unused: the norm and the router's logits come first, then a first
 // grid barrier; `residual` (x, or nullptr) is added to y before its one rounding.
-template <typename T, typename L, int TOK>
+// DEFAULTS (moe_plan::compiled_defaults): the fused prologue, the flagged logits, the top-k on the
+// logits and the down counters a block's at once, known to the compiler, whatever the flags say;
+// the other paths' code is left out of the instance.
+template <typename T, typename L, int TOK, bool DEFAULTS>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
                    const T* __restrict__ w_down, void* __restrict__ ws, T* __restrict__ y,
@@ -891,7 +894,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     __shared__ routing_smem s;
     __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
     __shared__ float scratch[32];
-    const bool fused = router != nullptr;
+    if (DEFAULTS)
+        flagged = topk_on_logits = down_counters = count_blocks = true;
+    const bool fused = DEFAULTS || router != nullptr;
     prologue_prefetch pf;
     if (fused)
         prologue_load<T>(pf, norm_weight, router, experts, hidden);
@@ -1155,9 +1160,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
 // The one launch's blocks an SM, asked of the runtime once per kernel (its shared memory raised
 // to the stages and the carveout to the most shared memory): the grid never exceeds what can be
 // resident at once, or its barrier would wait for a block that cannot start.
-template <typename T, typename L, int TOK> int one_launch_residency() {
+template <typename T, typename L, int TOK, bool DEFAULTS> int one_launch_residency() {
     static const int resident = [] {
-        auto* k = moe_one_launch<T, L, TOK>;
+        auto* k = moe_one_launch<T, L, TOK, DEFAULTS>;
         const auto smem = static_cast<int>(k_moe_one_launch_dynamic_smem);
         if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
                 cudaSuccess ||
@@ -1173,26 +1178,36 @@ template <typename T, typename L, int TOK> int one_launch_residency() {
     return resident;
 }
 
+template <typename T, typename L, int TOK, bool DEFAULTS>
+launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) {
+    const int resident = one_launch_residency<T, L, TOK, DEFAULTS>();
+    if (resident < 1)
+        return invalid("the one-launch MoE kernel cannot be resident on this device (its "
+                       "shared memory); plan it with one_launch = false");
+    const std::int64_t blocks =
+        std::min<std::int64_t>(p.one_launch_blocks, std::int64_t{resident} * p.sm_count);
+    return status_of(launch_serialised_after_smem(
+        moe_one_launch<T, L, TOK, DEFAULTS>, dim3(static_cast<unsigned>(blocks)), dim3(p.threads),
+        static_cast<std::size_t>(p.smem_bytes), stream, p.dependent_launch,
+        static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
+        static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
+        static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
+        static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
+        a.probe_stop_after, static_cast<const T*>(a.norm_weight), static_cast<const T*>(a.router),
+        static_cast<float>(a.norm_eps), p.add_residual ? static_cast<const T*>(a.x) : nullptr,
+        p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block));
+}
+
+// The plan's compiled defaults take the fused prologue, whose logits are the activations' type.
+template <typename T, typename L> constexpr bool defaults_compiled_for = std::is_same_v<T, L>;
+
 template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
     if (p.kernels == 1) {
-        const int resident = one_launch_residency<T, L, TOK>();
-        if (resident < 1)
-            return invalid("the one-launch MoE kernel cannot be resident on this device (its "
-                           "shared memory); plan it with one_launch = false");
-        const std::int64_t blocks =
-            std::min<std::int64_t>(p.one_launch_blocks, std::int64_t{resident} * p.sm_count);
-        return status_of(launch_serialised_after_smem(
-            moe_one_launch<T, L, TOK>, dim3(static_cast<unsigned>(blocks)), dim3(p.threads),
-            static_cast<std::size_t>(p.smem_bytes), stream, p.dependent_launch,
-            static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
-            static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
-            static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
-            static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
-            a.probe_stop_after, static_cast<const T*>(a.norm_weight),
-            static_cast<const T*>(a.router), static_cast<float>(a.norm_eps),
-            p.add_residual ? static_cast<const T*>(a.x) : nullptr, p.flagged_logits,
-            p.topk_on_logits, p.down_counters, p.down_counts_a_block));
+        if constexpr (defaults_compiled_for<T, L>)
+            if (p.compiled_defaults)
+                return launch_one<T, L, TOK, true>(p, a, stream);
+        return launch_one<T, L, TOK, false>(p, a, stream);
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
@@ -1248,8 +1263,13 @@ launch_status launch_moe(const moe_plan& p, const moe_args& a, stream_t stream) 
 int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
     if (!p.valid.empty() || p.kernels != 1)
         return 0;
-    return with_instance(p, a, [](auto t, auto l, auto tile) {
-        return one_launch_residency<decltype(t), decltype(l), decltype(tile)::value>();
+    return with_instance(p, a, [&p](auto t, auto l, auto tile) {
+        using T = decltype(t);
+        using L = decltype(l);
+        if constexpr (defaults_compiled_for<T, L>)
+            if (p.compiled_defaults)
+                return one_launch_residency<T, L, decltype(tile)::value, true>();
+        return one_launch_residency<T, L, decltype(tile)::value, false>();
     });
 }
 

@@ -67,6 +67,7 @@ std::string moe_plan::describe() const {
                                : std::string()) +
                (add_residual ? "; the residual added to the output" : "") +
                (topk_on_logits ? "; top-k on the logits, only the k chosen exponentiated" : "") +
+               (compiled_defaults ? "; these defaults compiled into the kernel's instance" : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -181,6 +182,9 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.flagged_logits = !switch_is("FOURFOLD_MOE_FLAGGED_LOGITS", "0");
         p.down_counters = p.flagged_logits && !switch_is("FOURFOLD_MOE_DOWN_COUNTERS", "0");
         p.down_counts_a_block = p.down_counters && !switch_is("FOURFOLD_MOE_DOWN_COUNT", "unit");
+        p.compiled_defaults = p.flagged_logits && p.topk_on_logits && p.down_counters &&
+                              p.down_counts_a_block &&
+                              switch_is("FOURFOLD_MOE_COMPILED_DEFAULTS", "1");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
