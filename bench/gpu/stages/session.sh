@@ -3347,3 +3347,20 @@ stage_s53_a() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s53_a
 }
+
+# Session 53's second call (about 6 minutes warm, on an H200 only: issue 13's figures are the
+# H200's): the claim row cap trial on its two shapes and the control (s52_b's runs: on the H100 in
+# session 52 the cap lost 3-5 %, where the H200 had run the claimed steps at 0.894x and 0.957x of
+# stock), then the article linear_decode run. Predicted (H200): the cap 0.99-1.03x on the two; the
+# article T = 1 about 1.35x (no GEMV change since session 51's 1.346x).
+stage_s53_b() {
+    local t0=$SECONDS
+    if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        echo "s53_b: not an H200 (issue 13's figures are the H200's): not run"
+        return 0
+    fi
+    stage_s52_b
+    article_linear_decode s53
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s53_b
+}
