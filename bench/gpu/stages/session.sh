@@ -3175,6 +3175,11 @@ stage_s51_b() {
     stage_pack s51_b
 }
 
+# Kernel files of another commit, kept under .s52alt/<name>/ (untracked, carried), copied over
+# the tree's (the CLI is then rebuilt alone).
+s52_swap_in() {
+    (cd ".s52alt/$1" && find . -type f) | while read -r f; do cp ".s52alt/$1/$f" "$f"; done
+}
 # Session 52's first call (about 9 minutes with the build on an H200): racecheck again over the
 # counters' test and the top-k on the logits (session 51: 416 warnings, all route_warp's rewrite of
 # the top-k weights, now behind a __syncwarp), the gpu tests, the fused block's phases with the
@@ -3212,7 +3217,7 @@ stage_s52_a() {
     done
     decode_ab qwen3-30b-a3b base block:$blk c0:$c0 old:$old base2 block2:$blk
     if [ -d .s52alt/s48/src ]; then
-        (cd .s52alt/s48 && find . -type f) | while read -r f; do cp ".s52alt/s48/$f" "$f"; done
+        s52_swap_in s48
         echo "tree: session 48's kernels (.s52alt/s48)"
         ninja -C $BUILD fourfold >"$OUT/s52_build48.log" 2>&1
         echo "CLI at session 48's kernels: exit $? after $((SECONDS - t0)) s"
@@ -3283,7 +3288,7 @@ stage_s52_d() {
         s52_timeline old
     )
     if [ -d .s52alt/s48/src ]; then
-        (cd .s52alt/s48 && find . -type f) | while read -r f; do cp ".s52alt/s48/$f" "$f"; done
+        s52_swap_in s48
         ninja -C $BUILD fourfold >"$OUT/s52_build48.log" 2>&1
         echo "CLI at session 48's kernels: exit $? after $((SECONDS - t0)) s"
         s52_timeline s48
@@ -3302,7 +3307,7 @@ stage_s52_e() {
     local t0=$SECONDS v
     for v in a b; do
         [ -d .s52alt/$v/src ] || continue
-        (cd .s52alt/$v && find . -type f) | while read -r f; do cp ".s52alt/$v/$f" "$f"; done
+        s52_swap_in "$v"
         ninja -C $BUILD fourfold >"$OUT/s52_build_$v.log" 2>&1
         echo "CLI at .s52alt/$v: exit $? after $((SECONDS - t0)) s"
         decode_ab qwen3-30b-a3b "$v:FOURFOLD_MOE_FLAGGED_LOGITS=0,FOURFOLD_MOE_TOPK_LOGITS=0"
