@@ -3316,7 +3316,7 @@ stage_s52_e() {
     stage_pack s52_e
 }
 
-# Session 53's first call (about 7 minutes with the build): the trial FOURFOLD_MOE_COMPILED_
+# Session 53's first call (about 9 minutes with the build): the trial FOURFOLD_MOE_COMPILED_
 # DEFAULTS=1 (moe_plan::compiled_defaults: the one launch's instance with the fused prologue, the
 # flagged logits, the top-k on the logits and a block's down count known to the compiler). Session
 # 52 (H100) found each trial's code costing the paths that did not take it (both session-50
@@ -3334,6 +3334,18 @@ stage_s53_a() {
         echo "the gpu tests did not pass: the compiled defaults not timed"
         comp=FOURFOLD_MOE_COMPILED_DEFAULTS=0
     fi
+    # the counters' test runs the per-unit, block (the default since session 52: never under
+    # memcheck) and compiled plans; racecheck last ran on the first two (s52_a)
+    local tool
+    for tool in memcheck racecheck; do
+        FOURFOLD_NATIVE_TEST_SIZES=small timeout 150 \
+            compute-sanitizer --tool $tool --error-exitcode 9 \
+            --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='moe_cuda.down_counters*' >"$OUT/s53_moe_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool (counters: unit, block, compiled): exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " \
+            "$OUT/s53_moe_$tool.txt" | sort | uniq -c | head
+    done
     local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
     local v
     for v in general compiled; do
