@@ -319,9 +319,10 @@ TEST(kernel_moe_plans, top_k_on_the_logits_is_a_switch_of_the_one_launch_with_no
     EXPECT_FALSE(plan_moe(b, device_limits{}).topk_on_logits);
 }
 
-// The trial of the defaults compiled into the one launch's instance
-// (FOURFOLD_MOE_COMPILED_DEFAULTS=1): only where the fused prologue, the flagged logits, the top-k
-// on the logits and a block's down count are all on; the same workspace; said in the description.
+// The defaults compiled into the one launch's instance (the default since session 53;
+// FOURFOLD_MOE_COMPILED_DEFAULTS=0, the general instance): only where the fused prologue, the
+// flagged logits, the top-k on the logits and a block's down count are all on; the same workspace;
+// said in the description.
 TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
     const fourfold::testing::env_switch compiled("FOURFOLD_MOE_COMPILED_DEFAULTS");
     const fourfold::testing::env_switch flagged("FOURFOLD_MOE_FLAGGED_LOGITS");
@@ -330,22 +331,25 @@ TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
     const fourfold::testing::env_switch count("FOURFOLD_MOE_DOWN_COUNT");
     for (const std::int64_t tokens : {1, 8}) {
         auto a = qwen3_moe(tokens);
-        compiled.set("1");
         EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_defaults); // no fused prologue
         a.norm_weight = addr(k_aligned * 64);
         a.router = addr(k_aligned * 128);
         a.logits = nullptr;
         a.logits_type = elem::bf16;
-        const auto on = plan_moe(a, device_limits{});
+        const auto on = plan_moe(a, device_limits{}); // the defaults
         ASSERT_TRUE(on.valid.empty()) << on.valid;
         EXPECT_TRUE(on.compiled_defaults);
         EXPECT_NE(on.describe().find("defaults compiled into"), std::string::npos) << on.describe();
-        compiled.unset(); // a trial: off by default
+        compiled.set("1"); // only "0" turns it off
+        EXPECT_TRUE(plan_moe(a, device_limits{}).compiled_defaults);
+        compiled.set("0");
         const auto off = plan_moe(a, device_limits{});
+        ASSERT_TRUE(off.valid.empty()) << off.valid;
         EXPECT_FALSE(off.compiled_defaults);
+        EXPECT_TRUE(off.down_counts_a_block); // the rest of the defaults stay
         EXPECT_EQ(off.describe().find("defaults compiled into"), std::string::npos);
         EXPECT_EQ(off.workspace_bytes, on.workspace_bytes);
-        compiled.set("1");
+        compiled.unset();
         // any of the four off: the general instance
         for (const auto* sw : {&flagged, &topk, &counters}) {
             sw->set("0");
@@ -357,7 +361,6 @@ TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
         count.unset();
         a.normalise = false; // the top-k on the logits needs the normalised weights
         EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_defaults);
-        compiled.unset();
     }
 }
 

@@ -155,11 +155,12 @@ struct moe_plan {
     // phase 19.7 -> 22.2 µs at T = 1, session 51). H100, session 52 (build 124b801): qwen3-30b-a3b
     // native_fused 304.4 -> 309.2 tokens/s at ctx 512 (docs/performance.md).
     bool down_counts_a_block = false;
-    // Trial of session 52 (FOURFOLD_MOE_COMPILED_DEFAULTS=1; with the four above all on): the one
-    // launch's instance with them known to the compiler, the other paths' code left out (the
-    // general instance takes them as arguments). H100, session 52: each trial's code cost the
-    // paths that did not take it (qwen3-30b-a3b native_fused with both session-50 trials off 299.3
-    // tokens/s before the flagged logits, 294.1 with them, 289.2 now; docs/performance.md).
+    // Default since session 53 (FOURFOLD_MOE_COMPILED_DEFAULTS=0: the general instance; with the
+    // four above all on): the one launch's instance with them known to the compiler, the other
+    // paths' code left out (the general instance takes them as arguments). Session 52 found each
+    // trial's code costing the paths that did not take it. H100, session 53 (build f67b29d):
+    // qwen3-30b-a3b native_fused 309.4 -> 314.4 / 314.7 tokens/s at ctx 512, the fused block at
+    // T = 1 35.89 -> 34.84 µs (docs/performance.md).
     bool compiled_defaults = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights

@@ -184,7 +184,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.down_counts_a_block = p.down_counters && !switch_is("FOURFOLD_MOE_DOWN_COUNT", "unit");
         p.compiled_defaults = p.flagged_logits && p.topk_on_logits && p.down_counters &&
                               p.down_counts_a_block &&
-                              switch_is("FOURFOLD_MOE_COMPILED_DEFAULTS", "1");
+                              !switch_is("FOURFOLD_MOE_COMPILED_DEFAULTS", "0");
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
