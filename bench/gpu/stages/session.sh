@@ -3381,3 +3381,32 @@ stage_s53_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s53_b
 }
+
+# Session 53's second call (about 8 minutes with the build): the defaults compiled in are the
+# default now (d08ef3c; s53_a, H100: qwen3-30b-a3b 309.4 -> 314.4 / 314.7 tokens/s at ctx 512, the
+# fused block 35.89 -> 34.84 µs at T = 1; memcheck over the counters' three plans 0 errors, its
+# racecheck ran past 150 s). The MoE and native decode gpu tests at the new default, racecheck
+# over the flagged-logits and top-k tests (which take the default plan, now the compiled one),
+# the qwen3 decode at the default and with FOURFOLD_MOE_COMPILED_DEFAULTS=0, and decode
+# attention's phases on this card (the next target: 9 µs exposed a layer at ctx 512 for 1 MB).
+# Predicted: the tests pass, racecheck 0 hazards, qwen3 about 314.5 against 309.5.
+stage_s53_c() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.*:decode_native_cuda.*-moe_cuda.*timed*:moe_cuda.one_launch_and_two_kernels_agree_and_their_times_are_printed' \
+        240 "$OUT/s53_c_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small timeout 240 \
+        compute-sanitizer --tool racecheck --error-exitcode 9 \
+        --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*' \
+        >"$OUT/s53_c_racecheck.txt" 2>&1
+    echo "compute-sanitizer racecheck (flagged logits, top-k: the compiled defaults): exit $? after $((SECONDS - t0)) s"
+    grep -E "RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s53_c_racecheck.txt" |
+        sort | uniq -c | head
+    grep -E "Warning|Error" "$OUT/s53_c_racecheck.txt" | sed 's/+0x[0-9a-f]*//g' | sort | uniq -c | head -5
+    decode_ab qwen3-30b-a3b base general:FOURFOLD_MOE_COMPILED_DEFAULTS=0
+    s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 90 \
+        "$OUT/s53_c_attention.txt"
+    grep -E "^attention" "$OUT/s53_c_attention.txt" | sed 's/ a launch;.*//' | head -60
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s53_c
+}
