@@ -327,7 +327,8 @@ TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_be
 // without the q/k norms, every dtype, head_dim 32..128, GQA groups 1..8, one split and many,
 // positions at a split's edges; eager and from a graph replayed at later positions; the fused
 // rope's loads issued together (the default) and in the compiler's order
-// (FOURFOLD_ATTENTION_ROPE_LOADS=0).
+// (FOURFOLD_ATTENTION_ROPE_LOADS=0); the first round's cache rows loaded before the query rows (the
+// default) on one side and after them (FOURFOLD_ATTENTION_PRELOAD=0) on the other.
 TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_attention) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -335,13 +336,21 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
         std::int64_t heads, kv_heads, hd, cap;
     };
     const fourfold::testing::env_switch order("FOURFOLD_ATTENTION_ROPE_LOADS");
+    // the first round's rows loaded before the query's (the default) on one side, after it
+    // (FOURFOLD_ATTENTION_PRELOAD=0) on the other, each way round: the fused side's row at *pos
+    // then comes from its shared memory, the unfused side's from the cache rope_kv wrote
+    const fourfold::testing::env_switch preload("FOURFOLD_ATTENTION_PRELOAD");
     for (const char* loads_first : {"1", "0"})
         for (const auto t : types())
             for (const auto& s : std::vector<shape>{
                      {32, 8, 128, 576}, {32, 4, 128, 544}, {8, 8, 64, 100}, {4, 1, 32, 64}})
                 for (const bool norms : {false, true}) {
                     order.set(loads_first);
+                    const bool fused_preloads = std::string(loads_first) == "1";
+                    preload.set(fused_preloads ? "0" : "1");
                     auto unfused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+                    ASSERT_EQ(unfused.plan.preload_round, !fused_preloads);
+                    preload.set(fused_preloads ? "1" : "0");
                     auto fused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
                     fused.k.copy_(unfused.k);
                     fused.v.copy_(unfused.v);
@@ -380,6 +389,8 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
                     ASSERT_TRUE(fused.plan.fused_rope) << fused.plan.describe();
                     ASSERT_EQ(fused.plan.rope_loads_first, std::string(loads_first) == "1")
                         << fused.plan.describe();
+                    ASSERT_EQ(fused.plan.preload_round, fused_preloads) << fused.plan.describe();
+                    preload.unset();
                     auto run_both = [&] {
                         workloads::native::check(
                             kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)),

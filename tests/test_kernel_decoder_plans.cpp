@@ -198,6 +198,27 @@ TEST(decoder_kernel_plans, decode_attention_issues_the_fused_rope_s_loads_togeth
     EXPECT_TRUE(says(p.describe(), "its loads in the compiler's order")) << p.describe();
 }
 
+// The grid path loads its first round's cache rows before the query rows by default (session
+// 53); FOURFOLD_ATTENTION_PRELOAD=0 after them (A/B runs); the cluster path never.
+TEST(decoder_kernel_plans, decode_attention_loads_the_first_round_before_the_query) {
+    const fourfold::testing::env_switch preload("FOURFOLD_ATTENTION_PRELOAD");
+    auto a = llama3_attention();
+    auto p = plan_decode_attention(a, h200);
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.cluster, 0);
+    EXPECT_TRUE(p.preload_round) << p.describe();
+    EXPECT_TRUE(says(p.describe(), "first round's cache rows loaded before")) << p.describe();
+    preload.set("0");
+    p = plan_decode_attention(a, h200);
+    EXPECT_FALSE(p.preload_round) << p.describe();
+    EXPECT_FALSE(says(p.describe(), "first round's cache rows")) << p.describe();
+    preload.unset();
+    a = llama3_attention(true); // (h200 has clusters; the cache is short enough)
+    p = plan_decode_attention(a, h200);
+    ASSERT_GT(p.cluster, 0) << p.describe();
+    EXPECT_FALSE(p.preload_round) << p.describe();
+}
+
 TEST(decoder_kernel_plans, decode_attention_takes_a_least_chunk_for_fewer_longer_splits) {
     auto a = llama3_attention(); // 576 positions: 18 splits of 32 by default
     a.min_chunk = 64;

@@ -3410,3 +3410,40 @@ stage_s53_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s53_c
 }
+
+# Session 53's third call (about 8 minutes with the build): decode attention's first round of
+# cache rows loaded right after the dependency wait, before the query rows are made (the fused
+# rope's loads or q's then in flight with them; the owner's row at *pos from the rope's shared
+# memory), where they waited for the query's barrier: one L2 round trip off the chain.
+# FOURFOLD_ATTENTION_PRELOAD=0 puts the old order back. s53_c (H100): qwen3 ctx 512 warm, wait
+# 0.99, + positions 4.07, whole 8.00 µs. Predicted: positions about 3.6, whole about 7.5 µs;
+# qwen3-30b-a3b native_fused +0.4-0.7 % (48 launches a step), llama3-8b +0.2-0.4 %.
+stage_s53_d() {
+    local t0=$SECONDS
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
+        200 "$OUT/s53_d_tests.txt"
+    local tool
+    for tool in memcheck racecheck; do
+        timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+            --kernel-name kns=attention $BUILD/tests/fourfold_gpu_tests \
+            --gtest_filter='decode_attention_cuda.rope_fused*:decode_attention_cuda.the_fused_merge*' \
+            >"$OUT/s53_d_$tool.txt" 2>&1
+        echo "compute-sanitizer $tool (attention: the fused rope, preload on and off): exit $? after $((SECONDS - t0)) s"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s53_d_$tool.txt" |
+            sort | uniq -c | head
+    done
+    local v
+    for v in preload old; do
+        (
+            [ $v = old ] && export FOURFOLD_ATTENTION_PRELOAD=0
+            s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 90 \
+                "$OUT/s53_d_attention_$v.txt"
+            grep -E "^attention .*(grid path \(|least chunk 64)" "$OUT/s53_d_attention_$v.txt" |
+                sed 's/ a launch;.*//' | head -24
+        )
+    done
+    decode_ab qwen3-30b-a3b base old:FOURFOLD_ATTENTION_PRELOAD=0 base2 old2:FOURFOLD_ATTENTION_PRELOAD=0
+    decode_ab llama3-8b base old:FOURFOLD_ATTENTION_PRELOAD=0
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s53_d
+}

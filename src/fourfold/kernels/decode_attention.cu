@@ -320,6 +320,39 @@ __device__ __forceinline__ void butterfly(float (&v)[N], int sl) {
         butterfly<OFF / 2, HALF / 2>(v, sl);
 }
 
+// A sub-group's round: k_unroll cache positions' k and v elements (a lane's E of each row) as
+// floats, and which of them lie below the chunk's end (bit u).
+template <int E> struct round_rows {
+    float k[k_unroll][E];
+    float v[k_unroll][E];
+    unsigned ok;
+};
+
+// The sub-group's round from the warp's first position jb: positions jb + sub + u PARTS below
+// end, but for `skip` (the row at *pos the fused rope writes in this launch: taken later from its
+// shared memory; -1 none), loaded; zeros elsewhere. kl, vl: the lane's first element of row 0.
+template <typename T, int HD, int W, bool VEC>
+__device__ __forceinline__ void load_round(const T* kl, const T* vl, std::int64_t jb, int sub,
+                                           std::int64_t end, std::int64_t skip,
+                                           round_rows<HD / attention_parts<HD, W>::S>& r) {
+    constexpr int E = attention_parts<HD, W>::E, PARTS = attention_parts<HD, W>::PARTS;
+    r.ok = 0;
+#pragma unroll
+    for (int u = 0; u < k_unroll; ++u) {
+        const std::int64_t j = jb + sub + u * PARTS;
+        if (j < end)
+            r.ok |= 1u << u;
+        if (j < end && j != skip) {
+            load_elements<T, E, VEC>(kl + j * HD, r.k[u]);
+            load_elements<T, E, VEC>(vl + j * HD, r.v[u]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < E; ++e)
+                r.k[u][e] = r.v[u][e] = 0.f;
+        }
+    }
+}
+
 // Cache positions [start, end) of kv head kvh (kc, vc: its rows) against its `groups` query
 // heads: each part's running softmax into sm, then a block barrier. Every thread of the block
 // calls it (start < end).
@@ -333,10 +366,17 @@ __device__ __forceinline__ void butterfly(float (&v)[N], int sl) {
 // of weights by two xor shuffles; the weights and each head's rescale go through the part's
 // shared memory to every lane of the part, which updates its values once per round (was: one
 // dependent softmax update a position and head, session 30 and before).
+//
+// With `preloaded`, `first` is the sub-group's first round, loaded by the caller before it made the
+// query rows (load_round from start + warp P), so that their round trips overlap; the row at `late`
+// (the fused rope's, -1 none) was skipped there and is taken from `late_rows` (shared memory: its k
+// then v elements, HD each) once the query rows' barrier has passed.
 template <typename T, int HD, int W, bool VEC>
 __device__ __forceinline__ void attend(const decode_attention_args& a, const T* qg, int groups,
                                        const T* kc, const T* vc, std::int64_t start,
-                                       std::int64_t end, attention_parts<HD, W>& sm) {
+                                       std::int64_t end, attention_parts<HD, W>& sm,
+                                       const round_rows<HD / attention_parts<HD, W>::S>& first,
+                                       bool preloaded, std::int64_t late, const T* late_rows) {
     using parts = attention_parts<HD, W>;
     constexpr int S = parts::S, E = parts::E, P = parts::P, PARTS = parts::PARTS;
     constexpr int PAIRS = parts::PAIRS;
@@ -367,24 +407,12 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
             acc[g][e] = 0.f;
     const T* kl = kc + sl * E;
     const T* vl = vc + sl * E;
-    // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
-    // the same trips and the shuffles below see all 32 lanes.
-    for (std::int64_t jb = start + warp * P; jb < end; jb += PARTS * k_unroll) {
-        float kr[k_unroll][E], vr[k_unroll][E];
-        unsigned ok = 0;
-#pragma unroll
-        for (int u = 0; u < k_unroll; ++u) {
-            const std::int64_t j = jb + sub + u * PARTS;
-            if (j < end) {
-                ok |= 1u << u;
-                load_elements<T, E, VEC>(kl + j * HD, kr[u]);
-                load_elements<T, E, VEC>(vl + j * HD, vr[u]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < E; ++e)
-                    kr[u][e] = vr[u][e] = 0.f;
-            }
-        }
+    // A round's scores and values from its rows (every lane of the warp: the shuffles below see
+    // all 32 lanes).
+    const auto round = [&](const round_rows<E>& rr) {
+        const auto& kr = rr.k;
+        const auto& vr = rr.v;
+        const unsigned ok = rr.ok;
         float v[PAIRS];
 #pragma unroll
         for (int g = 0; g < k_max_g; ++g) {
@@ -447,6 +475,28 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
             }
         }
         __syncwarp(); // the round's weights are read before the next round's are stored
+    };
+    // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
+    // the same trips. The preloaded first round is its own trip (one branch in the loop's body
+    // spilled at head_dim 128).
+    std::int64_t jb = start + warp * P;
+    if (preloaded && jb < end) {
+        round_rows<E> rr = first;
+#pragma unroll
+        for (int u = 0; u < k_unroll; ++u)
+            if (jb + sub + u * PARTS == late) // (below end: the position attended last)
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    rr.k[u][e] = element<T>::to_float(late_rows[sl * E + e]);
+                    rr.v[u][e] = element<T>::to_float(late_rows[HD + sl * E + e]);
+                }
+        round(rr);
+        jb += PARTS * k_unroll;
+    }
+    for (; jb < end; jb += PARTS * k_unroll) {
+        round_rows<E> rr;
+        load_round<T, HD, W, VEC>(kl, vl, jb, sub, end, -1, rr);
+        round(rr);
     }
 #pragma unroll
     for (int g = 0; g < k_max_g; ++g) {
@@ -543,7 +593,7 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
 template <typename T, int HD, int W>
 __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::int64_t kvh,
                                            int groups, std::int64_t start, std::int64_t chunk,
-                                           T* qs, bool loads_first) {
+                                           T* qs, T* late_rows, bool loads_first) {
     constexpr int E = HD / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const auto& r = a.rope;
@@ -570,12 +620,17 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
                 for (int j = 0; j < E; ++j)
                     e[j] = src[lane + 32 * j];
 #pragma unroll
-                for (int j = 0; j < E; ++j)
+                for (int j = 0; j < E; ++j) {
                     vrow[lane + 32 * j] = e[j];
+                    late_rows[HD + lane + 32 * j] = e[j];
+                }
             } else {
 #pragma unroll
-                for (int j = 0; j < E; ++j)
-                    vrow[lane + 32 * j] = src[lane + 32 * j];
+                for (int j = 0; j < E; ++j) {
+                    const T e = src[lane + 32 * j];
+                    vrow[lane + 32 * j] = e;
+                    late_rows[HD + lane + 32 * j] = e;
+                }
             }
             continue;
         }
@@ -633,22 +688,29 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
             T* krow =
                 const_cast<T*>(static_cast<const T*>(a.k_cache)) + (kvh * a.capacity + p) * HD;
 #pragma unroll
-            for (int j = 0; j < E; ++j)
-                krow[lane + 32 * j] = element<T>::from_float(out[j]);
+            for (int j = 0; j < E; ++j) {
+                const T e = element<T>::from_float(out[j]);
+                krow[lane + 32 * j] = e;
+                late_rows[lane + 32 * j] = e;
+            }
         }
     }
-    __syncthreads(); // qs, and the block's own cache row at *pos, for every warp's reads below
+    __syncthreads(); // qs and late_rows (the block's own cache row at *pos) for every warp
 }
 
 template <typename T, int HD>
 __global__ void __launch_bounds__(k_attention_threads(HD),
                                   HD >= 256 ? 1 : k_attention_blocks_per_sm)
     attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
-                     split_barrier* barriers, bool shared_merge, bool rope_loads_first) {
+                     split_barrier* barriers, bool shared_merge, bool rope_loads_first,
+                     bool preload) {
     constexpr int W = k_attention_threads(HD) / 32;
-    __shared__ attention_parts<HD, W> sm;
+    using parts = attention_parts<HD, W>;
+    __shared__ parts sm;
     __shared__ bool last;
-    __shared__ T qs[HD >= 32 && HD <= 128 ? k_max_g * HD : 1]; // the fused rope's query rows
+    constexpr bool ROPE = HD >= 32 && HD <= 128;
+    __shared__ T qs[ROPE ? k_max_g * HD : 1];  // the fused rope's query rows
+    __shared__ T late_rows[ROPE ? 2 * HD : 1]; // and its k and v rows at *pos (the owner's)
 
     const std::int64_t kvh = blockIdx.x / splits, split = blockIdx.x % splits;
     const int groups = static_cast<int>(a.heads / a.kv_heads);
@@ -663,19 +725,35 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
                                     ? grid_generation(&barriers[kvh].generation)
                                     : 0u;
     const std::int64_t len = attended_length(a);
+    const std::int64_t end = start + chunk < len ? start + chunk : len;
     const T* qg = static_cast<const T*>(a.q) + kvh * groups * HD;
-    if constexpr (HD >= 32 && HD <= 128) {
+    // with `preload` the first round's cache rows are loaded before the query rows are made (the
+    // fused rope's loads, or q's, then in flight with them), all but the row at *pos this block's
+    // fused rope writes (`late`: attend takes it from late_rows)
+    std::int64_t late = -1;
+    if constexpr (ROPE) {
+        const std::int64_t p = *a.pos;
+        if (a.rope.qkv && p >= 0 && p < a.capacity && p >= start && p < start + chunk)
+            late = p;
+    }
+    round_rows<parts::E> first;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (preload && start < len)
+        load_round<T, HD, W, false>(kc + lane % parts::S * parts::E,
+                                    vc + lane % parts::S * parts::E, start + warp * parts::P,
+                                    lane / parts::S, end, late, first);
+    if constexpr (ROPE) {
         if (a.rope.qkv) { // (block-uniform) this block's q rows, and the row at *pos if it is ours
             if (start < len)
-                fused_rope<T, HD, W>(a, kvh, groups, start, chunk, qs, rope_loads_first);
+                fused_rope<T, HD, W>(a, kvh, groups, start, chunk, qs, late_rows, rope_loads_first);
             qg = qs;
         }
     }
     if (a.probe_stop_after == 1)
         return;
     if (start < len) {
-        const std::int64_t end = start + chunk < len ? start + chunk : len;
-        attend<T, HD, W, false>(a, qg, groups, kc, vc, start, end, sm);
+        attend<T, HD, W, false>(a, qg, groups, kc, vc, start, end, sm, first, preload, late,
+                                late_rows);
         if (a.probe_stop_after == 2)
             return;
         weigh_parts<HD, W>(sm, groups);
@@ -761,9 +839,11 @@ __global__ void __launch_bounds__(W * 32, 1)
     if (a.probe_stop_after == 1)
         return; // (every block of the cluster returns alike: no barrier is left waiting)
     const bool live = start < len;
+    const round_rows<attention_parts<HD, W>::E> none{}; // (no preloaded round on this path)
     if (live)
         attend<T, HD, W, true>(a, static_cast<const T*>(a.q) + kvh * groups * HD, groups, kc, vc,
-                               start, start + chunk < len ? start + chunk : len, sm);
+                               start, start + chunk < len ? start + chunk : len, sm, none, false,
+                               -1, static_cast<const T*>(nullptr));
     if (a.probe_stop_after == 2)
         return;
     if (live)
@@ -827,10 +907,10 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
                                   ? reinterpret_cast<split_barrier*>(
                                         reinterpret_cast<char*>(a.workspace) + p.counter_offset)
                                   : nullptr;
-    return status_of(
-        launch_serialised_after(attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
-                                dim3(k_attention_threads(HD)), stream, p.dependent_launch, a,
-                                p.chunk, p.splits, barriers, p.shared_merge, p.rope_loads_first));
+    return status_of(launch_serialised_after(
+        attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
+        dim3(k_attention_threads(HD)), stream, p.dependent_launch, a, p.chunk, p.splits, barriers,
+        p.shared_merge, p.rope_loads_first, p.preload_round));
 }
 
 template <typename T>

@@ -119,6 +119,13 @@ struct decode_attention_plan {
     // H200, session 43: qwen3-30b-a3b +0.4 % at ctx 512, +0.8 % at 2048, llama3-8b unchanged);
     // FOURFOLD_ATTENTION_ROPE_LOADS=0 keeps that order for A/B runs. The same bits either way.
     bool rope_loads_first = false;
+    // the grid path (session 53): the first round's cache rows (a sub-group's k_unroll positions)
+    // loaded right after the dependency wait, before the query rows are made (q's loads, or the
+    // fused rope's), so that their round trips overlap where the rows waited for the query's
+    // barrier; the row at *pos the fused rope writes comes from its shared memory instead of a
+    // load after it. At qwen3's and llama3-8b's decode chunks (32 positions) the only round.
+    // FOURFOLD_ATTENTION_PRELOAD=0 loads them after the query rows for A/B runs. The same bits.
+    bool preload_round = false;
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
     // at counter_offset (16-byte aligned) a barrier per kv head: two 32-bit arrival counts, a
     // generation and 4 unused bytes

@@ -22,6 +22,8 @@ std::string decode_attention_plan::describe() const {
     if (fused_rope)
         s += std::string(", RoPE (q/k norms) and the KV append fused") +
              (rope_loads_first ? "" : " (its loads in the compiler's order)");
+    if (preload_round)
+        s += ", the first round's cache rows loaded before the query's";
     if (dependent_launch)
         s += ", dependent launch";
     return s;
@@ -120,6 +122,7 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     p.combine = false;
     p.fused_combine = p.splits > 1;
     p.shared_merge = p.splits > k_attention_last_block_max_splits;
+    p.preload_round = !switch_is("FOURFOLD_ATTENTION_PRELOAD", "0");
     p.dependent_launch = dependent_launch(d);
     if (p.fused_combine) {
         // per query head and split: head_dim values, max and sum; then a barrier per kv head
