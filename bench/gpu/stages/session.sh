@@ -3447,3 +3447,40 @@ stage_s53_d() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s53_d
 }
+
+# Session 53's fourth call (about 6 minutes with the build): why the first round's preload
+# (be81b89) took nothing off decode attention's positions phase (s53_d, H100: 4.07 -> 4.00 µs
+# warm, whole 8.03 against 7.98 with FOURFOLD_ATTENTION_PRELOAD=0; qwen3 +0.1-0.6 %). Whether
+# ptxas sank the preload's loads below the query's barrier (the SASS of attention_kernel<bf16,
+# 128>: where the LDGs sit against BAR.SYNC and the wait), and where a launch's warps stall
+# (Nsight Compute, the source page's SASS stall samples of one qwen3 ctx 512 decode launch, with
+# the fused rope).
+stage_s53_e() {
+    local t0=$SECONDS obj
+    obj=$(find $BUILD -name 'decode_attention.cu.o' | head -1)
+    cuobjdump -sass "$obj" >"$OUT/s53_att_sass_all.txt" 2>&1
+    awk '/Function : /{p = /attention_kernelI13__nv_bfloat16Li128/} p' "$OUT/s53_att_sass_all.txt" \
+        >"$OUT/s53_att_sass.txt"
+    echo "sass: $(wc -l <"$OUT/s53_att_sass.txt") lines of attention_kernel<bf16, 128>"
+    grep -nE "ACQBULK|BAR\.SYNC|BAR\.RED|LDG|LDS|STS|MEMBAR|ATOM|RED\.|EXIT" "$OUT/s53_att_sass.txt" |
+        sed 's/  */ /g' | head -70
+    local db=/tmp/s53-ncu-$$.db
+    timeout 200 ncu --clock-control none --kernel-name regex:attention_kernel \
+        --launch-skip 150 --launch-count 1 --set full --import-source yes -o "$OUT/s53_att" \
+        $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
+        --tokens 4 --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" \
+        --quiet >"$OUT/s53_ncu.txt" 2>&1
+    echo "ncu exit $? after $((SECONDS - t0)) s"
+    tail -3 "$OUT/s53_ncu.txt"
+    if [ -f "$OUT/s53_att.ncu-rep" ]; then
+        ncu -i "$OUT/s53_att.ncu-rep" --page details --csv >"$OUT/s53_att_details.csv" 2>&1
+        ncu -i "$OUT/s53_att.ncu-rep" --page source --csv --print-source sass \
+            >"$OUT/s53_att_source.csv" 2>&1
+        echo "details $(wc -l <"$OUT/s53_att_details.csv") lines, source $(wc -l <"$OUT/s53_att_source.csv") lines"
+        grep -E "Duration|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Block Size|Grid Size" \
+            "$OUT/s53_att_details.csv" | cut -c1-200 | head -12
+    fi
+    rm -f "$db"
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s53_e
+}
