@@ -435,6 +435,63 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
 #endif
 }
 
+// The trial of vector loads of the cache rows (FOURFOLD_ATTENTION_VECTOR_LOADS=1) against the
+// scalar loads: the same bits, every dtype, head_dim 16..256 (vector loads where a lane's elements
+// make one), one split, a few and many (the shared merge), positions at a split's edges; a launch
+// whose cache lost the plan's alignment is refused. (The fused rope's path: the stage runs the
+// rope test with the switch on.)
+TEST(decode_attention_cuda, vector_loads_give_the_scalar_loads_bits) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    struct shape {
+        std::int64_t heads, kv_heads, hd, cap;
+    };
+    const fourfold::testing::env_switch vector("FOURFOLD_ATTENTION_VECTOR_LOADS");
+    for (const auto t : types())
+        for (const auto& s : std::vector<shape>{{32, 4, 128, 544},
+                                                {32, 4, 128, 2080},
+                                                {8, 2, 64, 100},
+                                                {8, 1, 256, 80},
+                                                {4, 4, 16, 70},
+                                                {4, 2, 32, 20}}) {
+            vector.set("0");
+            auto scalar = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+            vector.set("1");
+            auto vec = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+            vector.unset();
+            const int vb =
+                kernels::attention_vector_bytes(s.hd, static_cast<int>(c10::elementSize(t)));
+            const auto what = std::string(c10::toString(t)) + " " + std::to_string(s.heads) + "/" +
+                              std::to_string(s.kv_heads) + "x" + std::to_string(s.hd) + " cap " +
+                              std::to_string(s.cap) + " (" + vec.plan.describe() + ")";
+            EXPECT_FALSE(scalar.plan.vector_loads) << what;
+            EXPECT_EQ(vec.plan.vector_loads, vb > 0) << what;
+            vec.q.copy_(scalar.q);
+            vec.k.copy_(scalar.k);
+            vec.v.copy_(scalar.v);
+            for (const std::int64_t p :
+                 {std::int64_t{0}, std::int64_t{31}, std::int64_t{32}, s.cap / 2, s.cap - 1}) {
+                scalar.pos.fill_(p);
+                vec.pos.fill_(p);
+                launch(*dev, scalar);
+                launch(*dev, vec);
+                EXPECT_TRUE(at::equal(vec.out, scalar.out)) << what << " pos " << p;
+                EXPECT_LT(scaled_error(vec.out, reference(vec.q, vec.k, vec.v, p)), tolerance(t))
+                    << what << " pos " << p;
+            }
+            if (vb > 0) {
+                workloads::call_context ctx(*dev);
+                auto moved = vec.args;
+                moved.k_cache = static_cast<const char*>(moved.k_cache) + 2; // off the alignment
+                EXPECT_FALSE(kernels::launch_decode_attention(vec.plan, moved,
+                                                              workloads::native::stream(ctx))
+                                 .ok())
+                    << what;
+            }
+        }
+#endif
+}
+
 // Not a timed assertion: the µs a launch of each path and of its probe stops (the phases'
 // upper bounds), printed for docs/performance.md. Warm: one graph of 20 back-to-back launches (the
 // cache in L2), the best of 10 replays; cold: each launch after a 64 MB memset (the cache rows

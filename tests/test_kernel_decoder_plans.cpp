@@ -219,6 +219,37 @@ TEST(decoder_kernel_plans, decode_attention_loads_the_first_round_before_the_que
     EXPECT_FALSE(p.preload_round) << p.describe();
 }
 
+// The trial of vector loads of the cache rows (FOURFOLD_ATTENTION_VECTOR_LOADS=1): the grid path
+// only, where a lane's elements make a 4-, 8- or 16-byte load and both caches are aligned to it.
+TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_only_when_asked_and_aligned) {
+    EXPECT_EQ(attention_vector_bytes(128, 2), 8); // 4 bf16 a lane
+    EXPECT_EQ(attention_vector_bytes(256, 2), 16);
+    EXPECT_EQ(attention_vector_bytes(64, 2), 4);
+    EXPECT_EQ(attention_vector_bytes(32, 2), 0); // one element a lane
+    EXPECT_EQ(attention_vector_bytes(128, 4), 16);
+    EXPECT_EQ(attention_vector_bytes(256, 4), 16); // two 16-byte loads
+    EXPECT_EQ(attention_vector_bytes(16, 4), 4);   // 16 lanes a position
+    const fourfold::testing::env_switch vector("FOURFOLD_ATTENTION_VECTOR_LOADS");
+    auto a = llama3_attention();
+    const auto at = [](std::uintptr_t v) { return reinterpret_cast<const void*>(v); };
+    a.k_cache = at(0x10000);
+    a.v_cache = at(0x20008);
+    EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads); // a trial: off unless asked
+    vector.set("1");
+    auto p = plan_decode_attention(a, h200);
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_TRUE(p.vector_loads) << p.describe();
+    EXPECT_TRUE(says(p.describe(), "the cache rows in vector loads")) << p.describe();
+    a.v_cache = at(0x20004); // 4-byte aligned: not enough for 8
+    EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
+    a.v_cache = at(0x20000);
+    a.head_dim = 32; // one bf16 a lane: nothing to widen
+    EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
+    a = llama3_attention(true); // the cluster path has its own 16-byte loads
+    ASSERT_GT(plan_decode_attention(a, h200).cluster, 0);
+    EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
+}
+
 TEST(decoder_kernel_plans, decode_attention_takes_a_least_chunk_for_fewer_longer_splits) {
     auto a = llama3_attention(); // 576 positions: 18 splits of 32 by default
     a.min_chunk = 64;

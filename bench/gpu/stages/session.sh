@@ -3484,3 +3484,30 @@ stage_s53_e() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s53_e
 }
+
+# Session 53's last call (the session's last ~4.5 minutes of device time, the gpu tests and the
+# CLI built alone: FOURFOLD_NINJA_ARGS="fourfold_gpu_tests fourfold"): the trial
+# FOURFOLD_ATTENTION_VECTOR_LOADS=1 (the grid path's cache rows in 4-, 8- or 16-byte loads; s53_e's
+# SASS: 32 two-byte loads a round a thread at bf16 head_dim 128). Its bits against the scalar
+# loads, the timed phases each way, the fused rope's test with it, then the qwen3 decode.
+# Predicted: positions phase 4.0 -> 3.6-3.8 µs warm (qwen3 ctx 512), qwen3 +0.2-0.5 %.
+stage_s53_f() {
+    local t0=$SECONDS v
+    (
+        export FOURFOLD_ATTENTION_VECTOR_LOADS=1
+        s25_gtests 'decode_attention_cuda.vector_loads*:decode_attention_cuda.rope_fused*' 60 \
+            "$OUT/s53_f_tests.txt"
+    )
+    for v in vector scalar; do
+        (
+            [ $v = vector ] && export FOURFOLD_ATTENTION_VECTOR_LOADS=1
+            s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
+                "$OUT/s53_f_attention_$v.txt"
+            grep -E "^attention .*grid path \((stopped after phase [12]|whole)" \
+                "$OUT/s53_f_attention_$v.txt" | sed 's/ a launch;.*//' | head -12
+        )
+    done
+    decode_ab qwen3-30b-a3b base vec:FOURFOLD_ATTENTION_VECTOR_LOADS=1
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s53_f
+}

@@ -698,7 +698,7 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
     __syncthreads(); // qs and late_rows (the block's own cache row at *pos) for every warp
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool VEC>
 __global__ void __launch_bounds__(k_attention_threads(HD),
                                   HD >= 256 ? 1 : k_attention_blocks_per_sm)
     attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
@@ -739,9 +739,8 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     round_rows<parts::E> first;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (preload && start < len)
-        load_round<T, HD, W, false>(kc + lane % parts::S * parts::E,
-                                    vc + lane % parts::S * parts::E, start + warp * parts::P,
-                                    lane / parts::S, end, late, first);
+        load_round<T, HD, W, VEC>(kc + lane % parts::S * parts::E, vc + lane % parts::S * parts::E,
+                                  start + warp * parts::P, lane / parts::S, end, late, first);
     if constexpr (ROPE) {
         if (a.rope.qkv) { // (block-uniform) this block's q rows, and the row at *pos if it is ours
             if (start < len)
@@ -752,8 +751,8 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     if (a.probe_stop_after == 1)
         return;
     if (start < len) {
-        attend<T, HD, W, false>(a, qg, groups, kc, vc, start, end, sm, first, preload, late,
-                                late_rows);
+        attend<T, HD, W, VEC>(a, qg, groups, kc, vc, start, end, sm, first, preload, late,
+                              late_rows);
         if (a.probe_stop_after == 2)
             return;
         weigh_parts<HD, W>(sm, groups);
@@ -907,10 +906,17 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
                                   ? reinterpret_cast<split_barrier*>(
                                         reinterpret_cast<char*>(a.workspace) + p.counter_offset)
                                   : nullptr;
-    return status_of(launch_serialised_after(
-        attention_kernel<T, HD>, dim3(static_cast<unsigned>(p.blocks)),
-        dim3(k_attention_threads(HD)), stream, p.dependent_launch, a, p.chunk, p.splits, barriers,
-        p.shared_merge, p.rope_loads_first, p.preload_round));
+    const auto run = [&](auto kernel) {
+        return status_of(launch_serialised_after(
+            kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(k_attention_threads(HD)), stream,
+            p.dependent_launch, a, p.chunk, p.splits, barriers, p.shared_merge, p.rope_loads_first,
+            p.preload_round));
+    };
+    if constexpr (attention_vector_bytes(HD, sizeof(T)) > 0) {
+        if (p.vector_loads)
+            return run(attention_kernel<T, HD, true>);
+    }
+    return run(attention_kernel<T, HD, false>);
 }
 
 template <typename T>
@@ -944,6 +950,12 @@ launch_status launch_decode_attention(const decode_attention_plan& p,
         return invalid("decode attention: a split plan needs its workspace (zeroed once)");
     if (p.fused_combine && alignment_of(a.workspace) < 16)
         return invalid("decode attention: the workspace must be 16-byte aligned");
+    if (p.vector_loads) {
+        const int vb = attention_vector_bytes(a.head_dim, static_cast<int>(elem_bytes(a.type)));
+        if (vb == 0 || alignment_of(a.k_cache) < vb || alignment_of(a.v_cache) < vb)
+            return invalid("decode attention: vector loads need the caches aligned to " +
+                           std::to_string(vb) + " bytes (plan with the launch's pointers)");
+    }
     if (p.cluster > 0 &&
         (alignment_of(a.q) < 16 || alignment_of(a.k_cache) < 16 || alignment_of(a.v_cache) < 16))
         return invalid("decode attention: the cluster path needs q and the caches 16-byte "

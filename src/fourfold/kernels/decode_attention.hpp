@@ -126,6 +126,12 @@ struct decode_attention_plan {
     // load after it. At qwen3's and llama3-8b's decode chunks (32 positions) the only round.
     // FOURFOLD_ATTENTION_PRELOAD=0 loads them after the query rows for A/B runs. The same bits.
     bool preload_round = false;
+    // Trial of session 53 (FOURFOLD_ATTENTION_VECTOR_LOADS=1; the grid path, caches aligned to
+    // attention_vector_bytes): a lane's elements of a cache row in one 4-, 8- or 16-byte load
+    // (at head_dim 128 bf16 one 8-byte load where four 2-byte loads were: 32 load instructions a
+    // round a thread, SASS of session 53). The same floats, so the same bits. Plan with the
+    // launch's pointers: the launch refuses caches that lost the alignment.
+    bool vector_loads = false;
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
     // at counter_offset (16-byte aligned) a barrier per kv head: two 32-bit arrival counts, a
     // generation and 4 unused bytes
@@ -134,6 +140,14 @@ struct decode_attention_plan {
     std::string valid;
     std::string describe() const;
 };
+
+// The alignment a lane's cache elements need for one vector load on the grid path (head_dim hd,
+// element_bytes each): 4, 8 or 16 bytes; 0 where a lane's elements are too few for one.
+constexpr int attention_vector_bytes(std::int64_t hd, int element_bytes) {
+    const std::int64_t lanes = hd < 32 ? hd : 32;
+    const std::int64_t b = hd / lanes * element_bytes;
+    return b % 16 == 0 ? 16 : b == 8 || b == 4 ? static_cast<int>(b) : 0;
+}
 
 decode_attention_plan plan_decode_attention(const decode_attention_args& a, const device_limits& d);
 launch_status launch_decode_attention(const decode_attention_plan& p,

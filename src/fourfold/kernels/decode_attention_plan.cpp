@@ -24,6 +24,8 @@ std::string decode_attention_plan::describe() const {
              (rope_loads_first ? "" : " (its loads in the compiler's order)");
     if (preload_round)
         s += ", the first round's cache rows loaded before the query's";
+    if (vector_loads)
+        s += ", the cache rows in vector loads";
     if (dependent_launch)
         s += ", dependent launch";
     return s;
@@ -123,6 +125,10 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     p.fused_combine = p.splits > 1;
     p.shared_merge = p.splits > k_attention_last_block_max_splits;
     p.preload_round = !switch_is("FOURFOLD_ATTENTION_PRELOAD", "0");
+    if (const int vb = attention_vector_bytes(hd, static_cast<int>(elem_bytes(a.type)));
+        vb > 0 && switch_is("FOURFOLD_ATTENTION_VECTOR_LOADS", "1"))
+        p.vector_loads = reinterpret_cast<std::uintptr_t>(a.k_cache) % vb == 0 &&
+                         reinterpret_cast<std::uintptr_t>(a.v_cache) % vb == 0;
     p.dependent_launch = dependent_launch(d);
     if (p.fused_combine) {
         // per query head and split: head_dim values, max and sum; then a barrier per kv head
