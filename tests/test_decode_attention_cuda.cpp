@@ -471,6 +471,8 @@ TEST(decode_attention_cuda, vector_loads_give_the_scalar_loads_bits) {
             vec.v.copy_(scalar.v);
             for (const std::int64_t p :
                  {std::int64_t{0}, std::int64_t{31}, std::int64_t{32}, s.cap / 2, s.cap - 1}) {
+                if (p >= s.cap)
+                    continue; // (a short cache: the float64 reference stops at its end)
                 scalar.pos.fill_(p);
                 vec.pos.fill_(p);
                 launch(*dev, scalar);
