@@ -3511,3 +3511,48 @@ stage_s53_f() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s53_f
 }
+
+# Session 54's first call (about 8 minutes with the build): the trial FOURFOLD_ATTENTION_VECTOR_
+# LOADS=1 again (s53_f, H100: the whole launch -0.04 to -0.35 µs warm, qwen3 +0.2 / +0.1 %, one
+# pair; its bits test threw on a 20-position cache, a test bug fixed in efb3e18). Its bits test
+# and the fused rope's with the trial on, memcheck over the first, the timed phases each way, and
+# the decode A/B in two pairs on qwen3 and one on llama3-8b; on an H200 also llama3-8b fp8 and
+# the qwen3 step's timeline at the defaults (the compiled MoE defaults and the attention preload:
+# first H200 figures). Predicted: the tests pass, qwen3 +0.2-0.4 %, llama3-8b +0.2-0.5 % (32
+# launches of 7.4 µs a step, -0.14 to -0.35 µs each); H200 qwen3 about 355 at ctx 512 (349.2 in
+# session 51, +1.6 % from the compiled defaults).
+stage_s54_a() {
+    local t0=$SECONDS vec=FOURFOLD_ATTENTION_VECTOR_LOADS=1
+    (
+        export "$vec"
+        s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
+            200 "$OUT/s54_a_tests.txt"
+    )
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s54_a_tests.txt" || grep -q "FAILED" "$OUT/s54_a_tests.txt"; then
+        echo "the gpu tests did not pass with the vector loads: not timed"
+        vec=FOURFOLD_ATTENTION_VECTOR_LOADS=0
+    fi
+    FOURFOLD_ATTENTION_VECTOR_LOADS=1 timeout 120 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 --kernel-name kns=attention $BUILD/tests/fourfold_gpu_tests \
+        --gtest_filter='decode_attention_cuda.vector_loads*' >"$OUT/s54_a_memcheck.txt" 2>&1
+    echo "compute-sanitizer memcheck (vector loads): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s54_a_memcheck.txt" | sort | uniq -c | head
+    local v
+    for v in vector scalar; do
+        (
+            [ $v = vector ] && export "$vec"
+            s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
+                "$OUT/s54_a_attention_$v.txt"
+            grep -E "^attention .*grid path \((stopped after phase [12]|whole)" \
+                "$OUT/s54_a_attention_$v.txt" | sed 's/ a launch;.*//' | head -12
+        )
+    done
+    decode_ab qwen3-30b-a3b base vec:$vec base2 vec2:$vec
+    decode_ab llama3-8b base vec:$vec
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        decode_ab fp8 base vec:$vec
+        if timeline_cupti; then s49_timeline_decode qwen3-30b-a3b; fi
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s54_a
+}
