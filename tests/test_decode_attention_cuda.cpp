@@ -44,6 +44,11 @@ at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 }
 
 #if FOURFOLD_WITH_KERNELS
+// A test shape: query heads, kv heads, head_dim, cache positions.
+struct cache_shape {
+    std::int64_t heads, kv_heads, hd, cap;
+};
+
 struct attention_case {
     at::Tensor q, k, v, pos, out, ws;
     kernels::decode_attention_args args;
@@ -112,12 +117,9 @@ std::vector<unsigned> counters(const attention_case& c) {
 TEST(decode_attention_cuda, matches_float64_attention_over_the_filled_prefix) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    struct shape {
-        std::int64_t heads, kv_heads, hd, cap;
-    };
-    const std::vector<shape> shapes{{4, 2, 16, 64},    {4, 2, 32, 64},     {4, 4, 64, 33},
-                                    {32, 8, 128, 576}, {32, 4, 128, 2112}, {16, 2, 256, 100},
-                                    {8, 8, 128, 1},    {8, 1, 128, 4096}};
+    const std::vector<cache_shape> shapes{{4, 2, 16, 64},    {4, 2, 32, 64},     {4, 4, 64, 33},
+                                          {32, 8, 128, 576}, {32, 4, 128, 2112}, {16, 2, 256, 100},
+                                          {8, 8, 128, 1},    {8, 1, 128, 4096}};
     for (const bool cluster : {true, false})
         for (const auto t : types())
             for (const auto& s : shapes) {
@@ -332,9 +334,6 @@ TEST(decode_attention_cuda, waits_for_the_q_and_cache_row_rope_kv_writes_just_be
 TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_attention) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    struct shape {
-        std::int64_t heads, kv_heads, hd, cap;
-    };
     const fourfold::testing::env_switch order("FOURFOLD_ATTENTION_ROPE_LOADS");
     // the first round's rows loaded before the query's (the default) on one side, after it
     // (FOURFOLD_ATTENTION_PRELOAD=0) on the other, each way round: the fused side's row at *pos
@@ -342,7 +341,7 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
     const fourfold::testing::env_switch preload("FOURFOLD_ATTENTION_PRELOAD");
     for (const char* loads_first : {"1", "0"})
         for (const auto t : types())
-            for (const auto& s : std::vector<shape>{
+            for (const auto& s : std::vector<cache_shape>{
                      {32, 8, 128, 576}, {32, 4, 128, 544}, {8, 8, 64, 100}, {4, 1, 32, 64}})
                 for (const bool norms : {false, true}) {
                     order.set(loads_first);
@@ -443,17 +442,14 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
 TEST(decode_attention_cuda, vector_loads_give_the_scalar_loads_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    struct shape {
-        std::int64_t heads, kv_heads, hd, cap;
-    };
     const fourfold::testing::env_switch vector("FOURFOLD_ATTENTION_VECTOR_LOADS");
     for (const auto t : types())
-        for (const auto& s : std::vector<shape>{{32, 4, 128, 544},
-                                                {32, 4, 128, 2080},
-                                                {8, 2, 64, 100},
-                                                {8, 1, 256, 80},
-                                                {4, 4, 16, 70},
-                                                {4, 2, 32, 20}}) {
+        for (const auto& s : std::vector<cache_shape>{{32, 4, 128, 544},
+                                                      {32, 4, 128, 2080},
+                                                      {8, 2, 64, 100},
+                                                      {8, 1, 256, 80},
+                                                      {4, 4, 16, 70},
+                                                      {4, 2, 32, 20}}) {
             vector.set("0");
             auto scalar = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
             vector.set("1");

@@ -3382,6 +3382,17 @@ stage_s53_b() {
     stage_pack s53_b
 }
 
+# compute-sanitizer's TOOL over the gpu tests FILTER, kernels whose names hold KNS, at most LIMIT
+# seconds, into LOG: its exit status, the summaries and the first warnings and errors.
+s53_sanitize() {
+    local tool=$1 filter=$2 kns=$3 log=$4 limit=$5 t0=$SECONDS
+    timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 9 --kernel-name kns="$kns" \
+        $BUILD/tests/fourfold_gpu_tests --gtest_filter="$filter" >"$log" 2>&1
+    echo "compute-sanitizer $tool ($filter): exit $? after $((SECONDS - t0)) s"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " "$log" | sort | uniq -c | head
+    grep -E "Warning|Error" "$log" | grep -v SUMMARY | sed 's/+0x[0-9a-f]*//g' | sort | uniq -c | head -5
+}
+
 # Session 53's second call (about 8 minutes with the build): the defaults compiled in are the
 # default now (d08ef3c; s53_a, H100: qwen3-30b-a3b 309.4 -> 314.4 / 314.7 tokens/s at ctx 512, the
 # fused block 35.89 -> 34.84 µs at T = 1; memcheck over the counters' three plans 0 errors, its
@@ -3394,15 +3405,9 @@ stage_s53_c() {
     local t0=$SECONDS
     s25_gtests 'moe_cuda.*:decode_native_cuda.*-moe_cuda.*timed*:moe_cuda.one_launch_and_two_kernels_agree_and_their_times_are_printed' \
         240 "$OUT/s53_c_tests.txt"
-    FOURFOLD_NATIVE_TEST_SIZES=small timeout 240 \
-        compute-sanitizer --tool racecheck --error-exitcode 9 \
-        --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*' \
-        >"$OUT/s53_c_racecheck.txt" 2>&1
-    echo "compute-sanitizer racecheck (flagged logits, top-k: the compiled defaults): exit $? after $((SECONDS - t0)) s"
-    grep -E "RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s53_c_racecheck.txt" |
-        sort | uniq -c | head
-    grep -E "Warning|Error" "$OUT/s53_c_racecheck.txt" | sed 's/+0x[0-9a-f]*//g' | sort | uniq -c | head -5
+    # (the flagged logits' and top-k tests take the default plan: the compiled one)
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck \
+        'moe_cuda.flagged_logits*:moe_cuda.top_k_on_the_logits*' moe "$OUT/s53_c_racecheck.txt" 240
     decode_ab qwen3-30b-a3b base general:FOURFOLD_MOE_COMPILED_DEFAULTS=0
     s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 90 \
         "$OUT/s53_c_attention.txt"
@@ -3423,14 +3428,9 @@ stage_s53_d() {
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*:rope_kv_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
         200 "$OUT/s53_d_tests.txt"
     local tool
-    for tool in memcheck racecheck; do
-        timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
-            --kernel-name kns=attention $BUILD/tests/fourfold_gpu_tests \
-            --gtest_filter='decode_attention_cuda.rope_fused*:decode_attention_cuda.the_fused_merge*' \
-            >"$OUT/s53_d_$tool.txt" 2>&1
-        echo "compute-sanitizer $tool (attention: the fused rope, preload on and off): exit $? after $((SECONDS - t0)) s"
-        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s53_d_$tool.txt" |
-            sort | uniq -c | head
+    for tool in memcheck racecheck; do # (the fused rope's test: preload on and off)
+        s53_sanitize $tool 'decode_attention_cuda.rope_fused*:decode_attention_cuda.the_fused_merge*' \
+            attention "$OUT/s53_d_$tool.txt" 150
     done
     local v
     for v in preload old; do
@@ -3532,11 +3532,7 @@ stage_s54_a() {
         echo "the gpu tests did not pass with the vector loads: not timed"
         vec=FOURFOLD_ATTENTION_VECTOR_LOADS=0
     fi
-    FOURFOLD_ATTENTION_VECTOR_LOADS=1 timeout 120 compute-sanitizer --tool memcheck \
-        --error-exitcode 9 --kernel-name kns=attention $BUILD/tests/fourfold_gpu_tests \
-        --gtest_filter='decode_attention_cuda.vector_loads*' >"$OUT/s54_a_memcheck.txt" 2>&1
-    echo "compute-sanitizer memcheck (vector loads): exit $? after $((SECONDS - t0)) s"
-    grep -E "ERROR SUMMARY|Internal|^\[  (PASSED|FAILED) " "$OUT/s54_a_memcheck.txt" | sort | uniq -c | head
+    s53_sanitize memcheck 'decode_attention_cuda.vector_loads*' attention "$OUT/s54_a_memcheck.txt" 120
     local v
     for v in vector scalar; do
         (
