@@ -96,12 +96,14 @@ void launch(backend::device& dev, const attention_case& c) {
         "decode_attention");
 }
 
-// The kv heads' barriers' arrival counts in the workspace (two of the four 32-bit words a kv
-// head; the third is the generation), read back to the host.
+// The barriers' arrival counts in the workspace (two of the four 32-bit words a unit: a kv head,
+// or a half of its query heads with block_heads 4; the third is the generation), read back to the
+// host.
 std::vector<unsigned> counters(const attention_case& c) {
     const auto host = c.ws.cpu();
     const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
-    std::vector<unsigned> words(static_cast<std::size_t>(c.args.kv_heads) * 4);
+    const auto units = c.plan.blocks / std::max<std::int64_t>(1, c.plan.splits);
+    std::vector<unsigned> words(static_cast<std::size_t>(units) * 4);
     std::memcpy(words.data(), bytes + c.plan.counter_offset, words.size() * sizeof(unsigned));
     std::vector<unsigned> v;
     for (std::size_t h = 0; h < words.size(); h += 4) {
@@ -487,6 +489,117 @@ TEST(decode_attention_cuda, vector_loads_give_the_scalar_loads_bits) {
                     << what;
             }
         }
+#endif
+}
+
+// The trial of 4 query heads a block (FOURFOLD_ATTENTION_BLOCK_HEADS=4): GQA groups of 8 in halves
+// (qwen3's shape, the last block merging at ctx 512, the shared merge at 2048), of 4 (llama3-8b's)
+// and of 2, head_dim 64 and 128, against float64; the same bits launch after launch; a captured
+// launch replayed at other positions leaves every unit's count at zero; and the fused rope's path
+// (both halves rope the row at *pos, the first writes it) against rope_kv then attention in
+// float64, its caches' rows the same bits as rope_kv's.
+TEST(decode_attention_cuda, four_query_heads_a_block_match_float64_and_keep_their_counts) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const fourfold::testing::env_switch heads4("FOURFOLD_ATTENTION_BLOCK_HEADS", "4");
+    for (const auto t : types())
+        for (const auto& s : std::vector<cache_shape>{{32, 4, 128, 544},
+                                                      {32, 4, 128, 2080},
+                                                      {32, 8, 128, 576},
+                                                      {8, 4, 64, 100},
+                                                      {16, 2, 64, 40}}) {
+            auto c = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+            const auto what = std::string(c10::toString(t)) + " " + std::to_string(s.heads) + "/" +
+                              std::to_string(s.kv_heads) + "x" + std::to_string(s.hd) + " cap " +
+                              std::to_string(s.cap) + " (" + c.plan.describe() + ")";
+            ASSERT_EQ(c.plan.block_heads, 4) << what;
+            const auto group = s.heads / s.kv_heads;
+            EXPECT_EQ(c.plan.blocks, s.kv_heads * ((group + 3) / 4) * c.plan.splits) << what;
+            for (const std::int64_t p :
+                 {std::int64_t{0}, std::int64_t{31}, std::int64_t{32}, s.cap / 2, s.cap - 1}) {
+                if (p >= s.cap)
+                    continue;
+                c.pos.fill_(p);
+                launch(*dev, c);
+                const auto first = c.out.clone();
+                EXPECT_LT(scaled_error(first, reference(c.q, c.k, c.v, p)), tolerance(t))
+                    << what << " pos " << p;
+                for (int i = 0; i < 5; ++i) {
+                    c.out.fill_(0);
+                    launch(*dev, c);
+                    EXPECT_TRUE(at::equal(c.out, first)) << what << " pos " << p << " launch " << i;
+                }
+                for (const auto v : counters(c))
+                    EXPECT_EQ(v, 0u) << what << " pos " << p;
+            }
+            if (!dev->caps().graphs)
+                continue;
+            workloads::models::captured_step step;
+            c.pos.fill_(3);
+            step.capture(*dev, [&] { launch(*dev, c); });
+            for (const std::int64_t p : {std::int64_t{1}, s.cap - 1, s.cap / 3}) {
+                c.pos.fill_(p);
+                step.run([] { FAIL() << "not captured"; });
+                EXPECT_LT(scaled_error(c.out, reference(c.q, c.k, c.v, p)), tolerance(t))
+                    << what << " replayed at " << p;
+                for (const auto v : counters(c))
+                    EXPECT_EQ(v, 0u) << what << " replayed at " << p;
+            }
+        }
+    // the fused rope: qwen3's shape with its norms, against rope_kv then attention (float64), the
+    // caches' rows the same bits (written by the first half only)
+    const auto t = at::kBFloat16;
+    const cache_shape s{32, 4, 128, 544};
+    auto unfused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+    auto fused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
+    fused.k.copy_(unfused.k);
+    fused.v.copy_(unfused.v);
+    const auto o = unfused.q.options();
+    const auto width = (s.heads + 2 * s.kv_heads) * s.hd;
+    const auto qkv = at::randn({1, width}, o);
+    const auto cos = at::rand({s.cap, s.hd}, o) + 0.5;
+    const auto sin = at::rand({s.cap, s.hd}, o) - 0.5;
+    const auto qn = at::rand({s.hd}, o) + 0.5, kn = at::rand({s.hd}, o) + 0.5;
+    kernels::rope_kv_args r;
+    r.qkv = qkv.data_ptr();
+    r.ld_qkv = width;
+    r.q_norm = qn.data_ptr();
+    r.k_norm = kn.data_ptr();
+    r.cos = cos.data_ptr();
+    r.sin = sin.data_ptr();
+    r.pos = unfused.pos.data_ptr<std::int64_t>();
+    r.q_out = unfused.q.data_ptr();
+    r.k_cache = unfused.k.data_ptr();
+    r.v_cache = unfused.v.data_ptr();
+    r.heads = s.heads;
+    r.kv_heads = s.kv_heads;
+    r.head_dim = s.hd;
+    r.capacity = s.cap;
+    r.type = unfused.args.type;
+    workloads::call_context ctx(*dev);
+    const auto lim = workloads::native::limits(ctx);
+    const auto rp = kernels::plan_rope_kv(r, lim);
+    ASSERT_TRUE(rp.valid.empty()) << rp.valid;
+    fused.args.rope = {r.qkv, r.ld_qkv, r.q_norm, r.k_norm, r.eps, r.cos, r.sin};
+    fused.args.q = nullptr;
+    fused.plan = kernels::plan_decode_attention(fused.args, lim);
+    ASSERT_TRUE(fused.plan.valid.empty()) << fused.plan.valid;
+    ASSERT_TRUE(fused.plan.fused_rope && fused.plan.block_heads == 4) << fused.plan.describe();
+    for (const std::int64_t p :
+         {std::int64_t{0}, std::int64_t{31}, std::int64_t{32}, std::int64_t{300}, s.cap - 1}) {
+        unfused.pos.fill_(p);
+        fused.pos.fill_(p);
+        workloads::native::check(kernels::launch_rope_kv(rp, r, workloads::native::stream(ctx)),
+                                 "rope_kv");
+        launch(*dev, unfused);
+        launch(*dev, fused);
+        EXPECT_TRUE(at::equal(fused.k, unfused.k)) << "k cache, pos " << p;
+        EXPECT_TRUE(at::equal(fused.v, unfused.v)) << "v cache, pos " << p;
+        EXPECT_TRUE(at::equal(fused.out, unfused.out)) << "pos " << p; // the same plan's arithmetic
+        EXPECT_LT(scaled_error(fused.out, reference(unfused.q, unfused.k, unfused.v, p)),
+                  tolerance(t))
+            << "pos " << p;
+    }
 #endif
 }
 

@@ -250,6 +250,48 @@ TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_only_when_asked_a
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
 }
 
+// The trial of 4 query heads a block (FOURFOLD_ATTENTION_BLOCK_HEADS=4; the grid path, head_dim
+// 64 or 128): a kv head's group in halves of 4, each half its own unit of splits and count; 4
+// warps a block.
+TEST(decoder_kernel_plans, decode_attention_takes_four_query_heads_a_block_when_asked) {
+    const fourfold::testing::env_switch heads4("FOURFOLD_ATTENTION_BLOCK_HEADS");
+    auto a = llama3_attention(); // 32 / 8: groups of 4
+    a.kv_heads = 4;              // qwen3-30b-a3b: groups of 8, 544 positions
+    a.capacity = 544;
+    auto p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.block_heads, 8);
+    EXPECT_EQ(p.blocks, 4 * 17);
+    EXPECT_EQ(p.threads, 256);
+    heads4.set("4");
+    p = plan_decode_attention(a, h200);
+    ASSERT_TRUE(p.valid.empty()) << p.valid;
+    EXPECT_EQ(p.block_heads, 4);
+    EXPECT_EQ(p.splits, 17);
+    EXPECT_EQ(p.chunk, 32);
+    EXPECT_EQ(p.blocks, 4 * 2 * 17); // two halves a kv head
+    EXPECT_EQ(p.threads, 128);       // 4 warps, 8 positions a round each
+    EXPECT_FALSE(p.shared_merge);
+    EXPECT_EQ(p.workspace_bytes, p.counter_offset + 8 * 16); // a count a half
+    EXPECT_EQ(p.counter_offset, 32 * 17 * 130 * 4);
+    EXPECT_TRUE(says(p.describe(), "4 query heads a block")) << p.describe();
+    a.capacity = 2080; // 8 units: one wave of 2 blocks an SM is 33 splits (of 64)
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.splits, 33);
+    EXPECT_EQ(p.chunk, 64);
+    EXPECT_TRUE(p.shared_merge);
+    EXPECT_LE(p.blocks, 2 * h200.sm_count);
+    a = llama3_attention(); // groups of 4: one unit a kv head, as before, with 4 warps
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.block_heads, 4);
+    EXPECT_EQ(p.splits, 18);
+    EXPECT_EQ(p.blocks, 144);
+    EXPECT_EQ(p.threads, 128);
+    a.head_dim = 256; // not taken there
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.block_heads, 8);
+    EXPECT_FALSE(says(p.describe(), "query heads a block")) << p.describe();
+}
+
 TEST(decoder_kernel_plans, decode_attention_takes_a_least_chunk_for_fewer_longer_splits) {
     auto a = llama3_attention(); // 576 positions: 18 splits of 32 by default
     a.min_chunk = 64;

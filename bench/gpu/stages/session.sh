@@ -3552,3 +3552,44 @@ stage_s54_a() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s54_a
 }
+
+# Session 54's second call (about 8 minutes with the build): the trial FOURFOLD_ATTENTION_BLOCK_
+# HEADS=4 (written in session 53 without a device: a kv head's query heads in blocks of 4, 4 warps
+# a block, a round 8 positions x 4 heads a warp, each half's splits merged apart; llama3-8b's
+# groups of 4 no longer leave half of every round's 32 pairs empty, qwen3's 4 kv heads fill 136
+# blocks where 68 ran). Its gpu test, the whole attention suite and the native decode with the
+# trial on, memcheck and racecheck over its test, the timed phases each way, and the decode A/B.
+# Predicted (H100, warm, ctx 512): qwen3 attention 8.0 -> about 6.8 µs (the block merge over 4
+# parts, the last block's partials 35 KB where 70 were), llama3-8b 7.3 -> about 6.5; qwen3
+# native_fused +1.0-1.5 %, llama3-8b +0.5-1 %.
+stage_s54_b() {
+    local t0=$SECONDS four=FOURFOLD_ATTENTION_BLOCK_HEADS=4
+    s25_gtests 'decode_attention_cuda.four_query_heads*' 120 "$OUT/s54_b_test.txt"
+    (
+        export "$four"
+        s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
+            200 "$OUT/s54_b_tests.txt"
+    )
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s54_b_test.txt" || grep -q "FAILED" "$OUT/s54_b_test.txt" "$OUT/s54_b_tests.txt"; then
+        echo "the gpu tests did not pass with 4 heads a block: not timed"
+        stage_pack s54_b
+        return 0
+    fi
+    local tool
+    for tool in memcheck racecheck; do
+        s53_sanitize $tool 'decode_attention_cuda.four_query_heads*' attention "$OUT/s54_b_$tool.txt" 150
+    done
+    local v
+    for v in four eight; do
+        (
+            [ $v = four ] && export "$four"
+            s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
+                "$OUT/s54_b_attention_$v.txt"
+            grep -E "^attention .*grid path \(" "$OUT/s54_b_attention_$v.txt" | sed 's/ a launch;.*//' | head -24
+        )
+    done
+    decode_ab qwen3-30b-a3b base four:$four base2 four2:$four
+    decode_ab llama3-8b base four:$four
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s54_b
+}

@@ -4,7 +4,9 @@
 // min(32, head_dim) lanes, a sub-group one cache position at a time, lane l of it holding elements
 // [l E, (l + 1) E) of the position's k and v rows (E = head_dim / S). U = 4 positions a
 // sub-group are loaded before the first score, so the loads of a chunk are in flight together,
-// and their 32 (position, head) scores are reduced together (attend).
+// and their 32 (position, head) scores are reduced together (attend). With the plan's
+// block_heads 4 (a trial) a block is (kv head, half of its query heads, split): 4 warps, 8
+// positions a sub-group a round against 4 heads.
 // Scores are in the log2 domain (q scaled by scale * log2(e) once), the running softmax per
 // query head in fp32; the block's parts are merged in shared memory; with several splits either
 // the last block of a kv head to count in merges the splits (merge_splits) or, with many
@@ -51,23 +53,22 @@ constexpr int k_merge_tile = 32; // splits whose weights the merge holds in shar
 // element sum_s acc_s exp2(m_s - M) over s = 0, 1, ... in order (the weights of 32 splits at a
 // time in shared memory), divided by the sum. Deterministic: the partials are each block's own
 // work and every sum has a fixed order.
-template <typename T, int HD>
-__device__ __forceinline__ void merge_splits(const decode_attention_args& a, std::int64_t kvh,
+template <typename T, int HD, int G>
+__device__ __forceinline__ void merge_splits(const decode_attention_args& a, std::int64_t head0,
                                              int groups, std::int64_t splits, int live) {
-    constexpr int N = k_attention_threads(HD);
+    constexpr int N = k_attention_block_threads(HD, G);
     constexpr int W = N / 32;
     constexpr int Q = HD / 4; // float4 units of a head
-    constexpr int OUT = (k_max_g * Q + N - 1) / N;
+    constexpr int OUT = (G * Q + N - 1) / N;
     // splits a thread loads before it adds: at one unit a thread 20, so that the 17 splits of
     // 513-544 positions (a decode at ctx 512) come in one round trip (16 took two)
     constexpr int U = OUT >= 4 ? 4 : OUT >= 2 ? 8 : 20;
     static_assert(k_merge_tile == 32 && U <= k_merge_tile, "tile 0's weights are a warp's lanes");
-    __shared__ float sm_sum[k_max_g];
-    __shared__ float sm_big[k_max_g];
-    __shared__ float sm_w[k_max_g][k_merge_tile];
+    __shared__ float sm_sum[G];
+    __shared__ float sm_big[G];
+    __shared__ float sm_w[G][k_merge_tile];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const partials ws(a.workspace, a.heads, splits, HD);
-    const std::int64_t head0 = kvh * groups;
     const float4* acc = reinterpret_cast<const float4*>(ws.acc + head0 * splits * HD);
     float4 x[U][OUT];
     // the values of splits [s, s + U) of tile s0 (n live in it) into x
@@ -202,11 +203,11 @@ struct merged {
 // parts by an xor tree. Every unit belongs to one block and every sum has a fixed order, so the
 // bits do not depend on which block arrives last. The partials are other blocks' stores, read
 // through L2 (__ldcg). Blocks past the position merge their share too.
-template <typename T, int HD>
-__device__ __forceinline__ void merge_share(const decode_attention_args& a, std::int64_t kvh,
+template <typename T, int HD, int G>
+__device__ __forceinline__ void merge_share(const decode_attention_args& a, std::int64_t head0,
                                             int groups, std::int64_t splits, std::int64_t split,
                                             int live) {
-    constexpr int N = k_attention_threads(HD);
+    constexpr int N = k_attention_block_threads(HD, G);
     constexpr int Q = HD / 4; // float4 units of a head
     const partials ws(a.workspace, a.heads, splits, HD);
     const int units = groups * Q;
@@ -216,7 +217,6 @@ __device__ __forceinline__ void merge_share(const decode_attention_args& a, std:
     while (per > 1 && per * (hi - lo) > N)
         per /= 2;
     const int k = static_cast<int>(threadIdx.x) % per;
-    const std::int64_t head0 = kvh * groups;
     for (int u0 = lo; u0 < hi; u0 += N / per) { // block-uniform trips
         const int u = u0 + static_cast<int>(threadIdx.x) / per;
         const bool on = u < hi;
@@ -285,23 +285,26 @@ __device__ __forceinline__ void load_elements(const T* __restrict__ p, float (&f
 }
 
 // The parts a block of W warps keeps: per part (a warp's sub-group of S lanes) and query head of
-// the group the running max, sum and weighted values.
-template <int HD, int W> struct attention_parts {
+// the block's G (8, or 4 with the plan's block_heads) the running max, sum and weighted values. A
+// round is KU positions a part, KU x G = 32 (position, head) pairs.
+template <int HD, int W, int G = k_max_g> struct attention_parts {
     static constexpr int S = HD < 32 ? HD : 32; // lanes a cache position
     static constexpr int E = HD / S;            // elements of a row a lane
     static constexpr int P = 32 / S;            // positions a warp takes at once
     static constexpr int PARTS = W * P;
-    static constexpr int PAIRS = k_unroll * k_max_g; // a round's scores a part: (position, head)
-    alignas(16) float m[PARTS][k_max_g];
-    alignas(16) float l[PARTS][k_max_g];
-    alignas(16) float acc[PARTS][k_max_g][HD];
-    alignas(16) float q[k_max_g][HD];    // the group's query rows, scaled, as floats
-    alignas(16) float p[PARTS][PAIRS];   // a round's weights, by position u and head g: u 8 + g
-    alignas(16) float c[PARTS][k_max_g]; // a round's rescale of the running values, by head
+    static constexpr int KU = 32 / G;    // positions a round a part
+    static constexpr int PAIRS = KU * G; // a round's scores a part: (position, head)
+    static_assert(PAIRS == 32, "a round's pairs are a warp's lanes");
+    alignas(16) float m[PARTS][G];
+    alignas(16) float l[PARTS][G];
+    alignas(16) float acc[PARTS][G][HD];
+    alignas(16) float q[G][HD];        // the block's query rows, scaled, as floats
+    alignas(16) float p[PARTS][PAIRS]; // a round's weights, by position u and head g: u G + g
+    alignas(16) float c[PARTS][G];     // a round's rescale of the running values, by head
     // the block merge's: each part's weight by head, the block's maximum and sum by head
-    alignas(16) float w[PARTS][k_max_g];
-    alignas(16) float big[k_max_g];
-    alignas(16) float sum[k_max_g];
+    alignas(16) float w[PARTS][G];
+    alignas(16) float big[G];
+    alignas(16) float sum[G];
 };
 
 // The transposed butterfly over a part's lanes (offsets OFF, OFF / 2, ..., 1): at the level of
@@ -320,25 +323,26 @@ __device__ __forceinline__ void butterfly(float (&v)[N], int sl) {
         butterfly<OFF / 2, HALF / 2>(v, sl);
 }
 
-// A sub-group's round: k_unroll cache positions' k and v elements (a lane's E of each row) as
-// floats, and which of them lie below the chunk's end (bit u).
-template <int E> struct round_rows {
-    float k[k_unroll][E];
-    float v[k_unroll][E];
+// A sub-group's round: KU cache positions' k and v elements (a lane's E of each row) as floats, and
+// which of them lie below the chunk's end (bit u).
+template <int E, int KU = k_unroll> struct round_rows {
+    float k[KU][E];
+    float v[KU][E];
     unsigned ok;
 };
 
 // The sub-group's round from the warp's first position jb: positions jb + sub + u PARTS below
 // end, but for `skip` (the row at *pos the fused rope writes in this launch: taken later from its
 // shared memory; -1 none), loaded; zeros elsewhere. kl, vl: the lane's first element of row 0.
-template <typename T, int HD, int W, bool VEC>
-__device__ __forceinline__ void load_round(const T* kl, const T* vl, std::int64_t jb, int sub,
-                                           std::int64_t end, std::int64_t skip,
-                                           round_rows<HD / attention_parts<HD, W>::S>& r) {
-    constexpr int E = attention_parts<HD, W>::E, PARTS = attention_parts<HD, W>::PARTS;
+template <typename T, int HD, int W, bool VEC, int G>
+__device__ __forceinline__ void
+load_round(const T* kl, const T* vl, std::int64_t jb, int sub, std::int64_t end, std::int64_t skip,
+           round_rows<attention_parts<HD, W, G>::E, attention_parts<HD, W, G>::KU>& r) {
+    using parts = attention_parts<HD, W, G>;
+    constexpr int E = parts::E, PARTS = parts::PARTS, KU = parts::KU;
     r.ok = 0;
 #pragma unroll
-    for (int u = 0; u < k_unroll; ++u) {
+    for (int u = 0; u < KU; ++u) {
         const std::int64_t j = jb + sub + u * PARTS;
         if (j < end)
             r.ok |= 1u << u;
@@ -357,28 +361,30 @@ __device__ __forceinline__ void load_round(const T* kl, const T* vl, std::int64_
 // heads: each part's running softmax into sm, then a block barrier. Every thread of the block
 // calls it (start < end).
 //
-// A round is a part's k_unroll positions (their k and v rows loaded together) against the 8
-// heads: each lane's partial dot products of the 32 (position, head) pairs are reduced over the
-// part's S lanes by a transposed butterfly (at each level a lane keeps half of its values and
-// adds its partner's copy of that half: S - 1 + ... shuffles in all where 32 separate reductions
-// took 32 log2(S)), leaving lane sl the whole scores of pairs sl R .. sl R + R - 1 (R = 32 / S).
-// The lanes holding one head's scores (lane bits 8 / R and up) take the round's maximum and sum
-// of weights by two xor shuffles; the weights and each head's rescale go through the part's
-// shared memory to every lane of the part, which updates its values once per round (was: one
-// dependent softmax update a position and head, session 30 and before).
+// A round is a part's KU positions (their k and v rows loaded together) against the block's G
+// heads (KU x G = 32): each lane's partial dot products of the 32 (position, head) pairs are
+// reduced over the part's S lanes by a transposed butterfly (at each level a lane keeps half of its
+// values and adds its partner's copy of that half: S - 1 + ... shuffles in all where 32 separate
+// reductions took 32 log2(S)), leaving lane sl the whole scores of pairs sl R .. sl R + R - 1 (R =
+// 32 / S). The lanes holding one head's scores (lane bits G / R and up) take the round's maximum
+// and sum of weights by xor shuffles (two at G = 8, three at G = 4); the weights and each head's
+// rescale go through the part's shared memory to every lane of the part, which updates its values
+// once per round (was: one dependent softmax update a position and head, session 30 and before).
 //
 // With `preloaded`, `first` is the sub-group's first round, loaded by the caller before it made the
-// query rows (load_round from start + warp P), so that their round trips overlap; the row at `late`
-// (the fused rope's, -1 none) was skipped there and is taken from `late_rows` (shared memory: its k
-// then v elements, HD each) once the query rows' barrier has passed.
-template <typename T, int HD, int W, bool VEC>
-__device__ __forceinline__ void attend(const decode_attention_args& a, const T* qg, int groups,
-                                       const T* kc, const T* vc, std::int64_t start,
-                                       std::int64_t end, attention_parts<HD, W>& sm,
-                                       const round_rows<HD / attention_parts<HD, W>::S>& first,
-                                       bool preloaded, std::int64_t late, const T* late_rows) {
-    using parts = attention_parts<HD, W>;
-    constexpr int S = parts::S, E = parts::E, P = parts::P, PARTS = parts::PARTS;
+// query rows (load_round from start + warp P), so that their round trips overlap. The row at `late`
+// (the fused rope's, -1 none) is never loaded: every round takes it from `late_rows` (shared
+// memory: its k then v elements, HD each; made by this block's fused rope before the query rows'
+// barrier), so a block whose rope did not write the cache row (the second half of a kv head's
+// query heads, block_heads 4) reads the same values as the one that did.
+template <typename T, int HD, int W, bool VEC, int G = k_max_g>
+__device__ __forceinline__ void
+attend(const decode_attention_args& a, const T* qg, int groups, const T* kc, const T* vc,
+       std::int64_t start, std::int64_t end, attention_parts<HD, W, G>& sm,
+       const round_rows<attention_parts<HD, W, G>::E, attention_parts<HD, W, G>::KU>& first,
+       bool preloaded, std::int64_t late, const T* late_rows) {
+    using parts = attention_parts<HD, W, G>;
+    constexpr int S = parts::S, E = parts::E, P = parts::P, PARTS = parts::PARTS, KU = parts::KU;
     constexpr int PAIRS = parts::PAIRS;
     static_assert(PAIRS == 32 && S >= 16, "a round's pairs are a warp's lanes, 1 or 2 a lane");
     constexpr int R = PAIRS / S;
@@ -388,20 +394,20 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
     const float scale =
         static_cast<float>(a.scale > 0 ? a.scale : 1.0 / sqrt(static_cast<double>(HD))) * k_log2e;
 
-    // the group's query rows (global memory, or the fused rope's), scaled, into shared memory
-    for (int i = threadIdx.x; i < k_max_g * HD; i += blockDim.x) {
+    // the block's query rows (global memory, or the fused rope's), scaled, into shared memory
+    for (int i = threadIdx.x; i < G * HD; i += blockDim.x) {
         const int g = i / HD;
         sm.q[g][i % HD] = g < groups ? element<T>::to_float(qg[i]) * scale : 0.f;
     }
     __syncthreads();
-    float m[R], l[R], acc[k_max_g][E];
+    float m[R], l[R], acc[G][E];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         m[r] = -CUDART_INF_F;
         l[r] = 0.f;
     }
 #pragma unroll
-    for (int g = 0; g < k_max_g; ++g)
+    for (int g = 0; g < G; ++g)
 #pragma unroll
         for (int e = 0; e < E; ++e)
             acc[g][e] = 0.f;
@@ -409,17 +415,17 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
     const T* vl = vc + sl * E;
     // A round's scores and values from its rows (every lane of the warp: the shuffles below see
     // all 32 lanes).
-    const auto round = [&](const round_rows<E>& rr) {
+    const auto round = [&](const round_rows<E, KU>& rr) {
         const auto& kr = rr.k;
         const auto& vr = rr.v;
         const unsigned ok = rr.ok;
         float v[PAIRS];
 #pragma unroll
-        for (int g = 0; g < k_max_g; ++g) {
+        for (int g = 0; g < G; ++g) {
             if (g >= groups) { // (uniform over the block) no head: a zero score, never used
 #pragma unroll
-                for (int u = 0; u < k_unroll; ++u)
-                    v[u * k_max_g + g] = 0.f;
+                for (int u = 0; u < KU; ++u)
+                    v[u * G + g] = 0.f;
                 continue;
             }
             float qf[E];
@@ -427,29 +433,29 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
             for (int e = 0; e < E; ++e)
                 qf[e] = sm.q[g][sl * E + e];
 #pragma unroll
-            for (int u = 0; u < k_unroll; ++u) {
+            for (int u = 0; u < KU; ++u) {
                 float d = 0.f;
 #pragma unroll
                 for (int e = 0; e < E; ++e)
                     d = fmaf(qf[e], kr[u][e], d);
-                v[u * k_max_g + g] = d;
+                v[u * G + g] = d;
             }
         }
         butterfly<S / 2, PAIRS / 2>(v, sl);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            const int i = sl * R + r, u = i / k_max_g;
+            const int i = sl * R + r, u = i / G;
             const float s = (ok >> u) & 1u ? v[r] : -CUDART_INF_F;
             float big = s;
 #pragma unroll
-            for (int off = k_max_g / R; off < S; off *= 2)
+            for (int off = G / R; off < S; off *= 2)
                 big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
             const float mn = fmaxf(m[r], big);
             const float c = mn == -CUDART_INF_F ? 1.f : exp2f(m[r] - mn);
             const float pr = s == -CUDART_INF_F ? 0.f : exp2f(s - mn);
             float sum = pr;
 #pragma unroll
-            for (int off = k_max_g / R; off < S; off *= 2)
+            for (int off = G / R; off < S; off *= 2)
                 sum += __shfl_xor_sync(0xffffffffu, sum, off);
             l[r] = fmaf(l[r], c, sum);
             m[r] = mn;
@@ -459,7 +465,7 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
         }
         __syncwarp();
 #pragma unroll
-        for (int g = 0; g < k_max_g; ++g) {
+        for (int g = 0; g < G; ++g) {
             if (g >= groups)
                 continue; // uniform over the block
             const float cg = sm.c[part][g];
@@ -467,8 +473,8 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
             for (int e = 0; e < E; ++e)
                 acc[g][e] *= cg;
 #pragma unroll
-            for (int u = 0; u < k_unroll; ++u) {
-                const float pu = sm.p[part][u * k_max_g + g];
+            for (int u = 0; u < KU; ++u) {
+                const float pu = sm.p[part][u * G + g];
 #pragma unroll
                 for (int e = 0; e < E; ++e)
                     acc[g][e] = fmaf(pu, vr[u][e], acc[g][e]);
@@ -476,30 +482,35 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
         }
         __syncwarp(); // the round's weights are read before the next round's are stored
     };
-    // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
-    // the same trips. The preloaded first round is its own trip (one branch in the loop's body
-    // spilled at head_dim 128).
-    std::int64_t jb = start + warp * P;
-    if (preloaded && jb < end) {
-        round_rows<E> rr = first;
+    // the row at `late`, if it is one of the round's (below end: the position attended last)
+    const auto take_late = [&](round_rows<E, KU>& rr, std::int64_t jb) {
 #pragma unroll
-        for (int u = 0; u < k_unroll; ++u)
-            if (jb + sub + u * PARTS == late) // (below end: the position attended last)
+        for (int u = 0; u < KU; ++u)
+            if (jb + sub + u * PARTS == late)
 #pragma unroll
                 for (int e = 0; e < E; ++e) {
                     rr.k[u][e] = element<T>::to_float(late_rows[sl * E + e]);
                     rr.v[u][e] = element<T>::to_float(late_rows[HD + sl * E + e]);
                 }
+    };
+    // The loop bound is the warp's (jb), never a sub-group's, so every lane of a warp takes
+    // the same trips. The preloaded first round is its own trip (one branch in the loop's body
+    // spilled at head_dim 128).
+    std::int64_t jb = start + warp * P;
+    if (preloaded && jb < end) {
+        round_rows<E, KU> rr = first;
+        take_late(rr, jb);
         round(rr);
-        jb += PARTS * k_unroll;
+        jb += PARTS * KU;
     }
-    for (; jb < end; jb += PARTS * k_unroll) {
-        round_rows<E> rr;
-        load_round<T, HD, W, VEC>(kl, vl, jb, sub, end, -1, rr);
+    for (; jb < end; jb += PARTS * KU) {
+        round_rows<E, KU> rr;
+        load_round<T, HD, W, VEC, G>(kl, vl, jb, sub, end, late, rr);
+        take_late(rr, jb);
         round(rr);
     }
 #pragma unroll
-    for (int g = 0; g < k_max_g; ++g) {
+    for (int g = 0; g < G; ++g) {
         if (g >= groups)
             continue;
 #pragma unroll
@@ -520,9 +531,9 @@ __device__ __forceinline__ void attend(const decode_attention_args& a, const T* 
 // The block merge's weights: per query head (one thread a head) the block's maximum over the
 // parts, each part's weight exp2(m_p - max) and the sum of l_p w_p in part order, into sm. A
 // block barrier follows; every thread of the block calls it.
-template <int HD, int W>
-__device__ __forceinline__ void weigh_parts(attention_parts<HD, W>& sm, int groups) {
-    constexpr int PARTS = attention_parts<HD, W>::PARTS;
+template <int HD, int W, int G>
+__device__ __forceinline__ void weigh_parts(attention_parts<HD, W, G>& sm, int groups) {
+    constexpr int PARTS = attention_parts<HD, W, G>::PARTS;
     const int g = static_cast<int>(threadIdx.x);
     if (g < groups) {
         float big = -CUDART_INF_F;
@@ -544,10 +555,10 @@ __device__ __forceinline__ void weigh_parts(attention_parts<HD, W>& sm, int grou
 
 // Element d of query head g merged over the block's parts (after weigh_parts): the block's max,
 // sum and weighted values (relative to that max).
-template <int HD, int W>
-__device__ __forceinline__ void merge_parts(const attention_parts<HD, W>& sm, int g, int d,
+template <int HD, int W, int G>
+__device__ __forceinline__ void merge_parts(const attention_parts<HD, W, G>& sm, int g, int d,
                                             float& big, float& sum, float& val) {
-    constexpr int PARTS = attention_parts<HD, W>::PARTS;
+    constexpr int PARTS = attention_parts<HD, W, G>::PARTS;
     big = sm.big[g];
     sum = sm.sum[g];
     val = 0.f;
@@ -592,8 +603,9 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
 // A/B runs: the same arithmetic, the same bits either way.
 template <typename T, int HD, int W>
 __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::int64_t kvh,
-                                           int groups, std::int64_t start, std::int64_t chunk,
-                                           T* qs, T* late_rows, bool loads_first) {
+                                           std::int64_t head0, int groups, std::int64_t start,
+                                           std::int64_t chunk, T* qs, T* late_rows, bool write_kv,
+                                           bool loads_first) {
     constexpr int E = HD / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const auto& r = a.rope;
@@ -607,9 +619,7 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
     const T* sc = static_cast<const T*>(r.sin) + (in_cache ? p * HD : 0);
     for (int w = warp; w < rows; w += W) {
         const bool is_q = w < groups, is_k = w == groups;
-        const std::int64_t h = is_q   ? kvh * groups + w
-                               : is_k ? a.heads + kvh
-                                      : a.heads + a.kv_heads + kvh;
+        const std::int64_t h = is_q ? head0 + w : is_k ? a.heads + kvh : a.heads + a.kv_heads + kvh;
         const T* src = src_row + h * HD;
         if (!is_q && !is_k) { // v: copied into the cache as it is
             T* vrow =
@@ -621,14 +631,16 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
                     e[j] = src[lane + 32 * j];
 #pragma unroll
                 for (int j = 0; j < E; ++j) {
-                    vrow[lane + 32 * j] = e[j];
+                    if (write_kv)
+                        vrow[lane + 32 * j] = e[j];
                     late_rows[HD + lane + 32 * j] = e[j];
                 }
             } else {
 #pragma unroll
                 for (int j = 0; j < E; ++j) {
                     const T e = src[lane + 32 * j];
-                    vrow[lane + 32 * j] = e;
+                    if (write_kv)
+                        vrow[lane + 32 * j] = e;
                     late_rows[HD + lane + 32 * j] = e;
                 }
             }
@@ -690,7 +702,8 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
 #pragma unroll
             for (int j = 0; j < E; ++j) {
                 const T e = element<T>::from_float(out[j]);
-                krow[lane + 32 * j] = e;
+                if (write_kv)
+                    krow[lane + 32 * j] = e;
                 late_rows[lane + 32 * j] = e;
             }
         }
@@ -698,22 +711,31 @@ __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::
     __syncthreads(); // qs and late_rows (the block's own cache row at *pos) for every warp
 }
 
-template <typename T, int HD, bool VEC>
-__global__ void __launch_bounds__(k_attention_threads(HD),
+// G: the query heads a block takes (the plan's block_heads): 8, the whole GQA group of up to 8; or
+// 4, a group's heads in halves of 4 (kv head h's halves are units 2h and 2h + 1 of `halves` a kv
+// head), each half's blocks merging their splits apart on their own count. Blocks are (unit,
+// split), unit = kv head x halves + half.
+template <typename T, int HD, bool VEC, int G>
+__global__ void __launch_bounds__(k_attention_block_threads(HD, G),
                                   HD >= 256 ? 1 : k_attention_blocks_per_sm)
     attention_kernel(decode_attention_args a, std::int64_t chunk, std::int64_t splits,
                      split_barrier* barriers, bool shared_merge, bool rope_loads_first,
                      bool preload) {
-    constexpr int W = k_attention_threads(HD) / 32;
-    using parts = attention_parts<HD, W>;
+    constexpr int W = k_attention_block_threads(HD, G) / 32;
+    using parts = attention_parts<HD, W, G>;
     __shared__ parts sm;
     __shared__ bool last;
     constexpr bool ROPE = HD >= 32 && HD <= 128;
-    __shared__ T qs[ROPE ? k_max_g * HD : 1];  // the fused rope's query rows
+    __shared__ T qs[ROPE ? G * HD : 1];        // the fused rope's query rows
     __shared__ T late_rows[ROPE ? 2 * HD : 1]; // and its k and v rows at *pos (the owner's)
 
-    const std::int64_t kvh = blockIdx.x / splits, split = blockIdx.x % splits;
-    const int groups = static_cast<int>(a.heads / a.kv_heads);
+    const std::int64_t unit = blockIdx.x / splits, split = blockIdx.x % splits;
+    const int group = static_cast<int>(a.heads / a.kv_heads); // the kv head's query heads
+    const int halves = (group + G - 1) / G;
+    const std::int64_t kvh = unit / halves;
+    const int half = static_cast<int>(unit % halves);
+    const int groups = group - half * G < G ? group - half * G : G; // this block's query heads
+    const std::int64_t head0 = kvh * group + half * G;              // the first of them
     const std::int64_t start = split * chunk;
     const T* kc = static_cast<const T*>(a.k_cache) + kvh * a.capacity * HD;
     const T* vc = static_cast<const T*>(a.v_cache) + kvh * a.capacity * HD;
@@ -722,11 +744,11 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     dependency_wait(); // q and the row at *pos are rope_kv's; every block waits, also the idle
     // the shared merge's barrier generation, read now: its round trip overlaps the attention
     const unsigned generation = shared_merge && splits > 1 && threadIdx.x == 0
-                                    ? grid_generation(&barriers[kvh].generation)
+                                    ? grid_generation(&barriers[unit].generation)
                                     : 0u;
     const std::int64_t len = attended_length(a);
     const std::int64_t end = start + chunk < len ? start + chunk : len;
-    const T* qg = static_cast<const T*>(a.q) + kvh * groups * HD;
+    const T* qg = static_cast<const T*>(a.q) + head0 * HD;
     // with `preload` the first round's cache rows are loaded before the query rows are made (the
     // fused rope's loads, or q's, then in flight with them), all but the row at *pos this block's
     // fused rope writes (`late`: attend takes it from late_rows)
@@ -736,23 +758,25 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
         if (a.rope.qkv && p >= 0 && p < a.capacity && p >= start && p < start + chunk)
             late = p;
     }
-    round_rows<parts::E> first;
+    round_rows<parts::E, parts::KU> first;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (preload && start < len)
-        load_round<T, HD, W, VEC>(kc + lane % parts::S * parts::E, vc + lane % parts::S * parts::E,
-                                  start + warp * parts::P, lane / parts::S, end, late, first);
+        load_round<T, HD, W, VEC, G>(kc + lane % parts::S * parts::E,
+                                     vc + lane % parts::S * parts::E, start + warp * parts::P,
+                                     lane / parts::S, end, late, first);
     if constexpr (ROPE) {
         if (a.rope.qkv) { // (block-uniform) this block's q rows, and the row at *pos if it is ours
             if (start < len)
-                fused_rope<T, HD, W>(a, kvh, groups, start, chunk, qs, late_rows, rope_loads_first);
+                fused_rope<T, HD, W>(a, kvh, head0, groups, start, chunk, qs, late_rows, half == 0,
+                                     rope_loads_first);
             qg = qs;
         }
     }
     if (a.probe_stop_after == 1)
         return;
     if (start < len) {
-        attend<T, HD, W, VEC>(a, qg, groups, kc, vc, start, end, sm, first, preload, late,
-                              late_rows);
+        attend<T, HD, W, VEC, G>(a, qg, groups, kc, vc, start, end, sm, first, preload, late,
+                                 late_rows);
         if (a.probe_stop_after == 2)
             return;
         weigh_parts<HD, W>(sm, groups);
@@ -760,7 +784,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
             const int g = idx / HD, d = idx % HD;
             float big, sum, val;
             merge_parts<HD, W>(sm, g, d, big, sum, val);
-            const std::int64_t head = kvh * groups + g;
+            const std::int64_t head = head0 + g;
             if (splits > 1) {
                 const partials ws(a.workspace, a.heads, splits, HD);
                 ws.acc[(head * splits + split) * HD + d] = val;
@@ -781,7 +805,7 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
         // barrier passes them on to its threads). The last block of the kv head merges every
         // output and resets the count for the next launch.
         __syncthreads();
-        unsigned* count = &barriers[kvh].arrived[0];
+        unsigned* count = &barriers[unit].arrived[0];
         if (threadIdx.x == 0)
             last = atomic_add_acq_rel(count, 1u) == static_cast<unsigned>(splits - 1);
         __syncthreads();
@@ -792,7 +816,8 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
                 *count = 0;
             return;
         }
-        merge_splits<T, HD>(a, kvh, groups, splits, static_cast<int>((len + chunk - 1) / chunk));
+        merge_splits<T, HD, G>(a, head0, groups, splits,
+                               static_cast<int>((len + chunk - 1) / chunk));
         if (threadIdx.x == 0)
             *count = 0; // every block of the kv head has counted in
         return;
@@ -802,13 +827,14 @@ __global__ void __launch_bounds__(k_attention_threads(HD),
     // its share of the outputs.
     __syncthreads(); // the block's partial is stored before its arrival
     if (threadIdx.x == 0) {
-        split_barrier& b = barriers[kvh];
+        split_barrier& b = barriers[unit];
         grid_barrier_at(b.arrived, &b.generation, static_cast<int>(splits), generation);
     }
     __syncthreads();
     if (a.probe_stop_after == 4)
         return;
-    merge_share<T, HD>(a, kvh, groups, splits, split, static_cast<int>((len + chunk - 1) / chunk));
+    merge_share<T, HD, G>(a, head0, groups, splits, split,
+                          static_cast<int>((len + chunk - 1) / chunk));
 }
 
 // The cluster path: the blocks of a cluster are the splits of one kv head (block rank = split).
@@ -906,17 +932,29 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
                                   ? reinterpret_cast<split_barrier*>(
                                         reinterpret_cast<char*>(a.workspace) + p.counter_offset)
                                   : nullptr;
-    const auto run = [&](auto kernel) {
-        return status_of(launch_serialised_after(
-            kernel, dim3(static_cast<unsigned>(p.blocks)), dim3(k_attention_threads(HD)), stream,
-            p.dependent_launch, a, p.chunk, p.splits, barriers, p.shared_merge, p.rope_loads_first,
-            p.preload_round));
+    const auto run = [&](auto kernel, int threads) {
+        return status_of(launch_serialised_after(kernel, dim3(static_cast<unsigned>(p.blocks)),
+                                                 dim3(threads), stream, p.dependent_launch, a,
+                                                 p.chunk, p.splits, barriers, p.shared_merge,
+                                                 p.rope_loads_first, p.preload_round));
     };
-    if constexpr (attention_vector_bytes(HD, sizeof(T)) > 0) {
-        if (p.vector_loads)
-            return run(attention_kernel<T, HD, true>);
+    constexpr bool vec = attention_vector_bytes(HD, sizeof(T)) > 0;
+    if constexpr (HD == 64 || HD == 128) {
+        if (p.block_heads == 4) {
+            constexpr int threads = k_attention_block_threads(HD, 4);
+            if constexpr (vec)
+                if (p.vector_loads)
+                    return run(attention_kernel<T, HD, vec, 4>, threads);
+            return run(attention_kernel<T, HD, false, 4>, threads);
+        }
     }
-    return run(attention_kernel<T, HD, false>);
+    if (p.block_heads != k_attention_max_group)
+        return invalid("decode attention: block_heads 4 takes head_dim 64 or 128 (plan it)");
+    constexpr int threads = k_attention_block_threads(HD, k_attention_max_group);
+    if constexpr (vec)
+        if (p.vector_loads)
+            return run(attention_kernel<T, HD, vec, k_attention_max_group>, threads);
+    return run(attention_kernel<T, HD, false, k_attention_max_group>, threads);
 }
 
 template <typename T>

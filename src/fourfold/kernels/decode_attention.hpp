@@ -32,6 +32,11 @@ constexpr int k_attention_threads(std::int64_t head_dim) {
     return head_dim >= 256 ? 128 : 256;
 }
 inline constexpr int k_attention_blocks_per_sm = 2;
+// The grid path's threads a block taking `heads` query heads (block_heads): 8 as above; 4 heads
+// take a round of 8 positions a warp, so half the warps cover the same 32-position chunk.
+constexpr int k_attention_block_threads(std::int64_t head_dim, int heads) {
+    return heads >= 8 ? k_attention_threads(head_dim) : k_attention_threads(head_dim) / 2;
+}
 inline constexpr std::int64_t k_attention_min_chunk = 32;
 inline constexpr std::int64_t k_attention_max_splits = 1024;
 // Above this many splits a kv head's splits merge in shares after a barrier; up to it the last
@@ -132,6 +137,15 @@ struct decode_attention_plan {
     // round a thread, SASS of session 53). The same floats, so the same bits. Plan with the
     // launch's pointers: the launch refuses caches that lost the alignment.
     bool vector_loads = false;
+    // Trial of session 53 (FOURFOLD_ATTENTION_BLOCK_HEADS=4; the grid path, head_dim 64 or 128):
+    // the query heads a block takes. 8 (the default): a kv head's whole GQA group, its round 4
+    // positions x 8 heads a warp (llama3-8b's groups of 4 leave half of the 32 pairs empty). 4: a
+    // group in halves of 4 heads, each half's blocks (4 warps, a round 8 positions x 4 heads)
+    // merging their splits apart: kv_heads x halves x splits blocks, every pair a real score,
+    // half the block merge and half the last block's partials; qwen3's 4 kv heads fill twice
+    // the SMs. Both halves rope the k and v rows at *pos into their shared memory, the first
+    // writes them to the caches. Not the default's bits (the positions sum in other parts).
+    int block_heads = k_attention_max_group;
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
     // at counter_offset (16-byte aligned) a barrier per kv head: two 32-bit arrival counts, a
     // generation and 4 unused bytes

@@ -22,6 +22,8 @@ std::string decode_attention_plan::describe() const {
     if (fused_rope)
         s += std::string(", RoPE (q/k norms) and the KV append fused") +
              (rope_loads_first ? "" : " (its loads in the compiler's order)");
+    if (block_heads != k_attention_max_group && cluster == 0)
+        s += ", " + std::to_string(block_heads) + " query heads a block";
     if (preload_round)
         s += ", the first round's cache rows loaded before the query's";
     if (vector_loads)
@@ -109,18 +111,23 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     // (Chunks of 64 where 32 would be more than 32 splits measured 1.0 us a launch faster at
     // qwen3-30b-a3b's 2080 positions in the timed test, and 0.8 % slower in its decode step:
     // not taken; docs/performance.md, session 32.)
+    // (the trial FOURFOLD_ATTENTION_BLOCK_HEADS=4: a kv head's query heads in blocks of 4, each
+    // set of them a unit whose splits merge apart; `units` of them in all)
+    if (switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "4") && (hd == 64 || hd == 128))
+        p.block_heads = 4;
+    const std::int64_t group = a.heads / a.kv_heads;
+    const std::int64_t units = a.kv_heads * ((group + p.block_heads - 1) / p.block_heads);
     const std::int64_t least = a.min_chunk > 0 ? a.min_chunk : k_attention_min_chunk;
     const std::int64_t by_chunk = (a.capacity + least - 1) / least;
-    const std::int64_t cap =
-        std::clamp<std::int64_t>(k_attention_blocks_per_sm * std::int64_t{d.sm_count} / a.kv_heads,
-                                 1, k_attention_max_splits);
+    const std::int64_t cap = std::clamp<std::int64_t>(
+        k_attention_blocks_per_sm * std::int64_t{d.sm_count} / units, 1, k_attention_max_splits);
     p.splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
     p.chunk = (a.capacity + p.splits - 1) / p.splits;
     p.chunk = std::max(least, (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk *
                                   k_attention_min_chunk);
     p.splits = (a.capacity + p.chunk - 1) / p.chunk;
-    p.blocks = a.kv_heads * p.splits;
-    p.threads = k_attention_threads(hd);
+    p.blocks = units * p.splits;
+    p.threads = k_attention_block_threads(hd, p.block_heads);
     p.combine = false;
     p.fused_combine = p.splits > 1;
     p.shared_merge = p.splits > k_attention_last_block_max_splits;
@@ -133,12 +140,12 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     if (p.fused_combine) {
         // per query head and split: head_dim values, max and sum; then a barrier per kv head
         // (16 bytes: two counts and a generation; the last-block merge counts in the first).
-        // With shared_merge the splits wait for each other: kv_heads x splits is at most one
+        // With shared_merge the splits wait for each other: units x splits is at most one
         // wave of k_attention_blocks_per_sm blocks an SM (the cap above), all resident at once.
         const std::int64_t partials =
             a.heads * p.splits * (2 + hd) * static_cast<std::int64_t>(sizeof(float));
         p.counter_offset = (partials + 15) / 16 * 16;
-        p.workspace_bytes = p.counter_offset + a.kv_heads * std::int64_t{16};
+        p.workspace_bytes = p.counter_offset + units * std::int64_t{16};
     }
     return p;
 }
