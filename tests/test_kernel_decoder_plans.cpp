@@ -231,18 +231,18 @@ TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_only_when_asked_a
     EXPECT_EQ(attention_vector_bytes(16, 4), 4);   // 16 lanes a position
     const fourfold::testing::env_switch vector("FOURFOLD_ATTENTION_VECTOR_LOADS");
     auto a = llama3_attention();
-    const auto at = [](std::uintptr_t v) { return reinterpret_cast<const void*>(v); };
-    a.k_cache = at(0x10000);
-    a.v_cache = at(0x20008);
+    alignas(16) static const char caches[64] = {};
+    a.k_cache = caches;
+    a.v_cache = caches + 24;                                   // 8-byte aligned
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads); // a trial: off unless asked
     vector.set("1");
     auto p = plan_decode_attention(a, h200);
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.vector_loads) << p.describe();
     EXPECT_TRUE(says(p.describe(), "the cache rows in vector loads")) << p.describe();
-    a.v_cache = at(0x20004); // 4-byte aligned: not enough for 8
+    a.v_cache = caches + 20; // 4-byte aligned: not enough for 8
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
-    a.v_cache = at(0x20000);
+    a.v_cache = caches + 32;
     a.head_dim = 32; // one bf16 a lane: nothing to widen
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
     a = llama3_attention(true); // the cluster path has its own 16-byte loads
@@ -271,7 +271,7 @@ TEST(decoder_kernel_plans, decode_attention_takes_four_query_heads_a_block_when_
     EXPECT_EQ(p.blocks, 4 * 2 * 17); // two halves a kv head
     EXPECT_EQ(p.threads, 128);       // 4 warps, 8 positions a round each
     EXPECT_FALSE(p.shared_merge);
-    EXPECT_EQ(p.workspace_bytes, p.counter_offset + 8 * 16); // a count a half
+    EXPECT_EQ(p.workspace_bytes, p.counter_offset + std::int64_t{8} * 16); // a count a half
     EXPECT_EQ(p.counter_offset, 32 * 17 * 130 * 4);
     EXPECT_TRUE(says(p.describe(), "4 query heads a block")) << p.describe();
     a.capacity = 2080; // 8 units: one wave of 2 blocks an SM is 33 splits (of 64)
