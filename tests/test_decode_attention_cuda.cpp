@@ -112,6 +112,55 @@ std::vector<unsigned> counters(const attention_case& c) {
     }
     return v;
 }
+
+// rope_kv's inputs for the case `unfused` of shape s: a qkv row `extra` elements longer than q, k
+// and v, the cos and sin tables, the q/k norms' weights (given where `norms`); its launch (args,
+// plan) writes unfused's q and caches.
+struct rope_inputs {
+    at::Tensor qkv, cos, sin, qn, kn;
+    kernels::rope_kv_args args;
+    kernels::rope_kv_plan plan;
+};
+
+rope_inputs make_rope(const attention_case& unfused, const cache_shape& s, bool norms,
+                      std::int64_t extra, const kernels::device_limits& lim) {
+    rope_inputs in;
+    const auto o = unfused.q.options();
+    const auto width = (s.heads + 2 * s.kv_heads) * s.hd;
+    in.qkv = at::randn({1, width + extra}, o);
+    in.cos = at::rand({s.cap, s.hd}, o) + 0.5;
+    in.sin = at::rand({s.cap, s.hd}, o) - 0.5;
+    in.qn = at::rand({s.hd}, o) + 0.5;
+    in.kn = at::rand({s.hd}, o) + 0.5;
+    auto& r = in.args;
+    r.qkv = in.qkv.data_ptr();
+    r.ld_qkv = width + extra;
+    if (norms) {
+        r.q_norm = in.qn.data_ptr();
+        r.k_norm = in.kn.data_ptr();
+    }
+    r.cos = in.cos.data_ptr();
+    r.sin = in.sin.data_ptr();
+    r.pos = unfused.pos.data_ptr<std::int64_t>();
+    r.q_out = unfused.q.data_ptr();
+    r.k_cache = unfused.k.data_ptr();
+    r.v_cache = unfused.v.data_ptr();
+    r.heads = s.heads;
+    r.kv_heads = s.kv_heads;
+    r.head_dim = s.hd;
+    r.capacity = s.cap;
+    r.type = unfused.args.type;
+    in.plan = kernels::plan_rope_kv(r, lim);
+    return in;
+}
+
+// The case `fused` planned with the same rope inside its launch (q unused).
+void fuse_rope(attention_case& fused, const rope_inputs& in, const kernels::device_limits& lim) {
+    const auto& r = in.args;
+    fused.args.rope = {r.qkv, r.ld_qkv, r.q_norm, r.k_norm, r.eps, r.cos, r.sin};
+    fused.args.q = nullptr;
+    fused.plan = kernels::plan_decode_attention(fused.args, lim);
+}
 #endif
 
 } // namespace
@@ -355,37 +404,14 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
                     auto fused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
                     fused.k.copy_(unfused.k);
                     fused.v.copy_(unfused.v);
-                    const auto o = unfused.q.options();
-                    const auto width = (s.heads + 2 * s.kv_heads) * s.hd;
-                    const auto qkv = at::randn({1, width + 8}, o); // a row longer than q, k and v
-                    const auto cos = at::rand({s.cap, s.hd}, o) + 0.5;
-                    const auto sin = at::rand({s.cap, s.hd}, o) - 0.5;
-                    const auto qn = at::rand({s.hd}, o) + 0.5, kn = at::rand({s.hd}, o) + 0.5;
-                    kernels::rope_kv_args r;
-                    r.qkv = qkv.data_ptr();
-                    r.ld_qkv = width + 8;
-                    if (norms) {
-                        r.q_norm = qn.data_ptr();
-                        r.k_norm = kn.data_ptr();
-                    }
-                    r.cos = cos.data_ptr();
-                    r.sin = sin.data_ptr();
-                    r.pos = unfused.pos.data_ptr<std::int64_t>();
-                    r.q_out = unfused.q.data_ptr();
-                    r.k_cache = unfused.k.data_ptr();
-                    r.v_cache = unfused.v.data_ptr();
-                    r.heads = s.heads;
-                    r.kv_heads = s.kv_heads;
-                    r.head_dim = s.hd;
-                    r.capacity = s.cap;
-                    r.type = unfused.args.type;
                     workloads::call_context ctx(*dev);
-                    const auto lim = workloads::native::limits(ctx);
-                    const auto rp = kernels::plan_rope_kv(r, lim);
+                    const auto& lim = workloads::native::limits(ctx);
+                    // (a qkv row 8 elements longer than q, k and v)
+                    const auto in = make_rope(unfused, s, norms, 8, lim);
+                    const auto& r = in.args;
+                    const auto& rp = in.plan;
                     ASSERT_TRUE(rp.valid.empty()) << rp.valid;
-                    fused.args.rope = {r.qkv, r.ld_qkv, r.q_norm, r.k_norm, r.eps, r.cos, r.sin};
-                    fused.args.q = nullptr; // unused
-                    fused.plan = kernels::plan_decode_attention(fused.args, lim);
+                    fuse_rope(fused, in, lim);
                     ASSERT_TRUE(fused.plan.valid.empty()) << fused.plan.valid;
                     ASSERT_TRUE(fused.plan.fused_rope) << fused.plan.describe();
                     ASSERT_EQ(fused.plan.rope_loads_first, std::string(loads_first) == "1")
@@ -554,35 +580,13 @@ TEST(decode_attention_cuda, four_query_heads_a_block_match_float64_and_keep_thei
     auto fused = make(*dev, t, s.heads, s.kv_heads, s.hd, s.cap, false);
     fused.k.copy_(unfused.k);
     fused.v.copy_(unfused.v);
-    const auto o = unfused.q.options();
-    const auto width = (s.heads + 2 * s.kv_heads) * s.hd;
-    const auto qkv = at::randn({1, width}, o);
-    const auto cos = at::rand({s.cap, s.hd}, o) + 0.5;
-    const auto sin = at::rand({s.cap, s.hd}, o) - 0.5;
-    const auto qn = at::rand({s.hd}, o) + 0.5, kn = at::rand({s.hd}, o) + 0.5;
-    kernels::rope_kv_args r;
-    r.qkv = qkv.data_ptr();
-    r.ld_qkv = width;
-    r.q_norm = qn.data_ptr();
-    r.k_norm = kn.data_ptr();
-    r.cos = cos.data_ptr();
-    r.sin = sin.data_ptr();
-    r.pos = unfused.pos.data_ptr<std::int64_t>();
-    r.q_out = unfused.q.data_ptr();
-    r.k_cache = unfused.k.data_ptr();
-    r.v_cache = unfused.v.data_ptr();
-    r.heads = s.heads;
-    r.kv_heads = s.kv_heads;
-    r.head_dim = s.hd;
-    r.capacity = s.cap;
-    r.type = unfused.args.type;
     workloads::call_context ctx(*dev);
-    const auto lim = workloads::native::limits(ctx);
-    const auto rp = kernels::plan_rope_kv(r, lim);
+    const auto& lim = workloads::native::limits(ctx);
+    const auto in = make_rope(unfused, s, true, 0, lim);
+    const auto& r = in.args;
+    const auto& rp = in.plan;
     ASSERT_TRUE(rp.valid.empty()) << rp.valid;
-    fused.args.rope = {r.qkv, r.ld_qkv, r.q_norm, r.k_norm, r.eps, r.cos, r.sin};
-    fused.args.q = nullptr;
-    fused.plan = kernels::plan_decode_attention(fused.args, lim);
+    fuse_rope(fused, in, lim);
     ASSERT_TRUE(fused.plan.valid.empty()) << fused.plan.valid;
     ASSERT_TRUE(fused.plan.fused_rope && fused.plan.block_heads == 4) << fused.plan.describe();
     for (const std::int64_t p :
