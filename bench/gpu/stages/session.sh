@@ -3525,7 +3525,8 @@ stage_s54_a() {
     local t0=$SECONDS vec=FOURFOLD_ATTENTION_VECTOR_LOADS=1
     (
         export "$vec"
-        s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
+        # (the block-heads trial's own test is s54_b's)
+        s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed:decode_attention_cuda.four_query_heads*' \
             200 "$OUT/s54_a_tests.txt"
     )
     if ! grep -q "^\[  PASSED  \] " "$OUT/s54_a_tests.txt" || grep -q "FAILED" "$OUT/s54_a_tests.txt"; then
