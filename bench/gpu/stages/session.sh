@@ -3338,13 +3338,8 @@ stage_s53_a() {
     # memcheck) and compiled plans; racecheck last ran on the first two (s52_a)
     local tool
     for tool in memcheck racecheck; do
-        FOURFOLD_NATIVE_TEST_SIZES=small timeout 150 \
-            compute-sanitizer --tool $tool --error-exitcode 9 \
-            --kernel-name kns=moe $BUILD/tests/fourfold_gpu_tests \
-            --gtest_filter='moe_cuda.down_counters*' >"$OUT/s53_moe_$tool.txt" 2>&1
-        echo "compute-sanitizer $tool (counters: unit, block, compiled): exit $? after $((SECONDS - t0)) s"
-        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Internal|^\[  (PASSED|FAILED) " \
-            "$OUT/s53_moe_$tool.txt" | sort | uniq -c | head
+        FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize $tool 'moe_cuda.down_counters*' moe \
+            "$OUT/s53_moe_$tool.txt" 150
     done
     local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
     local v

@@ -587,8 +587,9 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
     }
 }
 
-// rope_kv inside the launch (decode_attention_rope): warp w takes row w of [the group's query
-// heads, then (the block whose split holds the position) the kv head's k and v]; lane l holds
+// rope_kv inside the launch (decode_attention_rope): warp w takes row w of [the block's query
+// heads from head0, then (with `owner`: the block's split holds the position, in the cache) the
+// kv head's k and v, into late_rows, and into the caches where `write_kv`]; lane l holds
 // elements l + 32 j of the head. rope_kv's arithmetic: the norm's sum of squares as its
 // block_sum adds it (a warp sum over each 32 elements, then a warp sum of those sums in order),
 // x * inv * w unrounded, the rotation's partner from the unrounded values (rope_rotate), one
@@ -603,15 +604,13 @@ __device__ __forceinline__ void prefetch_chunk(const decode_attention_args& a, c
 // A/B runs: the same arithmetic, the same bits either way.
 template <typename T, int HD, int W>
 __device__ __forceinline__ void fused_rope(const decode_attention_args& a, std::int64_t kvh,
-                                           std::int64_t head0, int groups, std::int64_t start,
-                                           std::int64_t chunk, T* qs, T* late_rows, bool write_kv,
-                                           bool loads_first) {
+                                           std::int64_t head0, int groups, T* qs, T* late_rows,
+                                           bool owner, bool write_kv, bool loads_first) {
     constexpr int E = HD / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const auto& r = a.rope;
     const std::int64_t p = *a.pos;
     const bool in_cache = p >= 0 && p < a.capacity;
-    const bool owner = in_cache && p >= start && p < start + chunk;
     const int rows = groups + (owner ? 2 : 0);
     const T* src_row = static_cast<const T*>(r.qkv);
     // the position's cos and sin rows (only read in the cache)
@@ -767,7 +766,7 @@ __global__ void __launch_bounds__(k_attention_block_threads(HD, G),
     if constexpr (ROPE) {
         if (a.rope.qkv) { // (block-uniform) this block's q rows, and the row at *pos if it is ours
             if (start < len)
-                fused_rope<T, HD, W>(a, kvh, head0, groups, start, chunk, qs, late_rows, half == 0,
+                fused_rope<T, HD, W>(a, kvh, head0, groups, qs, late_rows, late >= 0, half == 0,
                                      rope_loads_first);
             qg = qs;
         }
@@ -932,29 +931,26 @@ launch_status launch_hd(const decode_attention_plan& p, const decode_attention_a
                                   ? reinterpret_cast<split_barrier*>(
                                         reinterpret_cast<char*>(a.workspace) + p.counter_offset)
                                   : nullptr;
-    const auto run = [&](auto kernel, int threads) {
-        return status_of(launch_serialised_after(kernel, dim3(static_cast<unsigned>(p.blocks)),
-                                                 dim3(threads), stream, p.dependent_launch, a,
-                                                 p.chunk, p.splits, barriers, p.shared_merge,
-                                                 p.rope_loads_first, p.preload_round));
+    // the instance for G query heads a block, with vector loads where the plan took them
+    const auto launch_heads = [&](auto heads) {
+        constexpr int G = decltype(heads)::value;
+        const auto run = [&](auto kernel) {
+            return status_of(launch_serialised_after(
+                kernel, dim3(static_cast<unsigned>(p.blocks)),
+                dim3(k_attention_block_threads(HD, G)), stream, p.dependent_launch, a, p.chunk,
+                p.splits, barriers, p.shared_merge, p.rope_loads_first, p.preload_round));
+        };
+        if constexpr (attention_vector_bytes(HD, sizeof(T)) > 0)
+            if (p.vector_loads)
+                return run(attention_kernel<T, HD, true, G>);
+        return run(attention_kernel<T, HD, false, G>);
     };
-    constexpr bool vec = attention_vector_bytes(HD, sizeof(T)) > 0;
-    if constexpr (HD == 64 || HD == 128) {
-        if (p.block_heads == 4) {
-            constexpr int threads = k_attention_block_threads(HD, 4);
-            if constexpr (vec)
-                if (p.vector_loads)
-                    return run(attention_kernel<T, HD, vec, 4>, threads);
-            return run(attention_kernel<T, HD, false, 4>, threads);
-        }
-    }
+    if constexpr (HD == 64 || HD == 128)
+        if (p.block_heads == 4)
+            return launch_heads(std::integral_constant<int, 4>{});
     if (p.block_heads != k_attention_max_group)
         return invalid("decode attention: block_heads 4 takes head_dim 64 or 128 (plan it)");
-    constexpr int threads = k_attention_block_threads(HD, k_attention_max_group);
-    if constexpr (vec)
-        if (p.vector_loads)
-            return run(attention_kernel<T, HD, vec, k_attention_max_group>, threads);
-    return run(attention_kernel<T, HD, false, k_attention_max_group>, threads);
+    return launch_heads(std::integral_constant<int, k_attention_max_group>{});
 }
 
 template <typename T>
