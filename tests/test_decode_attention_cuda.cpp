@@ -462,11 +462,11 @@ TEST(decode_attention_cuda, rope_fused_into_the_launch_is_bitwise_rope_kv_then_a
 #endif
 }
 
-// The trial of vector loads of the cache rows (FOURFOLD_ATTENTION_VECTOR_LOADS=1) against the
-// scalar loads: the same bits, every dtype, head_dim 16..256 (vector loads where a lane's elements
-// make one), one split, a few and many (the shared merge), positions at a split's edges; a launch
-// whose cache lost the plan's alignment is refused. (The fused rope's path: the stage runs the
-// rope test with the switch on.)
+// Vector loads of the cache rows (the default where aligned; FOURFOLD_ATTENTION_VECTOR_LOADS=0 off)
+// against the scalar loads: the same bits, every dtype, head_dim 16..256 (vector loads where a
+// lane's elements make one), one split, a few and many (the shared merge), positions at a split's
+// edges; a launch whose cache lost the plan's alignment is refused. (The fused rope's path: the
+// stage runs the rope test with the switch on.)
 TEST(decode_attention_cuda, vector_loads_give_the_scalar_loads_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -518,7 +518,7 @@ TEST(decode_attention_cuda, vector_loads_give_the_scalar_loads_bits) {
 #endif
 }
 
-// The trial of 4 query heads a block (FOURFOLD_ATTENTION_BLOCK_HEADS=4): GQA groups of 8 in halves
+// 4 query heads a block (forced with FOURFOLD_ATTENTION_BLOCK_HEADS=4): GQA groups of 8 in halves
 // (qwen3's shape, the last block merging at ctx 512, the shared merge at 2048), of 4 (llama3-8b's)
 // and of 2, head_dim 64 and 128, against float64; the same bits launch after launch; a captured
 // launch replayed at other positions leaves every unit's count at zero; and the fused rope's path

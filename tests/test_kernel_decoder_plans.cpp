@@ -219,9 +219,10 @@ TEST(decoder_kernel_plans, decode_attention_loads_the_first_round_before_the_que
     EXPECT_FALSE(p.preload_round) << p.describe();
 }
 
-// The trial of vector loads of the cache rows (FOURFOLD_ATTENTION_VECTOR_LOADS=1): the grid path
-// only, where a lane's elements make a 4-, 8- or 16-byte load and both caches are aligned to it.
-TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_only_when_asked_and_aligned) {
+// Vector loads of the cache rows (the default from session 54; FOURFOLD_ATTENTION_VECTOR_LOADS=0
+// turns them off): the grid path only, where a lane's elements make a 4-, 8- or 16-byte load and
+// both caches are aligned to it.
+TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_where_aligned_unless_turned_off) {
     EXPECT_EQ(attention_vector_bytes(128, 2), 8); // 4 bf16 a lane
     EXPECT_EQ(attention_vector_bytes(256, 2), 16);
     EXPECT_EQ(attention_vector_bytes(64, 2), 4);
@@ -233,13 +234,16 @@ TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_only_when_asked_a
     auto a = llama3_attention();
     alignas(16) static const char caches[64] = {};
     a.k_cache = caches;
-    a.v_cache = caches + 24;                                   // 8-byte aligned
-    EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads); // a trial: off unless asked
-    vector.set("1");
+    a.v_cache = caches + 24; // 8-byte aligned
     auto p = plan_decode_attention(a, h200);
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_TRUE(p.vector_loads) << p.describe();
     EXPECT_TRUE(says(p.describe(), "the cache rows in vector loads")) << p.describe();
+    vector.set("0");
+    EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
+    vector.set("1"); // (the old trial's switch: the default)
+    EXPECT_TRUE(plan_decode_attention(a, h200).vector_loads);
+    vector.unset();
     a.v_cache = caches + 20; // 4-byte aligned: not enough for 8
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
     a.v_cache = caches + 32;
@@ -250,20 +254,16 @@ TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_only_when_asked_a
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
 }
 
-// The trial of 4 query heads a block (FOURFOLD_ATTENTION_BLOCK_HEADS=4; the grid path, head_dim
-// 64 or 128): a kv head's group in halves of 4, each half its own unit of splits and count; 4
-// warps a block.
-TEST(decoder_kernel_plans, decode_attention_takes_four_query_heads_a_block_when_asked) {
-    const fourfold::testing::env_switch heads4("FOURFOLD_ATTENTION_BLOCK_HEADS");
+// 4 query heads a block (block_heads 4; the grid path, head_dim 64 or 128): a kv head's group in
+// sets of 4, each its own unit of splits and count; 4 warps a block. Taken where the group has more
+// than 4 heads and the wave keeps block_heads 8's splits (qwen3-30b-a3b at 544 positions, not at
+// 2080); FOURFOLD_ATTENTION_BLOCK_HEADS=4 or 8 forces either.
+TEST(decoder_kernel_plans, decode_attention_takes_four_query_heads_a_block_where_the_splits_stay) {
+    const fourfold::testing::env_switch heads("FOURFOLD_ATTENTION_BLOCK_HEADS");
     auto a = llama3_attention(); // 32 / 8: groups of 4
     a.kv_heads = 4;              // qwen3-30b-a3b: groups of 8, 544 positions
     a.capacity = 544;
     auto p = plan_decode_attention(a, h200);
-    EXPECT_EQ(p.block_heads, 8);
-    EXPECT_EQ(p.blocks, 4 * 17);
-    EXPECT_EQ(p.threads, 256);
-    heads4.set("4");
-    p = plan_decode_attention(a, h200);
     ASSERT_TRUE(p.valid.empty()) << p.valid;
     EXPECT_EQ(p.block_heads, 4);
     EXPECT_EQ(p.splits, 17);
@@ -274,22 +274,44 @@ TEST(decoder_kernel_plans, decode_attention_takes_four_query_heads_a_block_when_
     EXPECT_EQ(p.workspace_bytes, p.counter_offset + std::int64_t{8} * 16); // a count a half
     EXPECT_EQ(p.counter_offset, 32 * 17 * 130 * 4);
     EXPECT_TRUE(says(p.describe(), "4 query heads a block")) << p.describe();
-    a.capacity = 2080; // 8 units: one wave of 2 blocks an SM is 33 splits (of 64)
+    heads.set("8");
     p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.block_heads, 8);
+    EXPECT_EQ(p.blocks, 4 * 17);
+    EXPECT_EQ(p.threads, 256);
+    EXPECT_FALSE(says(p.describe(), "query heads a block")) << p.describe();
+    heads.unset();
+    a.capacity = 2080; // 8 units: one wave of 2 blocks an SM would be 33 splits of 64, not 65 of 32
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.block_heads, 8);
+    EXPECT_EQ(p.splits, 65);
+    EXPECT_EQ(p.chunk, 32);
+    heads.set("4");
+    p = plan_decode_attention(a, h200);
+    EXPECT_EQ(p.block_heads, 4);
     EXPECT_EQ(p.splits, 33);
     EXPECT_EQ(p.chunk, 64);
     EXPECT_TRUE(p.shared_merge);
     EXPECT_LE(p.blocks, 2 * h200.sm_count);
-    a = llama3_attention(); // groups of 4: one unit a kv head, as before, with 4 warps
+    heads.unset();
+    a = llama3_attention(); // groups of 4: no more blocks in 4s, so 8 a block by default
+    EXPECT_EQ(plan_decode_attention(a, h200).block_heads, 8);
+    heads.set("4"); // one unit a kv head, as before, with 4 warps
     p = plan_decode_attention(a, h200);
     EXPECT_EQ(p.block_heads, 4);
     EXPECT_EQ(p.splits, 18);
     EXPECT_EQ(p.blocks, 144);
     EXPECT_EQ(p.threads, 128);
-    a.head_dim = 256; // not taken there
+    a.head_dim = 256; // not taken there, even when asked
     p = plan_decode_attention(a, h200);
     EXPECT_EQ(p.block_heads, 8);
     EXPECT_FALSE(says(p.describe(), "query heads a block")) << p.describe();
+    heads.unset();
+    a = llama3_attention();
+    a.kv_heads = 4;
+    a.capacity = 544;
+    a.head_dim = 256;
+    EXPECT_EQ(plan_decode_attention(a, h200).block_heads, 8);
 }
 
 TEST(decoder_kernel_plans, decode_attention_takes_a_least_chunk_for_fewer_longer_splits) {
@@ -380,7 +402,8 @@ TEST(decoder_kernel_plans, decode_attention_fuses_its_combine_and_counts_its_wor
     EXPECT_FALSE(p.dependent_launch); // no programmatic dependent launch before sm_90
     EXPECT_TRUE(p.fused_combine);
     EXPECT_FALSE(says(p.describe(), "dependent launch")) << p.describe();
-    // the barriers start 16-byte aligned after partials of any size, 16 bytes a kv head
+    // the barriers start 16-byte aligned after partials of any size, 16 bytes a unit (a kv head,
+    // or each set of its query heads with block_heads 4)
     for (const std::int64_t heads : {1, 2, 3, 8})
         for (const std::int64_t hd : {16, 64, 256})
             for (const std::int64_t cap : {64, 96, 100, 1000, 4096}) {
@@ -395,7 +418,8 @@ TEST(decoder_kernel_plans, decode_attention_fuses_its_combine_and_counts_its_wor
                 EXPECT_GE(p.counter_offset, partials);
                 EXPECT_LT(p.counter_offset, partials + 16);
                 EXPECT_EQ(p.counter_offset % 16, 0);
-                EXPECT_EQ(p.workspace_bytes, p.counter_offset + 16) << heads << " " << hd;
+                const std::int64_t units = (heads + p.block_heads - 1) / p.block_heads;
+                EXPECT_EQ(p.workspace_bytes, p.counter_offset + 16 * units) << heads << " " << hd;
             }
 }
 

@@ -3589,3 +3589,35 @@ stage_s54_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s54_b
 }
+
+# Session 54's third call (about 5 minutes with the build): the two attention trials as defaults
+# (`vector_loads` where the caches are aligned; `block_heads` 4 where a kv head's group has more
+# than 4 heads and the splits stay: qwen3 at ctx 512, not 2048). The attention and native decode
+# suites at the defaults (the block-heads test forces 4, now with vector loads), memcheck over the
+# two trials' tests, the timed phases, and the decode A/B against both off (8 a block, scalar).
+# Predicted (H100): qwen3 ctx 512 +1.3 % (s54_b's +1.0 with s54_a's +0.3), ctx 2048 +0.3 %; llama3
+# 0 to +0.2 %; on an H200 also llama3-8b fp8 and the article's linear_decode (s53_b).
+stage_s54_c() {
+    local t0=$SECONDS old=FOURFOLD_ATTENTION_BLOCK_HEADS=8,FOURFOLD_ATTENTION_VECTOR_LOADS=0
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
+        200 "$OUT/s54_c_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s54_c_tests.txt" || grep -q "FAILED" "$OUT/s54_c_tests.txt"; then
+        echo "the gpu tests did not pass at the new defaults: not timed"
+        stage_pack s54_c
+        return 0
+    fi
+    s53_sanitize memcheck 'decode_attention_cuda.four_query_heads*:decode_attention_cuda.vector_loads*' \
+        attention "$OUT/s54_c_memcheck.txt" 150
+    s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
+        "$OUT/s54_c_attention.txt"
+    grep -E "^attention .*grid path \((stopped after phase [12]|whole)" "$OUT/s54_c_attention.txt" |
+        sed 's/ a launch;.*//' | head -12
+    decode_ab qwen3-30b-a3b base old:$old base2 old2:$old
+    decode_ab llama3-8b base old:$old
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        decode_ab fp8 base old:$old
+        article_linear_decode s54
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s54_c
+}

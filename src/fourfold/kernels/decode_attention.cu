@@ -5,13 +5,12 @@
 // [l E, (l + 1) E) of the position's k and v rows (E = head_dim / S). U = 4 positions a
 // sub-group are loaded before the first score, so the loads of a chunk are in flight together,
 // and their 32 (position, head) scores are reduced together (attend). With the plan's
-// block_heads 4 (a trial) a block is (kv head, half of its query heads, split): 4 warps, 8
-// positions a sub-group a round against 4 heads.
-// Scores are in the log2 domain (q scaled by scale * log2(e) once), the running softmax per
-// query head in fp32; the block's parts are merged in shared memory; with several splits either
-// the last block of a kv head to count in merges the splits (merge_splits) or, with many
-// splits, the kv head's splits meet at a barrier in the workspace and each merges a share of
-// the head's outputs over all of them (merge_share).
+// block_heads 4 (where the plan takes it) a block is (kv head, half of its query heads, split): 4
+// warps, 8 positions a sub-group a round against 4 heads. Scores are in the log2 domain (q scaled
+// by scale * log2(e) once), the running softmax per query head in fp32; the block's parts are
+// merged in shared memory; with several splits either the last block of a kv head to count in
+// merges the splits (merge_splits) or, with many splits, the kv head's splits meet at a barrier in
+// the workspace and each merges a share of the head's outputs over all of them (merge_share).
 #include "fourfold/kernels/decode_attention.hpp"
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/reduce.cuh"

@@ -131,20 +131,23 @@ struct decode_attention_plan {
     // load after it. At qwen3's and llama3-8b's decode chunks (32 positions) the only round.
     // FOURFOLD_ATTENTION_PRELOAD=0 loads them after the query rows for A/B runs. The same bits.
     bool preload_round = false;
-    // Trial of session 53 (FOURFOLD_ATTENTION_VECTOR_LOADS=1; the grid path, caches aligned to
-    // attention_vector_bytes): a lane's elements of a cache row in one 4-, 8- or 16-byte load
-    // (at head_dim 128 bf16 one 8-byte load where four 2-byte loads were: 32 load instructions a
-    // round a thread, SASS of session 53). The same floats, so the same bits. Plan with the
-    // launch's pointers: the launch refuses caches that lost the alignment.
+    // Since session 54 (the grid path, caches aligned to attention_vector_bytes;
+    // FOURFOLD_ATTENTION_VECTOR_LOADS=0 turns it off): a lane's elements of a cache row in one 4-,
+    // 8- or 16-byte load (at head_dim 128 bf16 one 8-byte load where four 2-byte loads were: 32
+    // load instructions a round a thread, SASS of session 53). The same floats, so the same bits.
+    // Plan with the launch's pointers: the launch refuses caches that lost the alignment.
     bool vector_loads = false;
-    // Trial of session 53 (FOURFOLD_ATTENTION_BLOCK_HEADS=4; the grid path, head_dim 64 or 128):
-    // the query heads a block takes. 8 (the default): a kv head's whole GQA group, its round 4
+    // The query heads a block takes (the grid path; 4 at head_dim 64 or 128 only). 8: a kv
+    // head's whole GQA group, its round 4
     // positions x 8 heads a warp (llama3-8b's groups of 4 leave half of the 32 pairs empty). 4: a
     // group in halves of 4 heads, each half's blocks (4 warps, a round 8 positions x 4 heads)
     // merging their splits apart: kv_heads x halves x splits blocks, every pair a real score,
     // half the block merge and half the last block's partials; qwen3's 4 kv heads fill twice
     // the SMs. Both halves rope the k and v rows at *pos into their shared memory, the first
-    // writes them to the caches. Not the default's bits (the positions sum in other parts).
+    // writes them to the caches. Not block_heads 8's bits (the positions sum in other parts).
+    // The plan takes 4 since session 54 where the group has more than 4 heads and the wave
+    // keeps block_heads 8's splits (qwen3-30b-a3b at ctx 512, not at 2048);
+    // FOURFOLD_ATTENTION_BLOCK_HEADS=4 or 8 forces either.
     int block_heads = k_attention_max_group;
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
     // at counter_offset (16-byte aligned) a barrier per kv head: two 32-bit arrival counts, a

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 
 namespace fourfold::kernels {
 
@@ -111,29 +113,48 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     // (Chunks of 64 where 32 would be more than 32 splits measured 1.0 us a launch faster at
     // qwen3-30b-a3b's 2080 positions in the timed test, and 0.8 % slower in its decode step:
     // not taken; docs/performance.md, session 32.)
-    // (the trial FOURFOLD_ATTENTION_BLOCK_HEADS=4: a kv head's query heads in blocks of 4, each
-    // set of them a unit whose splits merge apart; `units` of them in all)
-    if (switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "4") && (hd == 64 || hd == 128))
-        p.block_heads = 4;
+    // A kv head's query heads in blocks of 4 (block_heads 4, head_dim 64 or 128: each set of 4 a
+    // unit whose splits merge apart) where its group has more than 4 and that keeps the splits of
+    // block_heads 8: qwen3-30b-a3b (groups of 8, 4 kv heads) at 544 positions runs 136 blocks of
+    // 4 warps where 68 of 8 ran (H100, session 54: attention 8.0 -> 7.2 us warm, the decode +1.0
+    // %). At 2080 the 8 units' wave holds 33 splits of 64 where 4 units held 65 of 32 (attention
+    // 10.0 -> 11.0 us, the decode -0.6 %): 8 a block there. llama3-8b's groups of 4 gain nothing
+    // (7.37 -> 7.34 us at 576, 10.8 -> 11.0 at 2112). FOURFOLD_ATTENTION_BLOCK_HEADS=4 or 8 forces
+    // either.
     const std::int64_t group = a.heads / a.kv_heads;
-    const std::int64_t units = a.kv_heads * ((group + p.block_heads - 1) / p.block_heads);
     const std::int64_t least = a.min_chunk > 0 ? a.min_chunk : k_attention_min_chunk;
     const std::int64_t by_chunk = (a.capacity + least - 1) / least;
-    const std::int64_t cap = std::clamp<std::int64_t>(
-        k_attention_blocks_per_sm * std::int64_t{d.sm_count} / units, 1, k_attention_max_splits);
-    p.splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
-    p.chunk = (a.capacity + p.splits - 1) / p.splits;
-    p.chunk = std::max(least, (p.chunk + k_attention_min_chunk - 1) / k_attention_min_chunk *
-                                  k_attention_min_chunk);
-    p.splits = (a.capacity + p.chunk - 1) / p.chunk;
+    const auto units_of = [&](int heads) { return a.kv_heads * ((group + heads - 1) / heads); };
+    const auto splits_of = [&](int heads) {
+        const std::int64_t cap = std::clamp<std::int64_t>(
+            k_attention_blocks_per_sm * std::int64_t{d.sm_count} / units_of(heads), 1,
+            k_attention_max_splits);
+        const std::int64_t splits = std::max<std::int64_t>(1, std::min(by_chunk, cap));
+        std::int64_t chunk = (a.capacity + splits - 1) / splits;
+        chunk = std::max(least, (chunk + k_attention_min_chunk - 1) / k_attention_min_chunk *
+                                    k_attention_min_chunk);
+        return std::pair{(a.capacity + chunk - 1) / chunk, chunk};
+    };
+    if (hd == 64 || hd == 128) {
+        if (switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "4"))
+            p.block_heads = 4;
+        else if (!switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "8") && group > 4 &&
+                 splits_of(4).first >= splits_of(k_attention_max_group).first)
+            p.block_heads = 4;
+    }
+    const std::int64_t units = units_of(p.block_heads);
+    std::tie(p.splits, p.chunk) = splits_of(p.block_heads);
     p.blocks = units * p.splits;
     p.threads = k_attention_block_threads(hd, p.block_heads);
     p.combine = false;
     p.fused_combine = p.splits > 1;
     p.shared_merge = p.splits > k_attention_last_block_max_splits;
     p.preload_round = !switch_is("FOURFOLD_ATTENTION_PRELOAD", "0");
+    // a lane's elements in one 4-, 8- or 16-byte load where both caches are aligned to it
+    // (session 54, H100: attention 8.04 -> 7.93 us warm at qwen3's 544 positions, 10.75 -> 10.36
+    // at llama3-8b's 2112; the decode +0.1-0.4 %); FOURFOLD_ATTENTION_VECTOR_LOADS=0 turns it off
     if (const int vb = attention_vector_bytes(hd, static_cast<int>(elem_bytes(a.type)));
-        vb > 0 && switch_is("FOURFOLD_ATTENTION_VECTOR_LOADS", "1"))
+        vb > 0 && !switch_is("FOURFOLD_ATTENTION_VECTOR_LOADS", "0"))
         p.vector_loads = reinterpret_cast<std::uintptr_t>(a.k_cache) % vb == 0 &&
                          reinterpret_cast<std::uintptr_t>(a.v_cache) % vb == 0;
     p.dependent_launch = dependent_launch(d);
