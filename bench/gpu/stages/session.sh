@@ -3621,3 +3621,27 @@ stage_s54_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s54_c
 }
+
+# s54_c cut to the device time left after refused starts (about 4 minutes with the build of the
+# gpu tests and the CLI alone): the suites at the new defaults, memcheck, the phases, one qwen3
+# pair and one llama3-8b pair against both off.
+stage_s54_d() {
+    local t0=$SECONDS old=FOURFOLD_ATTENTION_BLOCK_HEADS=8,FOURFOLD_ATTENTION_VECTOR_LOADS=0
+    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
+        200 "$OUT/s54_d_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s54_d_tests.txt" || grep -q "FAILED" "$OUT/s54_d_tests.txt"; then
+        echo "the gpu tests did not pass at the new defaults: not timed"
+        stage_pack s54_d
+        return 0
+    fi
+    s53_sanitize memcheck 'decode_attention_cuda.four_query_heads*:decode_attention_cuda.vector_loads*' \
+        attention "$OUT/s54_d_memcheck.txt" 60
+    s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
+        "$OUT/s54_d_attention.txt"
+    grep -E "^attention .*grid path \((stopped after phase [12]|whole)" "$OUT/s54_d_attention.txt" |
+        sed 's/ a launch;.*//' | head -12
+    decode_ab qwen3-30b-a3b base old:$old
+    decode_ab llama3-8b base old:$old
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s54_d
+}
