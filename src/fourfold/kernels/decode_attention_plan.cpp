@@ -135,13 +135,11 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
                                     k_attention_min_chunk);
         return std::pair{(a.capacity + chunk - 1) / chunk, chunk};
     };
-    if (hd == 64 || hd == 128) {
-        if (switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "4"))
-            p.block_heads = 4;
-        else if (!switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "8") && group > 4 &&
-                 splits_of(4).first >= splits_of(k_attention_max_group).first)
-            p.block_heads = 4;
-    }
+    const bool forced4 = switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "4");
+    const bool forced8 = switch_is("FOURFOLD_ATTENTION_BLOCK_HEADS", "8");
+    const bool gains = group > 4 && splits_of(4).first >= splits_of(k_attention_max_group).first;
+    if ((hd == 64 || hd == 128) && (forced4 || (gains && !forced8)))
+        p.block_heads = 4;
     const std::int64_t units = units_of(p.block_heads);
     std::tie(p.splits, p.chunk) = splits_of(p.block_heads);
     p.blocks = units * p.splits;
