@@ -3598,50 +3598,38 @@ stage_s54_b() {
 # Predicted (H100): qwen3 ctx 512 +1.3 % (s54_b's +1.0 with s54_a's +0.3), ctx 2048 +0.3 %; llama3
 # 0 to +0.2 %; on an H200 also llama3-8b fp8 (the article run, s53_b, did not fit the device time
 # left).
-stage_s54_c() {
-    local t0=$SECONDS old=FOURFOLD_ATTENTION_BLOCK_HEADS=8,FOURFOLD_ATTENTION_VECTOR_LOADS=0
-    s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
-        200 "$OUT/s54_c_tests.txt"
-    if ! grep -q "^\[  PASSED  \] " "$OUT/s54_c_tests.txt" || grep -q "FAILED" "$OUT/s54_c_tests.txt"; then
-        echo "the gpu tests did not pass at the new defaults: not timed"
-        stage_pack s54_c
-        return 0
-    fi
-    s53_sanitize memcheck 'decode_attention_cuda.four_query_heads*:decode_attention_cuda.vector_loads*' \
-        attention "$OUT/s54_c_memcheck.txt" 150
-    s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
-        "$OUT/s54_c_attention.txt"
-    grep -E "^attention .*grid path \((stopped after phase [12]|whole)" "$OUT/s54_c_attention.txt" |
-        sed 's/ a launch;.*//' | head -12
-    decode_ab qwen3-30b-a3b base old:$old base2 old2:$old
-    decode_ab llama3-8b base old:$old
-    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-        decode_ab fp8 base old:$old
-    fi
-    echo "after $((SECONDS - t0)) s"
-    stage_pack s54_c
-}
+stage_s54_c() { s54_defaults s54_c full; }
 
 # s54_c cut to the device time left after refused starts (about 4 minutes with the build of the
 # gpu tests and the CLI alone): the suites at the new defaults, memcheck, the phases, one qwen3
 # pair and one llama3-8b pair against both off.
-stage_s54_d() {
-    local t0=$SECONDS old=FOURFOLD_ATTENTION_BLOCK_HEADS=8,FOURFOLD_ATTENTION_VECTOR_LOADS=0
+stage_s54_d() { s54_defaults s54_d; }
+# s54_c and s54_d: LABEL, and `full` for s54_c's second qwen3 pair and the H200's fp8 pair
+s54_defaults() {
+    local label=$1 full=${2:-} t0=$SECONDS
+    local old=FOURFOLD_ATTENTION_BLOCK_HEADS=8,FOURFOLD_ATTENTION_VECTOR_LOADS=0
     s25_gtests 'decode_attention_cuda.*:decode_native_cuda.*-decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' \
-        200 "$OUT/s54_d_tests.txt"
-    if ! grep -q "^\[  PASSED  \] " "$OUT/s54_d_tests.txt" || grep -q "FAILED" "$OUT/s54_d_tests.txt"; then
+        200 "$OUT/${label}_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/${label}_tests.txt" || grep -q "FAILED" "$OUT/${label}_tests.txt"; then
         echo "the gpu tests did not pass at the new defaults: not timed"
-        stage_pack s54_d
+        stage_pack "$label"
         return 0
     fi
     s53_sanitize memcheck 'decode_attention_cuda.four_query_heads*:decode_attention_cuda.vector_loads*' \
-        attention "$OUT/s54_d_memcheck.txt" 60
+        attention "$OUT/${label}_memcheck.txt" 90
     s25_gtests 'decode_attention_cuda.the_paths_and_their_phases_are_timed_and_printed' 60 \
-        "$OUT/s54_d_attention.txt"
-    grep -E "^attention .*grid path \((stopped after phase [12]|whole)" "$OUT/s54_d_attention.txt" |
+        "$OUT/${label}_attention.txt"
+    grep -E "^attention .*grid path \((stopped after phase [12]|whole)" "$OUT/${label}_attention.txt" |
         sed 's/ a launch;.*//' | head -12
-    decode_ab qwen3-30b-a3b base old:$old
+    if [ -n "$full" ]; then
+        decode_ab qwen3-30b-a3b base old:$old base2 old2:$old
+    else
+        decode_ab qwen3-30b-a3b base old:$old
+    fi
     decode_ab llama3-8b base old:$old
+    if [ -n "$full" ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        decode_ab fp8 base old:$old
+    fi
     echo "after $((SECONDS - t0)) s"
-    stage_pack s54_d
+    stage_pack "$label"
 }
