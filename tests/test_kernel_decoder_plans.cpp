@@ -241,8 +241,18 @@ TEST(decoder_kernel_plans, decode_attention_takes_vector_loads_where_aligned_unl
     EXPECT_TRUE(says(p.describe(), "the cache rows in vector loads")) << p.describe();
     vector.set("0");
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);
-    vector.set("1"); // (the old trial's switch: the default)
+    vector.set("1");
     EXPECT_TRUE(plan_decode_attention(a, h200).vector_loads);
+    vector.unset();
+    // not yet with 4 query heads a block (its vector instance not run on a GPU) unless asked
+    auto q = a;
+    q.kv_heads = 4; // qwen3-30b-a3b's groups of 8 at 544 positions: 4 a block
+    q.capacity = 544;
+    p = plan_decode_attention(q, h200);
+    ASSERT_EQ(p.block_heads, 4) << p.describe();
+    EXPECT_FALSE(p.vector_loads) << p.describe();
+    vector.set("1");
+    EXPECT_TRUE(plan_decode_attention(q, h200).vector_loads);
     vector.unset();
     a.v_cache = caches + 20; // 4-byte aligned: not enough for 8
     EXPECT_FALSE(plan_decode_attention(a, h200).vector_loads);

@@ -135,7 +135,9 @@ struct decode_attention_plan {
     // FOURFOLD_ATTENTION_VECTOR_LOADS=0 turns it off): a lane's elements of a cache row in one 4-,
     // 8- or 16-byte load (at head_dim 128 bf16 one 8-byte load where four 2-byte loads were: 32
     // load instructions a round a thread, SASS of session 53). The same floats, so the same bits.
-    // Plan with the launch's pointers: the launch refuses caches that lost the alignment.
+    // Plan with the launch's pointers: the launch refuses caches that lost the alignment. With
+    // block_heads 4 only where FOURFOLD_ATTENTION_VECTOR_LOADS=1 asks (that instance has not run
+    // on a GPU yet).
     bool vector_loads = false;
     // The query heads a block takes (the grid path; 4 at head_dim 64 or 128 only). 8: a kv
     // head's whole GQA group, its round 4

@@ -150,9 +150,14 @@ decode_attention_plan plan_decode_attention(const decode_attention_args& a,
     p.preload_round = !switch_is("FOURFOLD_ATTENTION_PRELOAD", "0");
     // a lane's elements in one 4-, 8- or 16-byte load where both caches are aligned to it
     // (session 54, H100: attention 8.04 -> 7.93 us warm at qwen3's 544 positions, 10.75 -> 10.36
-    // at llama3-8b's 2112; the decode +0.1-0.4 %); FOURFOLD_ATTENTION_VECTOR_LOADS=0 turns it off
+    // at llama3-8b's 2112; the decode +0.1-0.4 %); FOURFOLD_ATTENTION_VECTOR_LOADS=0 turns it off.
+    // Not yet with 4 query heads a block, whose vector instance has not run on a GPU (session 54's
+    // device time ended first): FOURFOLD_ATTENTION_VECTOR_LOADS=1 takes it there too (a trial).
+    const bool vector = switch_is("FOURFOLD_ATTENTION_VECTOR_LOADS", "1") ||
+                        (p.block_heads == k_attention_max_group &&
+                         !switch_is("FOURFOLD_ATTENTION_VECTOR_LOADS", "0"));
     if (const int vb = attention_vector_bytes(hd, static_cast<int>(elem_bytes(a.type)));
-        vb > 0 && !switch_is("FOURFOLD_ATTENTION_VECTOR_LOADS", "0"))
+        vb > 0 && vector)
         p.vector_loads = reinterpret_cast<std::uintptr_t>(a.k_cache) % vb == 0 &&
                          reinterpret_cast<std::uintptr_t>(a.v_cache) % vb == 0;
     p.dependent_launch = dependent_launch(d);
