@@ -140,19 +140,19 @@ struct decode_attention_plan {
     // on a GPU yet).
     bool vector_loads = false;
     // The query heads a block takes (the grid path; 4 at head_dim 64 or 128 only). 8: a kv
-    // head's whole GQA group, its round 4
-    // positions x 8 heads a warp (llama3-8b's groups of 4 leave half of the 32 pairs empty). 4: a
-    // group in halves of 4 heads, each half's blocks (4 warps, a round 8 positions x 4 heads)
-    // merging their splits apart: kv_heads x halves x splits blocks, every pair a real score,
-    // half the block merge and half the last block's partials; qwen3's 4 kv heads fill twice
-    // the SMs. Both halves rope the k and v rows at *pos into their shared memory, the first
-    // writes them to the caches. Not block_heads 8's bits (the positions sum in other parts).
-    // The plan takes 4 since session 54 where the group has more than 4 heads and the wave
-    // keeps block_heads 8's splits (qwen3-30b-a3b at ctx 512, not at 2048);
+    // head's whole GQA group, its round 4 positions x 8 heads a warp (llama3-8b's groups of 4
+    // leave half of the 32 pairs empty). 4: a group in halves of 4 heads, each half's blocks (4
+    // warps, a round 8 positions x 4 heads) merging their splits apart: kv_heads x halves x splits
+    // blocks, every pair a real score, half the block merge and half the last block's partials;
+    // qwen3's 4 kv heads fill twice the SMs. Both halves rope the k and v rows at *pos into their
+    // shared memory, the first writes them to the caches. Not block_heads 8's bits (the positions
+    // sum in other parts). The plan takes 4 since session 54 where the group has more than 4 heads
+    // and the wave keeps block_heads 8's splits (qwen3-30b-a3b at ctx 512, not at 2048);
     // FOURFOLD_ATTENTION_BLOCK_HEADS=4 or 8 forces either.
     int block_heads = k_attention_max_group;
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
-    // at counter_offset (16-byte aligned) a barrier per kv head: two 32-bit arrival counts, a
+    // at counter_offset (16-byte aligned) a barrier per unit (a kv head, or each set of 4 of its
+    // query heads with block_heads 4): two 32-bit arrival counts, a
     // generation and 4 unused bytes
     std::int64_t workspace_bytes = 0;
     std::int64_t counter_offset = 0;
