@@ -152,8 +152,7 @@ struct decode_attention_plan {
     int block_heads = k_attention_max_group;
     // per query head and split head_dim values, then the maxima, then the sums (floats); then
     // at counter_offset (16-byte aligned) a barrier per unit (a kv head, or each set of 4 of its
-    // query heads with block_heads 4): two 32-bit arrival counts, a
-    // generation and 4 unused bytes
+    // query heads with block_heads 4): two 32-bit arrival counts, a generation and 4 unused bytes
     std::int64_t workspace_bytes = 0;
     std::int64_t counter_offset = 0;
     std::string valid;
