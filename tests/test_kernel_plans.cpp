@@ -761,10 +761,40 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     EXPECT_FALSE(p.contiguous_rows);
     EXPECT_NE(p.describe().find("strided"), std::string::npos) << p.describe();
     EXPECT_EQ(p.vec, 4); // rows of 132 bf16 (264 bytes) take 8-byte stores
-    // a warp per 8 rows of one 132 x 132 plane: 17 a plane, one wave of 5 blocks an SM
-    EXPECT_EQ(p.chunks_per_plane, 17);
-    EXPECT_EQ(p.chunks, 96ll * 7 * 17);
+    // one wave of 5 blocks an SM, each warp an even share of the flat output's 8-byte units,
+    // 8 a lane in flight
+    EXPECT_TRUE(p.flat);
+    EXPECT_EQ(p.units_a_lane, 8);
     EXPECT_EQ(p.blocks, 5 * 132);
+    EXPECT_NE(p.describe().find("even share"), std::string::npos) << p.describe();
+    {
+        const fourfold::testing::env_switch four("FOURFOLD_PAD_UNITS_A_LANE", "4");
+        EXPECT_EQ(plan_pad(strided, h200()).units_a_lane, 4);
+    }
+    {
+        // the chunks of rows before it: a warp per 8 rows of one 132 x 132 plane, 17 a plane
+        const fourfold::testing::env_switch chunks("FOURFOLD_PAD_FLAT", "0");
+        const auto c = plan_pad(strided, h200());
+        EXPECT_FALSE(c.flat);
+        EXPECT_EQ(c.chunks_per_plane, 17);
+        EXPECT_EQ(c.chunks, 96ll * 7 * 17);
+        EXPECT_EQ(c.blocks, 5 * 132);
+        EXPECT_NE(c.describe().find("warp per 8 output rows"), std::string::npos) << c.describe();
+    }
+    // 16-byte units take 4 a lane (8 would spill); a small pad takes a warp a round of units
+    auto wide = pad_of(k_aligned, elem::f32);
+    wide.in_stride[4] = 2; // strided: the register path
+    wide.in_shape[3] = wide.in_shape[4] = 6;
+    wide.in_stride[3] = 12;
+    wide.in_stride[2] = 72;
+    wide.in_stride[1] = 72 * 5;
+    wide.in_stride[0] = 72 * 5 * 96;
+    const auto w = plan_pad(wide, h200());
+    EXPECT_FALSE(w.staged);
+    EXPECT_EQ(w.vec, 4); // rows of 8 fp32
+    EXPECT_EQ(w.units_a_lane, 4);
+    // 96 x 7 planes of 8 x 8: 10752 units of 4, 84 rounds of 128, 11 blocks of 8 warps
+    EXPECT_EQ(w.blocks, 11);
     // launched dependent on the launch before, as the staged path; strided rows not prefetched
     EXPECT_TRUE(p.dependent_launch);
     EXPECT_NE(p.describe().find("dependent launch"), std::string::npos) << p.describe();

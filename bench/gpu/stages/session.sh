@@ -3647,3 +3647,66 @@ s54_defaults() {
     echo "after $((SECONDS - t0)) s"
     stage_pack "$label"
 }
+
+# Session 55's first pad call (about 5 minutes with the build; s55_b right after it): the register path's flat split
+# (pad_flat, the default: each warp an even share of the flat output's units, 8 a lane in flight
+# for units of 8 bytes or less) against the chunks of 8 rows before it (FOURFOLD_PAD_FLAT=0),
+# against 4 units a lane (FOURFOLD_PAD_UNITS_A_LANE=4), and the fp32 pads on it against the staged
+# path (FOURFOLD_PAD_STAGED=0). The pad gpu tests each way and the article's 8 pad cases each way
+# (two pairs of default and chunks). Predicted (H100): 96x5x130x130 bf16 16.1 -> about 13.5 µs (864 of 5280 warps no
+# longer take a third chunk of three rounds alone), the small bf16 pads 0.5-1.5 µs less; fp32 on
+# the flat path within 5 % of staged.
+stage_s55_a() {
+    local t0=$SECONDS
+    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*' 150 "$OUT/s55_a_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_a_tests.txt" || grep -q "FAILED" "$OUT/s55_a_tests.txt"; then
+        echo "the pad gpu tests did not pass on the flat path: not timed"
+        stage_pack s55_a
+        return 0
+    fi
+    local v
+    for v in FOURFOLD_PAD_STAGED=0 FOURFOLD_PAD_UNITS_A_LANE=4 FOURFOLD_PAD_FLAT=0; do
+        env "$v" timeout 150 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.pad*' \
+            >"$OUT/s55_a_tests_$v.txt" 2>&1
+        echo "pad gpu tests with $v: exit $?"
+        grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]" "$OUT/s55_a_tests_$v.txt" | head -4
+    done
+    s45_pad_run s55-flat
+    s45_pad_run s55-chunks FOURFOLD_PAD_FLAT=0
+    s45_pad_run s55-flat4 FOURFOLD_PAD_UNITS_A_LANE=4
+    s45_pad_run s55-regs FOURFOLD_PAD_STAGED=0
+    s45_pad_run s55-flat2
+    s45_pad_run s55-chunks2 FOURFOLD_PAD_FLAT=0
+    python3 bench/gpu/ab_table.py "$OUT/s55-chunks.json" "$OUT/s55-flat.json" chunks flat
+    python3 bench/gpu/ab_table.py "$OUT/s55-chunks2.json" "$OUT/s55-flat2.json" chunks2 flat2
+    python3 bench/gpu/ab_table.py "$OUT/s55-flat4.json" "$OUT/s55-flat.json" four eight
+    python3 bench/gpu/ab_table.py "$OUT/s55-flat.json" "$OUT/s55-regs.json" staged registers
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s55_a
+}
+
+# s55_a's second half, on the same warm machine (about 3 minutes): memcheck over the pad tests
+# (the flat path; fp32 on it too), Nsight Compute on the large bf16 pad flat and in chunks.
+stage_s55_b() {
+    local t0=$SECONDS
+    export FOURFOLD_NATIVE_TEST_SIZES=small
+    s53_sanitize memcheck 'native.pad*' pad "$OUT/s55_b_memcheck.txt" 100
+    FOURFOLD_PAD_STAGED=0 s53_sanitize memcheck 'native.pad_matches*' pad "$OUT/s55_b_memcheck_fp32.txt" 80
+    unset FOURFOLD_NATIVE_TEST_SIZES
+    local db=/tmp/ncu-s55.db w
+    for w in flat chunks; do
+        (
+            [ $w = chunks ] && export FOURFOLD_PAD_FLAT=0
+            timeout 90 ncu --clock-control none --kernel-name regex:"pad" --launch-count 3 \
+                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+                --section LaunchStats --section WarpStateStats \
+                $BIN run --workload pad --shape 1x96x5x130x130 --dtype bf16 --variants native \
+                --ledgers correctness --device cuda --db $db --quiet >"$OUT/s55_b_ncu_$w.txt" 2>&1
+        )
+        echo "ncu ($w): exit $?"
+        grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Stall|Warp Cycles Per Issued" \
+            "$OUT/s55_b_ncu_$w.txt" | head -24
+    done
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s55_b
+}

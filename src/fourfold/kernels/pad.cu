@@ -1,5 +1,6 @@
-// Constant pad kernels (see pad.hpp): pad_staged, input rows staged through shared memory, and
-// pad_planes, a warp per few output rows of one plane loading into registers. Index arithmetic
+// Constant pad kernels (see pad.hpp): pad_staged, input rows staged through shared memory;
+// pad_flat, each warp an even share of the flat output loading into registers; and pad_planes,
+// a warp per few output rows of one plane (FOURFOLD_PAD_FLAT=0). Index arithmetic
 // 32-bit with multiply-high division (the output has fewer than 2^31 elements).
 #include "fourfold/kernels/elements.cuh"
 #include "fourfold/kernels/pad.hpp"
@@ -171,6 +172,86 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
                     e[j] = v[b][j];
                 *reinterpret_cast<store_t*>(out + ur[b] * width + uc[b] * VE) = o;
             }
+        }
+    }
+}
+
+// The flat register path (pad_plan::flat, the default): the output's VE-element units as one flat
+// run cut into one even share a warp (units x w / W to units x (w + 1) / W), so every warp of the
+// one wave moves the same bytes and makes the same round trips. pad_planes' chunks of 8 rows did
+// not divide evenly: the 96x5x130x130 bf16 pad's 11424 chunks on 5280 warps left 864 warps a
+// third chunk of three loads-then-stores rounds each, while the rest had ended (the last 8
+// units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ... of its
+// warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped 32
+// units at a time, the plane looked up again only where the step crosses into another.
+template <typename T, int VE, bool CONTIGUOUS, int B>
+__global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
+    pad_flat(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t units,
+             divider by_row_units, divider by_height, int prefetch_lines) {
+    using store_t = typename store_of<T, VE>::type;
+    const int lane = threadIdx.x % 32;
+    const std::uint64_t warps = std::uint64_t{gridDim.x} * (blockDim.x / 32);
+    const std::uint64_t warp = std::uint64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
+    const auto begin = static_cast<std::uint32_t>(units * warp / warps);
+    const auto end = static_cast<std::uint32_t>(units * (warp + 1) / warps);
+    const int row_units = static_cast<int>(p.od[4]) / VE;
+    const int height = static_cast<int>(p.od[3]);
+    allow_dependents();
+    if (CONTIGUOUS && prefetch_lines > 0 && begin < end) {
+        // the input rows of the warp's first round (one row more for a share that starts mid-row)
+        const std::uint32_t row = by_row_units.div(begin);
+        const std::uint32_t plane = by_height.div(row);
+        const int h = static_cast<int>(row - plane * height);
+        const int first = static_cast<int>(min(end - begin, std::uint32_t{32 * B}));
+        prefetch_rows_l2(x, p, plane, h, min(height - h, (first + row_units - 1) / row_units + 1),
+                         lane, 32, prefetch_lines);
+    }
+    dependency_wait(); // x is read and y written only below
+    // the lane's first unit, begin + lane, as (plane, row h of it, unit column cu)
+    const std::uint32_t f = begin + lane;
+    const std::uint32_t row = by_row_units.div(f);
+    int cu = static_cast<int>(f - row * row_units);
+    std::uint32_t plane = by_height.div(row);
+    int h = static_cast<int>(row - plane * height);
+    input_plane in_plane = locate_plane(p, plane);
+    // a lane's units are 32 apart: rows and unit columns to step
+    const int step_r = 32 / row_units, step_c = 32 - step_r * row_units;
+    for (std::uint32_t base = begin; base < end; base += 32 * B) {
+        store_t v[B];
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+            const std::uint32_t u = base + 32 * b + lane;
+            const int hi = h - p.pb[3];
+            const bool row_ok = in_plane.ok && u < end &&
+                                static_cast<unsigned>(hi) < static_cast<unsigned>(p.id[3]);
+            const T* src = x + in_plane.offset + (row_ok ? hi * p.is[3] : 0);
+            T* const e = reinterpret_cast<T*>(&v[b]);
+#pragma unroll
+            for (int j = 0; j < VE; ++j) {
+                const int wi = cu * VE + j - p.pb[4];
+                const bool ok =
+                    row_ok && static_cast<unsigned>(wi) < static_cast<unsigned>(p.id[4]);
+                e[j] = ok ? src[CONTIGUOUS ? wi : wi * p.is[4]] : value;
+            }
+            // the lane's next unit, 32 on
+            cu += step_c;
+            h += step_r;
+            if (cu >= row_units) {
+                cu -= row_units;
+                ++h;
+            }
+            if (h >= height) {
+                const std::uint32_t q = by_height.div(static_cast<std::uint32_t>(h));
+                plane += q;
+                h -= static_cast<int>(q) * height;
+                in_plane = locate_plane(p, plane);
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < B; ++b) {
+            const std::uint32_t u = base + 32 * b + lane;
+            if (u < end)
+                *reinterpret_cast<store_t*>(y + static_cast<std::size_t>(u) * VE) = v[b];
         }
     }
 }
@@ -382,13 +463,33 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
     const auto grid = static_cast<unsigned>(plan.blocks);
     const auto chunks = static_cast<std::uint32_t>(plan.chunks);
     const auto per_plane = static_cast<std::uint32_t>(plan.chunks_per_plane);
+    const auto units = static_cast<std::uint32_t>(plan.out_elements / plan.vec);
     const bool contiguous = p.is[4] == 1;
     cudaError_t launched = cudaSuccess;
     auto run = [&](auto ve, auto contig) {
-        launched =
-            launch_serialised_after(pad_planes<T, decltype(ve)::value, decltype(contig)::value>,
-                                    dim3(grid), dim3(plan.threads), stream, plan.dependent_launch,
-                                    x, y, p, value, chunks, per_plane, plan.prefetch_lines);
+        constexpr int VE = decltype(ve)::value;
+        constexpr bool C = decltype(contig)::value;
+        if (!plan.flat) {
+            launched = launch_serialised_after(pad_planes<T, VE, C>, dim3(grid), dim3(plan.threads),
+                                               stream, plan.dependent_launch, x, y, p, value,
+                                               chunks, per_plane, plan.prefetch_lines);
+            return;
+        }
+        const divider by_row_units(p.od[4] / VE), by_height(p.od[3]);
+        auto flat = [&](auto b) {
+            launched =
+                launch_serialised_after(pad_flat<T, VE, C, decltype(b)::value>, dim3(grid),
+                                        dim3(plan.threads), stream, plan.dependent_launch, x, y, p,
+                                        value, units, by_row_units, by_height, plan.prefetch_lines);
+        };
+        // (8 units a lane of 16 bytes would spill: not compiled)
+        if constexpr (VE * sizeof(T) <= 8) {
+            if (plan.units_a_lane >= 8) {
+                flat(std::integral_constant<int, 8>{});
+                return;
+            }
+        }
+        flat(std::integral_constant<int, 4>{});
     };
     auto with_ve = [&](auto ve) {
         if (contiguous)

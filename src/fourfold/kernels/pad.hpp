@@ -5,8 +5,9 @@
 // Pads are non-negative (no cropping). The output is contiguous; the input may have any
 // strides and any element alignment. Two paths: input rows staged through shared memory by
 // cp.async (bytes in flight without registers; for 4-byte elements wherever the last dimension
-// has stride 1 and a row fits a tile), else a warp per few output rows loading each element
-// into registers (2-byte elements: staged they measured slower, pad_plan.cpp says by how much).
+// has stride 1 and a row fits a tile), else each warp an even share of the flat output, loading
+// each element into registers (2-byte elements: staged they measured slower, pad_plan.cpp says
+// by how much).
 #include "fourfold/kernels/kernel_api.hpp"
 
 #include <string>
@@ -47,6 +48,10 @@ struct pad_plan {
     std::int64_t chunks = 0;           // warp tasks: k_pad_rows_per_warp rows of one plane
     std::int64_t chunks_per_plane = 0; // per plane of (last-but-one x last) output elements
     bool contiguous_rows = true;       // the input's last dimension has stride 1
+    // the register path's flat split (pad_flat): each warp an even share of the output's units,
+    // units_a_lane of them a lane in flight; false (FOURFOLD_PAD_FLAT=0): the chunks above
+    bool flat = false;
+    int units_a_lane = 0;
     std::string why_scalar;
     // the staged path: a block per tile of rows_per_tile output rows of one output plane
     bool staged = false;

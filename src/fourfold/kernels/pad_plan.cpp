@@ -15,6 +15,15 @@ int prefetch_lines() {
     return switch_is("FOURFOLD_PAD_PREFETCH", "0") ? 0 : 4;
 }
 
+// Units a lane of the flat path loads before it stores (B): 8 where a unit is at most 8 bytes
+// (2 KB of a warp in flight at 8-byte units), 4 for 16-byte units (the register budget of 5
+// blocks an SM); FOURFOLD_PAD_UNITS_A_LANE=4 takes 4 for every unit (the A/B of session 55).
+int units_a_lane(std::int64_t unit_bytes) {
+    if (switch_is("FOURFOLD_PAD_UNITS_A_LANE", "4") || unit_bytes > 8)
+        return 4;
+    return 8;
+}
+
 } // namespace
 
 std::string pad_plan::describe() const {
@@ -30,9 +39,13 @@ std::string pad_plan::describe() const {
             s += ", dependent launch";
         return s;
     }
-    std::string s = "warp per " + std::to_string(k_pad_rows_per_warp) +
-                    " output rows of a plane, lanes over their flat units, " + std::to_string(vec) +
-                    " element(s) per store";
+    std::string s = flat ? "each warp an even share of the flat output's units, " +
+                               std::to_string(units_a_lane) +
+                               " a lane loaded before they are stored, " + std::to_string(vec) +
+                               " element(s) per store"
+                         : "warp per " + std::to_string(k_pad_rows_per_warp) +
+                               " output rows of a plane, lanes over their flat units, " +
+                               std::to_string(vec) + " element(s) per store";
     s += ", " + std::to_string(blocks) + " block(s) of " + std::to_string(threads);
     if (dependent_launch)
         s += ", dependent launch";
@@ -94,6 +107,8 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     const std::int64_t planes = total / (width * height);
     if (!p.contiguous_rows && width_in > 1)
         p.why_registers = "the input's last dimension is strided";
+    else if (switch_is("FOURFOLD_PAD_STAGED", "0"))
+        p.why_registers = "FOURFOLD_PAD_STAGED=0"; // session 55's A/B of 4-byte pads
     else if (es < 4)
         // measured: 96x5x130x130 bf16 18.8 µs staged against the register path's 13.6-14.0, and
         // slower on every bf16 case of the article suite (fp32: 22.8 µs, 82.5 % of the copy
@@ -143,6 +158,16 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         std::max<std::int64_t>(1, std::int64_t{d.sm_count} * k_pad_blocks_per_sm);
     p.blocks = std::max<std::int64_t>(
         1, std::min<std::int64_t>((p.chunks + warps_per_block - 1) / warps_per_block, wave));
+    // the flat path (FOURFOLD_PAD_FLAT=0 keeps the chunks of rows): one wave at most, a warp for
+    // every round of 32 x units_a_lane units there is
+    p.flat = !switch_is("FOURFOLD_PAD_FLAT", "0");
+    if (p.flat) {
+        p.units_a_lane = units_a_lane(p.vec * es);
+        const std::int64_t units = p.out_elements / p.vec;
+        const std::int64_t rounds = (units + 32 * p.units_a_lane - 1) / (32 * p.units_a_lane);
+        p.blocks = std::max<std::int64_t>(
+            1, std::min<std::int64_t>((rounds + warps_per_block - 1) / warps_per_block, wave));
+    }
     p.dependent_launch = dependent_launch(d);
     p.prefetch_lines = p.contiguous_rows ? prefetch_lines() : 0;
     return p;
