@@ -762,14 +762,28 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     EXPECT_NE(p.describe().find("strided"), std::string::npos) << p.describe();
     EXPECT_EQ(p.vec, 4); // rows of 132 bf16 (264 bytes) take 8-byte stores
     // one wave of 5 blocks an SM, each warp an even share of the flat output's 8-byte units,
-    // 8 a lane in flight
+    // 4 a lane in flight (554 a warp: more than one round of 8)
     EXPECT_TRUE(p.flat);
-    EXPECT_EQ(p.units_a_lane, 8);
+    EXPECT_EQ(p.units_a_lane, 4);
     EXPECT_EQ(p.blocks, 5 * 132);
     EXPECT_NE(p.describe().find("even share"), std::string::npos) << p.describe();
     {
+        const fourfold::testing::env_switch eight("FOURFOLD_PAD_UNITS_A_LANE", "8");
+        EXPECT_EQ(plan_pad(strided, h200()).units_a_lane, 8);
+    }
+    {
+        // 8 where the wave takes the pad in one round of 8: 384 x 3 x 32 x 32 bf16 (34 x 34
+        // planes, 4-byte units) is 210 units a warp
+        auto small = strided;
+        small.in_shape[1] = 384;
+        small.in_shape[2] = 3;
+        small.in_shape[3] = small.in_shape[4] = 32;
+        const auto s8 = plan_pad(small, h200());
+        EXPECT_EQ(s8.vec, 2);
+        EXPECT_EQ(s8.units_a_lane, 8);
+        EXPECT_EQ(s8.blocks, 542); // 1109760 units: 4335 rounds of 256, a warp each
         const fourfold::testing::env_switch four("FOURFOLD_PAD_UNITS_A_LANE", "4");
-        EXPECT_EQ(plan_pad(strided, h200()).units_a_lane, 4);
+        EXPECT_EQ(plan_pad(small, h200()).units_a_lane, 4);
     }
     {
         // the chunks of rows before it: a warp per 8 rows of one 132 x 132 plane, 17 a plane

@@ -3710,3 +3710,72 @@ stage_s55_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s55_b
 }
+
+# Session 55's second pad call (about 7 minutes with the build): s55_a's figures as the rule (the
+# flat split with 8 units a lane only where the wave takes the pad in one round of 8, else 4) under
+# the pad gpu tests; the SASS of the flat kernel's 2-byte instances (are a round's loads all
+# issued before its first store?); Nsight Compute's warp states on 128x3x64x64 bf16 at 4 and 8
+# units a lane (8 took 7.59 µs against 6.49 in two rounds against three); the article's 8 pad
+# cases at the rule (twice), in chunks, and the fp32 pads on the register path at the rule and at
+# 8 a lane (FOURFOLD_PAD_STAGED=0: s55_a had them 4-20 % ahead of staged on the three small fp32
+# pads, 7 % behind on the large). Predicted (H100): bf16 at the rule 6.49 / 8.21 / 4.93 / 15.58
+# µs (s55_a's best flat figure each), 1.12x over the chunks.
+stage_s55_c() {
+    local t0=$SECONDS
+    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*' 150 "$OUT/s55_c_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_c_tests.txt" || grep -q "FAILED" "$OUT/s55_c_tests.txt"; then
+        echo "the pad gpu tests did not pass at the rule: not timed"
+        stage_pack s55_c
+        return 0
+    fi
+    local obj
+    obj=$(find "$BUILD" -name 'pad.cu.o' | head -1)
+    cuobjdump -sass "$obj" >"$OUT/s55_c_pad.sass" 2>&1
+    python3 - "$OUT/s55_c_pad.sass" <<'PY'
+import re, sys
+name, ops = None, []
+def show():
+    if name and "pad_flat" in name and "bfloat16" in name:
+        seq, last, n = [], None, 0
+        for o in ops:
+            if o == last: n += 1
+            else:
+                if last: seq.append(f"{last}x{n}")
+                last, n = o, 1
+        if last: seq.append(f"{last}x{n}")
+        short = re.sub(r".*pad_flat", "pad_flat", name)[:60]
+        print(short, len(ops), "memory ops in order:", " ".join(seq)[:400])
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*Function : (\S+)", line)
+    if m:
+        show(); name, ops = m.group(1), []; continue
+    m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", line)
+    if m:
+        op = m.group(2).split(".")[0]
+        if op in ("LDG", "STG", "BRA", "EXIT", "CCTL"):
+            ops.append(op)
+show()
+PY
+    local db=/tmp/ncu-s55c.db b
+    for b in 4 8; do
+        FOURFOLD_PAD_UNITS_A_LANE=$b timeout 90 ncu --clock-control none --kernel-name regex:"pad" \
+            --launch-count 2 --section SpeedOfLight --section Occupancy --section WarpStateStats \
+            --section SchedulerStats --section InstructionStats \
+            $BIN run --workload pad --shape 1x128x3x64x64 --dtype bf16 --variants native \
+            --ledgers correctness --device cuda --db $db --quiet >"$OUT/s55_c_ncu_$b.txt" 2>&1
+        echo "ncu 128x3x64x64 bf16, $b a lane: exit $?"
+        grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Achieved Occupancy|Issued Warp|No Eligible|Warp Cycles Per Issued|Stall|Executed Instructions  " \
+            "$OUT/s55_c_ncu_$b.txt" | head -16
+    done
+    s45_pad_run s55-rule
+    s45_pad_run s55-rule-chunks FOURFOLD_PAD_FLAT=0
+    s45_pad_run s55-rule-regs FOURFOLD_PAD_STAGED=0
+    s45_pad_run s55-rule-regs8 FOURFOLD_PAD_STAGED=0 FOURFOLD_PAD_UNITS_A_LANE=8
+    s45_pad_run s55-rule2
+    python3 bench/gpu/ab_table.py "$OUT/s55-rule-chunks.json" "$OUT/s55-rule.json" chunks rule
+    python3 bench/gpu/ab_table.py "$OUT/s55-rule-chunks.json" "$OUT/s55-rule2.json" chunks rule2
+    python3 bench/gpu/ab_table.py "$OUT/s55-rule.json" "$OUT/s55-rule-regs.json" rule registers
+    python3 bench/gpu/ab_table.py "$OUT/s55-rule.json" "$OUT/s55-rule-regs8.json" rule registers8
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s55_c
+}

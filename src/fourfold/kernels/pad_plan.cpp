@@ -15,13 +15,17 @@ int prefetch_lines() {
     return switch_is("FOURFOLD_PAD_PREFETCH", "0") ? 0 : 4;
 }
 
-// Units a lane of the flat path loads before it stores (B): 8 where a unit is at most 8 bytes
-// (2 KB of a warp in flight at 8-byte units), 4 for 16-byte units (the register budget of 5
-// blocks an SM); FOURFOLD_PAD_UNITS_A_LANE=4 takes 4 for every unit (the A/B of session 55).
-int units_a_lane(std::int64_t unit_bytes) {
-    if (switch_is("FOURFOLD_PAD_UNITS_A_LANE", "4") || unit_bytes > 8)
+// Units a lane of the flat path loads before it stores (B). Measured (s55_a, H100 80GB HBM3,
+// build ba79a2e, article suite, µs): 8 where the wave's warps take the pad in one round of 8
+// (384x3x32x32 bf16 4.93 against 5.41 at 4), else 4 (96x5x130x130 bf16 15.58 against 17.85 at
+// 8; 128x3x64x64 6.49 against 7.59); 16-byte units 4 (8 would spill). FOURFOLD_PAD_UNITS_A_LANE=4
+// or 8 forces it (8 for units of 8 bytes or less).
+int units_a_lane(std::int64_t unit_bytes, std::int64_t units, std::int64_t wave_warps) {
+    if (unit_bytes > 8 || switch_is("FOURFOLD_PAD_UNITS_A_LANE", "4"))
         return 4;
-    return 8;
+    if (switch_is("FOURFOLD_PAD_UNITS_A_LANE", "8"))
+        return 8;
+    return units <= wave_warps * 32 * 8 ? 8 : 4;
 }
 
 } // namespace
@@ -162,8 +166,8 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     // every round of 32 x units_a_lane units there is
     p.flat = !switch_is("FOURFOLD_PAD_FLAT", "0");
     if (p.flat) {
-        p.units_a_lane = units_a_lane(p.vec * es);
         const std::int64_t units = p.out_elements / p.vec;
+        p.units_a_lane = units_a_lane(p.vec * es, units, wave * warps_per_block);
         const std::int64_t rounds = (units + 32 * p.units_a_lane - 1) / (32 * p.units_a_lane);
         p.blocks = std::max<std::int64_t>(
             1, std::min<std::int64_t>((rounds + warps_per_block - 1) / warps_per_block, wave));
