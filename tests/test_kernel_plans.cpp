@@ -730,14 +730,41 @@ TEST(kernel_plans, pad_stages_contiguous_rows_in_tiles_of_a_plane) {
         const fourfold::testing::env_switch off("FOURFOLD_PAD_PREFETCH", "0");
         EXPECT_EQ(plan_pad(pad_of(), h200()).prefetch_lines, 0);
     }
-    // a small plane is one tile
+    // a small 4-byte pad takes the register path (one round of loads a warp here), and says so
     auto small = pad_of(k_aligned, elem::f32);
     small.in_shape[3] = small.in_shape[4] = 32;
     small.in_stride[3] = 32;
     small.in_stride[2] = std::int64_t{32} * 32;
+    small.in_stride[1] = std::int64_t{32} * 32 * 5;
+    small.in_stride[0] = std::int64_t{32} * 32 * 5 * 96;
+    const auto r = plan_pad(small, h200());
+    EXPECT_FALSE(r.staged);
+    EXPECT_TRUE(r.flat);
+    EXPECT_NE(r.describe().find("takes it in 1 round(s)"), std::string::npos) << r.describe();
+    // staged where asked: a small plane is one tile
+    const fourfold::testing::env_switch staged("FOURFOLD_PAD_STAGED", "1");
     const auto s = plan_pad(small, h200());
+    ASSERT_TRUE(s.staged);
     EXPECT_EQ(s.tiles_per_plane, 1);
     EXPECT_EQ(s.rows_per_tile, 34);
+}
+
+TEST(kernel_plans, pad_stages_4_byte_pads_past_4_rounds_of_the_register_path) {
+    // fp32 article pads (s55_c): 128x3x64x64 3 rounds, 192x3x64x64 4 take registers;
+    // 96x5x130x130 5 rounds of 16-byte units is staged (the test above)
+    for (const std::int64_t c : {128, 192}) {
+        auto a = pad_of(k_aligned, elem::f32);
+        a.in_shape[1] = c;
+        a.in_shape[2] = 3;
+        a.in_shape[3] = a.in_shape[4] = 64;
+        const auto p = plan_pad(a, h200());
+        EXPECT_FALSE(p.staged) << c << ": " << p.describe();
+        EXPECT_EQ(p.vec, 2); // rows of 66
+        EXPECT_EQ(p.units_a_lane, 4);
+        EXPECT_NE(p.describe().find(c == 128 ? "in 3 round(s)" : "in 4 round(s)"),
+                  std::string::npos)
+            << p.describe();
+    }
 }
 
 TEST(kernel_plans, pad_copies_rows_alone_where_they_are_not_contiguous) {

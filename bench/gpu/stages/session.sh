@@ -3779,3 +3779,39 @@ PY
     echo "after $((SECONDS - t0)) s"
     stage_pack s55_c
 }
+
+# Session 55's third pad call (about 7 minutes with the build): the flat path with fewer
+# instructions (s55_c's ncu: 128x3x64x64 bf16 issue-bound, 0.67 warps issued a scheduler, DRAM 9 %
+# busy, 4.7 M instructions, about half of them each warp's start: the prefetch's division a line
+# and three divisions; the loop's rows stepped by a 64-bit multiply a unit): the prefetch as one
+# run of lines, the row's input offset stepped by an add. And the fp32 pads on the register path
+# up to 4 rounds of loads a warp (staged from 5). The pad and VAE-pad gpu tests at the defaults and
+# staged (FOURFOLD_PAD_STAGED=1), memcheck, the instructions of 128x3x64x64 bf16, the article's pad
+# cases at the defaults, in chunks and staged. Predicted (H100): 128x3x64x64 bf16 4.7 -> about
+# 3.5 M instructions, 6.49 -> about 5.6 µs; 96x5x130x130 bf16 15.5 -> about 13.5; fp32
+# 128x3x64x64 / 192x3x64x64 / 384x3x32x32 about 6.5 / 9.2 / 5.3 (staged 8.8 / 10.0 / 5.8).
+stage_s55_d() {
+    local t0=$SECONDS
+    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' 150 "$OUT/s55_d_tests.txt"
+    FOURFOLD_PAD_STAGED=1 s25_gtests 'native.pad*' 100 "$OUT/s55_d_tests_staged.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_d_tests.txt" || grep -q "FAILED" "$OUT/s55_d_tests.txt"; then
+        echo "the pad gpu tests did not pass: not timed"
+        stage_pack s55_d
+        return 0
+    fi
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s55_d_memcheck.txt" 90
+    FOURFOLD_PAD_UNITS_A_LANE=4 timeout 60 ncu --clock-control none --kernel-name regex:"pad" \
+        --launch-count 2 --section SpeedOfLight --section SchedulerStats --section InstructionStats \
+        $BIN run --workload pad --shape 1x128x3x64x64,1x96x5x130x130 --dtype bf16 --variants native \
+        --ledgers correctness --device cuda --db /tmp/ncu-s55d.db --quiet >"$OUT/s55_d_ncu.txt" 2>&1
+    echo "ncu: exit $?"
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Issued Warp|Executed Instructions  " \
+        "$OUT/s55_d_ncu.txt" | head -12
+    s45_pad_run s55-lean
+    s45_pad_run s55-lean-chunks FOURFOLD_PAD_FLAT=0
+    s45_pad_run s55-lean-staged FOURFOLD_PAD_STAGED=1
+    python3 bench/gpu/ab_table.py "$OUT/s55-lean-chunks.json" "$OUT/s55-lean.json" chunks lean
+    python3 bench/gpu/ab_table.py "$OUT/s55-lean-staged.json" "$OUT/s55-lean.json" staged lean
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s55_d
+}

@@ -184,6 +184,29 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
 // units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ... of its
 // warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped 32
 // units at a time, the plane looked up again only where the step crosses into another.
+// The input lines of output rows [oh0, oh0 + rows) of output plane `plane` into L2 (pad_flat's
+// start): one run of lines where the input rows are contiguous (no division a line, as
+// prefetch_rows_l2 has), else prefetch_rows_l2. Lane t of 32, at most `budget` lines a lane.
+template <typename T>
+__device__ __forceinline__ void prefetch_run_l2(const T* x, const pad_params& p,
+                                                std::uint32_t plane, int oh0, int rows, int t,
+                                                int budget) {
+    if (p.is[3] != p.id[4]) {
+        prefetch_rows_l2(x, p, plane, oh0, rows, t, 32, budget);
+        return;
+    }
+    const input_plane in_plane = locate_plane(p, plane);
+    const int lo = max(0, oh0 - p.pb[3]);
+    const int hi = min(p.id[3], oh0 + rows - p.pb[3]);
+    if (!in_plane.ok || hi <= lo)
+        return;
+    const T* const first = x + in_plane.offset + lo * p.is[3];
+    const std::int64_t bytes = std::int64_t{hi - lo} * p.id[4] * sizeof(T);
+    const int n = min(span_lines(bytes), 32 * budget);
+    for (int l = t; l < n; l += 32)
+        prefetch_span_line_l2(first, bytes, l);
+}
+
 template <typename T, int VE, bool CONTIGUOUS, int B>
 __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     pad_flat(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t units,
@@ -203,8 +226,8 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
         const std::uint32_t plane = by_height.div(row);
         const int h = static_cast<int>(row - plane * height);
         const int first = static_cast<int>(min(end - begin, std::uint32_t{32 * B}));
-        prefetch_rows_l2(x, p, plane, h, min(height - h, (first + row_units - 1) / row_units + 1),
-                         lane, 32, prefetch_lines);
+        prefetch_run_l2(x, p, plane, h, min(height - h, (first + row_units - 1) / row_units + 1),
+                        lane, prefetch_lines);
     }
     dependency_wait(); // x is read and y written only below
     // the lane's first unit, begin + lane, as (plane, row h of it, unit column cu)
@@ -214,37 +237,41 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     std::uint32_t plane = by_height.div(row);
     int h = static_cast<int>(row - plane * height);
     input_plane in_plane = locate_plane(p, plane);
-    // a lane's units are 32 apart: rows and unit columns to step
+    // the input offset (elements) of the lane's row, stepped with it: read only where the row is
+    // one of the input's
+    std::int64_t row_off = in_plane.offset + std::int64_t{h - p.pb[3]} * p.is[3];
+    // a lane's units are 32 apart: rows and unit columns to step, and the rows' input offsets
     const int step_r = 32 / row_units, step_c = 32 - step_r * row_units;
+    const std::int64_t step_off = std::int64_t{step_r} * p.is[3];
+    const std::int64_t carry_off = step_off + p.is[3];
     for (std::uint32_t base = begin; base < end; base += 32 * B) {
         store_t v[B];
 #pragma unroll
         for (int b = 0; b < B; ++b) {
             const std::uint32_t u = base + 32 * b + lane;
-            const int hi = h - p.pb[3];
             const bool row_ok = in_plane.ok && u < end &&
-                                static_cast<unsigned>(hi) < static_cast<unsigned>(p.id[3]);
-            const T* src = x + in_plane.offset + (row_ok ? hi * p.is[3] : 0);
+                                static_cast<unsigned>(h - p.pb[3]) < static_cast<unsigned>(p.id[3]);
+            const int c0 = cu * VE - p.pb[4];
+            const std::int64_t off = row_off + (CONTIGUOUS ? c0 : c0 * p.is[4]);
             T* const e = reinterpret_cast<T*>(&v[b]);
 #pragma unroll
             for (int j = 0; j < VE; ++j) {
-                const int wi = cu * VE + j - p.pb[4];
                 const bool ok =
-                    row_ok && static_cast<unsigned>(wi) < static_cast<unsigned>(p.id[4]);
-                e[j] = ok ? src[CONTIGUOUS ? wi : wi * p.is[4]] : value;
+                    row_ok && static_cast<unsigned>(c0 + j) < static_cast<unsigned>(p.id[4]);
+                e[j] = ok ? x[off + (CONTIGUOUS ? j : j * p.is[4])] : value;
             }
             // the lane's next unit, 32 on
             cu += step_c;
-            h += step_r;
-            if (cu >= row_units) {
-                cu -= row_units;
-                ++h;
-            }
+            const bool carry = cu >= row_units;
+            cu -= carry ? row_units : 0;
+            h += step_r + (carry ? 1 : 0);
+            row_off += carry ? carry_off : step_off;
             if (h >= height) {
                 const std::uint32_t q = by_height.div(static_cast<std::uint32_t>(h));
                 plane += q;
                 h -= static_cast<int>(q) * height;
                 in_plane = locate_plane(p, plane);
+                row_off = in_plane.offset + std::int64_t{h - p.pb[3]} * p.is[3];
             }
         }
 #pragma unroll
@@ -482,14 +509,18 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
                                         dim3(plan.threads), stream, plan.dependent_launch, x, y, p,
                                         value, units, by_row_units, by_height, plan.prefetch_lines);
         };
-        // (8 units a lane of 16 bytes would spill: not compiled)
+        // (8 units a lane of 16 bytes would spill, and 4 of strided 2-byte elements: not
+        // compiled; those take 4 and 2)
         if constexpr (VE * sizeof(T) <= 8) {
             if (plan.units_a_lane >= 8) {
                 flat(std::integral_constant<int, 8>{});
                 return;
             }
         }
-        flat(std::integral_constant<int, 4>{});
+        if constexpr (!C && VE * sizeof(T) > 8 && sizeof(T) == 2)
+            flat(std::integral_constant<int, 2>{});
+        else
+            flat(std::integral_constant<int, 4>{});
     };
     auto with_ve = [&](auto ve) {
         if (contiguous)

@@ -28,6 +28,23 @@ int units_a_lane(std::int64_t unit_bytes, std::int64_t units, std::int64_t wave_
     return units <= wave_warps * 32 * 8 ? 8 : 4;
 }
 
+// Rounds of loads a warp of the flat register path's one wave takes (5 blocks of 8 warps an SM,
+// units_a_lane units a lane a round).
+std::int64_t register_rounds(std::int64_t units, std::int64_t unit_bytes, const device_limits& d) {
+    const std::int64_t warps =
+        std::max<std::int64_t>(1, std::int64_t{d.sm_count}) * k_pad_blocks_per_sm * 8;
+    const std::int64_t b = units_a_lane(unit_bytes, units, warps);
+    const std::int64_t share = (units + warps - 1) / warps;
+    return (share + 32 * b - 1) / (32 * b);
+}
+
+// 4-byte pads take the register path up to this many rounds, the staged one past it. Measured
+// (s55_c, H100 80GB HBM3, build 86de552, article suite, fp32, µs, staged against registers):
+// 384x3x32x32 (1 round) 5.96 against 5.51, 128x3x64x64 (3) 8.76 against 6.82, 192x3x64x64 (4)
+// 10.02 against 9.55, 96x5x130x130 (5) 29.86 against 31.69. FOURFOLD_PAD_STAGED=1 stages
+// wherever the rows allow, =0 never.
+constexpr std::int64_t k_pad_register_rounds = 4;
+
 } // namespace
 
 std::string pad_plan::describe() const {
@@ -124,6 +141,11 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     else if (width_in * es > k_pad_max_staged_row_bytes)
         p.why_registers = "an input row of " + std::to_string(width_in * es) + " B is over " +
                           std::to_string(k_pad_max_staged_row_bytes) + " B";
+    else if (const std::int64_t r = register_rounds(p.out_elements / p.vec, p.vec * es, d);
+             r <= k_pad_register_rounds && !switch_is("FOURFOLD_PAD_STAGED", "1"))
+        p.why_registers = "the register path takes it in " + std::to_string(r) +
+                          " round(s) of loads a warp (staged from " +
+                          std::to_string(k_pad_register_rounds + 1) + ")";
     if (p.why_registers.empty()) {
         p.staged = true;
         const std::int64_t height_in = a.dims >= 2 ? a.in_shape[a.dims - 2] : 1;
