@@ -3815,3 +3815,28 @@ stage_s55_d() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s55_d
 }
+# s55_d cut to the device time left after refused starts (about 5.5 minutes with the build): the
+# gpu tests at the defaults, memcheck, the article's pads at the defaults and in chunks, then the
+# instructions if the time allows
+stage_s55_e() {
+    local t0=$SECONDS
+    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' 100 "$OUT/s55_e_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_e_tests.txt" || grep -q "FAILED" "$OUT/s55_e_tests.txt"; then
+        echo "the pad gpu tests did not pass: not timed"
+        stage_pack s55_e
+        return 0
+    fi
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s55_e_memcheck.txt" 60
+    s45_pad_run s55-lean
+    s45_pad_run s55-lean-chunks FOURFOLD_PAD_FLAT=0
+    python3 bench/gpu/ab_table.py "$OUT/s55-lean-chunks.json" "$OUT/s55-lean.json" chunks lean
+    stage_pack s55_e
+    FOURFOLD_PAD_UNITS_A_LANE=4 timeout 40 ncu --clock-control none --kernel-name regex:"pad" \
+        --launch-count 2 --section SpeedOfLight --section SchedulerStats --section InstructionStats \
+        $BIN run --workload pad --shape 1x128x3x64x64,1x96x5x130x130 --dtype bf16 --variants native \
+        --ledgers correctness --device cuda --db /tmp/ncu-s55e.db --quiet >"$OUT/s55_e_ncu.txt" 2>&1
+    echo "ncu: exit $?"
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Issued Warp|Executed Instructions  " \
+        "$OUT/s55_e_ncu.txt" | head -12
+    echo "after $((SECONDS - t0)) s"
+}
