@@ -227,11 +227,19 @@ TEST(dependent_launch_cuda, the_pad_reads_the_launch_before_s_output_after_it) {
     };
     // the producer's 32768 outputs: 2 x 4 x 64 x 64 padded as the VAE pads (2 frames in front,
     // one on each side of a plane; 66-wide rows, 4-byte stores in bf16), and 8 x 32 x 128 with
-    // rows widened by 3 and 5 (136-wide, 16-byte stores in bf16); fp32 rows take the staged path
+    // rows widened by 3 and 5 (136-wide, 16-byte stores in bf16); fp32 each way: on the register
+    // path (its default at this size: one round of loads a warp) and staged
+    // (FOURFOLD_PAD_STAGED=1)
     const std::vector<form> forms{{{2, 4, 64, 64}, {1, 1, 1, 1, 2, 0}},
                                   {{8, 32, 128}, {3, 5, 0, 2, 1, 0}}};
     const double value = 0.5;
-    for (const auto t : {at::kFloat, at::kBFloat16}) {
+    struct pass {
+        at::ScalarType t;
+        bool staged;
+    };
+    for (const auto [t, staged] :
+         {pass{at::kFloat, false}, pass{at::kFloat, true}, pass{at::kBFloat16, false}}) {
+        const fourfold::testing::env_switch stage("FOURFOLD_PAD_STAGED", staged ? "1" : "0");
         const producer p(ctx, t);
         for (const auto& f : forms) {
             // the arguments the native pad path launches with (model_ops::native_pad_args)
@@ -241,7 +249,7 @@ TEST(dependent_launch_cuda, the_pad_reads_the_launch_before_s_output_after_it) {
                 workloads::model_ops::native_pad_args(p.y.view(f.shape), f.pads, value, out);
             const auto plan = kernels::plan_pad(a, limits);
             ASSERT_TRUE(plan.valid.empty()) << plan.valid;
-            EXPECT_EQ(plan.staged, t == at::kFloat) << plan.describe();
+            EXPECT_EQ(plan.staged, staged) << plan.describe();
             expect_reads_after_the_producer(
                 *dev, ctx, p, out,
                 [&] {

@@ -3,6 +3,7 @@
 // special values and offset views against stock, graph capture, the configuration in the
 // records' facts, memory beyond the output, and the stream a variant is handed. Each test skips
 // when no CUDA device is visible or the build has no native kernels.
+#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/runner/plan.hpp"
 #include "fourfold/workloads/models/captured_step.hpp"
@@ -351,24 +352,33 @@ TEST(native, pad_matches_the_float64_reference_at_edge_sizes) {
     struct shape {
         std::int64_t c, f, h, w, pt, ps;
     };
-    // the staged path: 96x5x130x130 takes 3 tiles a plane, input rows at every 4-byte offset;
-    // 7000-wide rows a tile each; 20000-wide rows (40 KB in bf16) the register path
+    // fp32 twice: at the plan's choice (the register path up to 4 rounds of loads a warp, the
+    // staged one past it) and staged wherever the rows allow (FOURFOLD_PAD_STAGED=1): staged,
+    // 96x5x130x130 takes 3 tiles a plane, input rows at every 4-byte offset; 7000-wide rows a
+    // tile each; 20000-wide rows (40 KB in bf16) the register path either way
     const std::vector<shape> shapes{
         {1, 1, 1, 1, 0, 0},      {1, 1, 1, 1, 2, 1},     {3, 2, 5, 7, 1, 1},
         {96, 5, 130, 130, 2, 1}, {384, 3, 32, 32, 2, 1}, {5, 4, 9, 16, 0, 3},
         {2, 3, 1, 1000, 2, 8},   {17, 1, 33, 15, 4, 0},  {2, 1, 3, 7000, 1, 2},
         {1, 1, 2, 20000, 1, 1},  {3, 2, 200, 67, 1, 0}};
     for (const auto t : k_types)
-        for (const auto& s : shapes)
-            if (!too_big(s.c * (s.f + s.pt) * (s.h + 2 * s.ps) * (s.w + 2 * s.ps)))
-                expect_native_passes(*dev, "pad",
-                                     json{{"channels", s.c},
-                                          {"frames", s.f},
-                                          {"height", s.h},
-                                          {"width", s.w},
-                                          {"pad_time", s.pt},
-                                          {"pad_space", s.ps}},
-                                     t);
+        for (const bool staged : {false, true}) {
+            if (staged && t != dtype::fp32)
+                continue; // 2-byte pads never stage
+            const fourfold::testing::env_switch stage("FOURFOLD_PAD_STAGED");
+            if (staged)
+                stage.set("1");
+            for (const auto& s : shapes)
+                if (!too_big(s.c * (s.f + s.pt) * (s.h + 2 * s.ps) * (s.w + 2 * s.ps)))
+                    expect_native_passes(*dev, "pad",
+                                         json{{"channels", s.c},
+                                              {"frames", s.f},
+                                              {"height", s.h},
+                                              {"width", s.w},
+                                              {"pad_time", s.pt},
+                                              {"pad_space", s.ps}},
+                                         t);
+        }
 }
 
 TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
