@@ -3656,14 +3656,32 @@ s54_defaults() {
 # (two pairs of default and chunks). Predicted (H100): 96x5x130x130 bf16 16.1 -> about 13.5 µs (864 of 5280 warps no
 # longer take a third chunk of three rounds alone), the small bf16 pads 0.5-1.5 µs less; fp32 on
 # the flat path within 5 % of staged.
+# Nsight Compute (the clocks left alone) on the native bf16 pad: OUT file, launches, SHAPE(s), then
+# the sections; the lines that matter printed
+s55_ncu_pad() {
+    local out=$1 launches=$2 shape=$3 sections=() section
+    shift 3
+    for section in "$@"; do sections+=(--section "$section"); done
+    timeout 90 ncu --clock-control none --kernel-name regex:"pad" --launch-count "$launches" \
+        "${sections[@]}" $BIN run --workload pad --shape "$shape" --dtype bf16 --variants native \
+        --ledgers correctness --device cuda --db /tmp/ncu-s55.db --quiet >"$out" 2>&1
+    echo "ncu ($shape): exit $?"
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Issued Warp|No Eligible|Warp Cycles Per Issued|Stall|Executed Instructions  " \
+        "$out" | head -24
+}
+# The pad's gpu tests (LABEL, FILTER) into $OUT/LABEL_tests.txt: false, with the logs packed, where
+# any failed (the stage is then not timed)
+s55_pad_tests() {
+    s25_gtests "$2" 150 "$OUT/$1_tests.txt"
+    if ! grep -q "^\[  PASSED  \] " "$OUT/$1_tests.txt" || grep -q "FAILED" "$OUT/$1_tests.txt"; then
+        echo "the pad gpu tests did not pass: not timed"
+        stage_pack "$1"
+        return 1
+    fi
+}
 stage_s55_a() {
     local t0=$SECONDS
-    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*' 150 "$OUT/s55_a_tests.txt"
-    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_a_tests.txt" || grep -q "FAILED" "$OUT/s55_a_tests.txt"; then
-        echo "the pad gpu tests did not pass on the flat path: not timed"
-        stage_pack s55_a
-        return 0
-    fi
+    s55_pad_tests s55_a 'native.pad*:dependent_launch_cuda.the_pad*' || return 0
     local v
     for v in FOURFOLD_PAD_STAGED=0 FOURFOLD_PAD_UNITS_A_LANE=4 FOURFOLD_PAD_FLAT=0; do
         env "$v" timeout 150 $BUILD/tests/fourfold_gpu_tests --gtest_filter='native.pad*' \
@@ -3693,19 +3711,13 @@ stage_s55_b() {
     s53_sanitize memcheck 'native.pad*' pad "$OUT/s55_b_memcheck.txt" 100
     FOURFOLD_PAD_STAGED=0 s53_sanitize memcheck 'native.pad_matches*' pad "$OUT/s55_b_memcheck_fp32.txt" 80
     unset FOURFOLD_NATIVE_TEST_SIZES
-    local db=/tmp/ncu-s55.db w
+    local w
     for w in flat chunks; do
         (
             [ $w = chunks ] && export FOURFOLD_PAD_FLAT=0
-            timeout 90 ncu --clock-control none --kernel-name regex:"pad" --launch-count 3 \
-                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-                --section LaunchStats --section WarpStateStats \
-                $BIN run --workload pad --shape 1x96x5x130x130 --dtype bf16 --variants native \
-                --ledgers correctness --device cuda --db $db --quiet >"$OUT/s55_b_ncu_$w.txt" 2>&1
+            s55_ncu_pad "$OUT/s55_b_ncu_$w.txt" 3 1x96x5x130x130 SpeedOfLight MemoryWorkloadAnalysis \
+                Occupancy LaunchStats WarpStateStats
         )
-        echo "ncu ($w): exit $?"
-        grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Stall|Warp Cycles Per Issued" \
-            "$OUT/s55_b_ncu_$w.txt" | head -24
     done
     echo "after $((SECONDS - t0)) s"
     stage_pack s55_b
@@ -3722,12 +3734,7 @@ stage_s55_b() {
 # µs (s55_a's best flat figure each), 1.12x over the chunks.
 stage_s55_c() {
     local t0=$SECONDS
-    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*' 150 "$OUT/s55_c_tests.txt"
-    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_c_tests.txt" || grep -q "FAILED" "$OUT/s55_c_tests.txt"; then
-        echo "the pad gpu tests did not pass at the rule: not timed"
-        stage_pack s55_c
-        return 0
-    fi
+    s55_pad_tests s55_c 'native.pad*:dependent_launch_cuda.the_pad*' || return 0
     local obj
     obj=$(find "$BUILD" -name 'pad.cu.o' | head -1)
     cuobjdump -sass "$obj" >"$OUT/s55_c_pad.sass" 2>&1
@@ -3756,16 +3763,10 @@ for line in open(sys.argv[1]):
             ops.append(op)
 show()
 PY
-    local db=/tmp/ncu-s55c.db b
+    local b
     for b in 4 8; do
-        FOURFOLD_PAD_UNITS_A_LANE=$b timeout 90 ncu --clock-control none --kernel-name regex:"pad" \
-            --launch-count 2 --section SpeedOfLight --section Occupancy --section WarpStateStats \
-            --section SchedulerStats --section InstructionStats \
-            $BIN run --workload pad --shape 1x128x3x64x64 --dtype bf16 --variants native \
-            --ledgers correctness --device cuda --db $db --quiet >"$OUT/s55_c_ncu_$b.txt" 2>&1
-        echo "ncu 128x3x64x64 bf16, $b a lane: exit $?"
-        grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Achieved Occupancy|Issued Warp|No Eligible|Warp Cycles Per Issued|Stall|Executed Instructions  " \
-            "$OUT/s55_c_ncu_$b.txt" | head -16
+        FOURFOLD_PAD_UNITS_A_LANE=$b s55_ncu_pad "$OUT/s55_c_ncu_$b.txt" 2 1x128x3x64x64 SpeedOfLight \
+            Occupancy WarpStateStats SchedulerStats InstructionStats
     done
     s45_pad_run s55-rule
     s45_pad_run s55-rule-chunks FOURFOLD_PAD_FLAT=0
@@ -3790,55 +3791,28 @@ PY
 # cases at the defaults, in chunks and staged. Predicted (H100): 128x3x64x64 bf16 4.7 -> about
 # 3.5 M instructions, 6.49 -> about 5.6 µs; 96x5x130x130 bf16 15.5 -> about 13.5; fp32
 # 128x3x64x64 / 192x3x64x64 / 384x3x32x32 about 6.5 / 9.2 / 5.3 (staged 8.8 / 10.0 / 5.8).
-stage_s55_d() {
-    local t0=$SECONDS
-    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' 150 "$OUT/s55_d_tests.txt"
-    FOURFOLD_PAD_STAGED=1 s25_gtests 'native.pad*' 100 "$OUT/s55_d_tests_staged.txt"
-    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_d_tests.txt" || grep -q "FAILED" "$OUT/s55_d_tests.txt"; then
-        echo "the pad gpu tests did not pass: not timed"
-        stage_pack s55_d
-        return 0
-    fi
-    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s55_d_memcheck.txt" 90
-    FOURFOLD_PAD_UNITS_A_LANE=4 timeout 60 ncu --clock-control none --kernel-name regex:"pad" \
-        --launch-count 2 --section SpeedOfLight --section SchedulerStats --section InstructionStats \
-        $BIN run --workload pad --shape 1x128x3x64x64,1x96x5x130x130 --dtype bf16 --variants native \
-        --ledgers correctness --device cuda --db /tmp/ncu-s55d.db --quiet >"$OUT/s55_d_ncu.txt" 2>&1
-    echo "ncu: exit $?"
-    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Issued Warp|Executed Instructions  " \
-        "$OUT/s55_d_ncu.txt" | head -12
-    s45_pad_run s55-lean
-    s45_pad_run s55-lean-chunks FOURFOLD_PAD_FLAT=0
-    s45_pad_run s55-lean-staged FOURFOLD_PAD_STAGED=1
-    python3 bench/gpu/ab_table.py "$OUT/s55-lean-chunks.json" "$OUT/s55-lean.json" chunks lean
-    python3 bench/gpu/ab_table.py "$OUT/s55-lean-staged.json" "$OUT/s55-lean.json" staged lean
-    echo "after $((SECONDS - t0)) s"
-    stage_pack s55_d
-}
+stage_s55_d() { s55_lean s55_d full; }
 # (Ran on c2a3734: the pad and VAE-pad tests passed, the dependent-launch pad test failed on its
 # expectation that fp32 pads stage, fixed in adb3d91; stopped there. Run s55_d next.)
 # s55_d cut to the device time left after refused starts (about 5.5 minutes with the build): the
 # gpu tests at the defaults, memcheck, the article's pads at the defaults and in chunks, then the
 # instructions if the time allows
-stage_s55_e() {
-    local t0=$SECONDS
-    s25_gtests 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' 100 "$OUT/s55_e_tests.txt"
-    if ! grep -q "^\[  PASSED  \] " "$OUT/s55_e_tests.txt" || grep -q "FAILED" "$OUT/s55_e_tests.txt"; then
-        echo "the pad gpu tests did not pass: not timed"
-        stage_pack s55_e
-        return 0
-    fi
-    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s55_e_memcheck.txt" 60
+stage_s55_e() { s55_lean s55_e; }
+# s55_d and s55_e: LABEL, then `full` for the staged passes (the tests and the article run)
+s55_lean() {
+    local label=$1 full=${2:-} t0=$SECONDS
+    [ "$full" = full ] && FOURFOLD_PAD_STAGED=1 s25_gtests 'native.pad*' 100 "$OUT/${label}_tests_staged.txt"
+    s55_pad_tests "$label" 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' || return 0
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/${label}_memcheck.txt" 90
     s45_pad_run s55-lean
     s45_pad_run s55-lean-chunks FOURFOLD_PAD_FLAT=0
     python3 bench/gpu/ab_table.py "$OUT/s55-lean-chunks.json" "$OUT/s55-lean.json" chunks lean
-    stage_pack s55_e
-    FOURFOLD_PAD_UNITS_A_LANE=4 timeout 40 ncu --clock-control none --kernel-name regex:"pad" \
-        --launch-count 2 --section SpeedOfLight --section SchedulerStats --section InstructionStats \
-        $BIN run --workload pad --shape 1x128x3x64x64,1x96x5x130x130 --dtype bf16 --variants native \
-        --ledgers correctness --device cuda --db /tmp/ncu-s55e.db --quiet >"$OUT/s55_e_ncu.txt" 2>&1
-    echo "ncu: exit $?"
-    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Issued Warp|Executed Instructions  " \
-        "$OUT/s55_e_ncu.txt" | head -12
+    if [ "$full" = full ]; then
+        s45_pad_run s55-lean-staged FOURFOLD_PAD_STAGED=1
+        python3 bench/gpu/ab_table.py "$OUT/s55-lean-staged.json" "$OUT/s55-lean.json" staged lean
+    fi
+    stage_pack "$label"
+    FOURFOLD_PAD_UNITS_A_LANE=4 s55_ncu_pad "$OUT/${label}_ncu.txt" 2 1x128x3x64x64,1x96x5x130x130 \
+        SpeedOfLight SchedulerStats InstructionStats
     echo "after $((SECONDS - t0)) s"
 }

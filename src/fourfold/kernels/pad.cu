@@ -59,17 +59,26 @@ __device__ __forceinline__ input_plane locate_plane(const pad_params& p, std::ui
 // The input lines that output rows [oh0, oh0 + rows) of output plane `plane` read, into L2: lane
 // t of nt, at most `budget` lines a lane, rows with stride-1 elements only. Issued before the
 // dependency wait (the one read allowed there, elements.cuh), so the first DRAM round trip of a
-// warp overlaps the end of the launch before it (pad_planes; pad_plan.cpp has its figures).
+// warp overlaps the end of the launch before it (pad_plan.cpp has its figures). `as_run`
+// (pad_flat): where the input rows are contiguous, their lines as one run, no integer division a
+// line (pad_planes keeps its line-by-row loop).
 template <typename T>
 __device__ __forceinline__ void prefetch_rows_l2(const T* x, const pad_params& p,
                                                  std::uint32_t plane, int oh0, int rows, int t,
-                                                 int nt, int budget) {
+                                                 int nt, int budget, bool as_run = false) {
     const input_plane in_plane = locate_plane(p, plane);
     const int lo = max(0, oh0 - p.pb[3]);
     const int hi = min(p.id[3], oh0 + rows - p.pb[3]);
     if (!in_plane.ok || hi <= lo)
         return;
     const T* const first = x + in_plane.offset + lo * p.is[3];
+    if (as_run && p.is[3] == p.id[4]) {
+        const std::int64_t bytes = std::int64_t{hi - lo} * p.id[4] * sizeof(T);
+        const int n = min(span_lines(bytes), nt * budget);
+        for (int l = t; l < n; l += nt)
+            prefetch_span_line_l2(first, bytes, l);
+        return;
+    }
     const std::int64_t row_bytes = std::int64_t{p.id[4]} * sizeof(T);
     const int per_row = span_lines(row_bytes);
     const int n = (hi - lo) * per_row;
@@ -184,29 +193,6 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
 // units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ... of its
 // warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped 32
 // units at a time, the plane looked up again only where the step crosses into another.
-// The input lines of output rows [oh0, oh0 + rows) of output plane `plane` into L2 (pad_flat's
-// start): one run of lines where the input rows are contiguous (no division a line, as
-// prefetch_rows_l2 has), else prefetch_rows_l2. Lane t of 32, at most `budget` lines a lane.
-template <typename T>
-__device__ __forceinline__ void prefetch_run_l2(const T* x, const pad_params& p,
-                                                std::uint32_t plane, int oh0, int rows, int t,
-                                                int budget) {
-    if (p.is[3] != p.id[4]) {
-        prefetch_rows_l2(x, p, plane, oh0, rows, t, 32, budget);
-        return;
-    }
-    const input_plane in_plane = locate_plane(p, plane);
-    const int lo = max(0, oh0 - p.pb[3]);
-    const int hi = min(p.id[3], oh0 + rows - p.pb[3]);
-    if (!in_plane.ok || hi <= lo)
-        return;
-    const T* const first = x + in_plane.offset + lo * p.is[3];
-    const std::int64_t bytes = std::int64_t{hi - lo} * p.id[4] * sizeof(T);
-    const int n = min(span_lines(bytes), 32 * budget);
-    for (int l = t; l < n; l += 32)
-        prefetch_span_line_l2(first, bytes, l);
-}
-
 template <typename T, int VE, bool CONTIGUOUS, int B>
 __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     pad_flat(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t units,
@@ -226,8 +212,8 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
         const std::uint32_t plane = by_height.div(row);
         const int h = static_cast<int>(row - plane * height);
         const int first = static_cast<int>(min(end - begin, std::uint32_t{32 * B}));
-        prefetch_run_l2(x, p, plane, h, min(height - h, (first + row_units - 1) / row_units + 1),
-                        lane, prefetch_lines);
+        prefetch_rows_l2(x, p, plane, h, min(height - h, (first + row_units - 1) / row_units + 1),
+                         lane, 32, prefetch_lines, true);
     }
     dependency_wait(); // x is read and y written only below
     // the lane's first unit, begin + lane, as (plane, row h of it, unit column cu)
