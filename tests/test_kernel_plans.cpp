@@ -828,8 +828,8 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     wide.in_shape[3] = wide.in_shape[4] = 6;
     wide.in_stride[3] = 12;
     wide.in_stride[2] = 72;
-    wide.in_stride[1] = 72 * 5;
-    wide.in_stride[0] = 72 * 5 * 96;
+    wide.in_stride[1] = std::int64_t{72} * 5;
+    wide.in_stride[0] = std::int64_t{72} * 5 * 96;
     const auto w = plan_pad(wide, h200());
     EXPECT_FALSE(w.staged);
     EXPECT_EQ(w.vec, 4); // rows of 8 fp32

@@ -190,7 +190,8 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     if (p.flat) {
         const std::int64_t units = p.out_elements / p.vec;
         p.units_a_lane = units_a_lane(p.vec * es, units, wave * warps_per_block);
-        const std::int64_t rounds = (units + 32 * p.units_a_lane - 1) / (32 * p.units_a_lane);
+        const std::int64_t round = std::int64_t{32} * p.units_a_lane; // units a warp a round
+        const std::int64_t rounds = (units + round - 1) / round;
         p.blocks = std::max<std::int64_t>(
             1, std::min<std::int64_t>((rounds + warps_per_block - 1) / warps_per_block, wave));
     }
