@@ -495,10 +495,10 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
                                         dim3(plan.threads), stream, plan.dependent_launch, x, y, p,
                                         value, units, by_row_units, by_height, plan.prefetch_lines);
         };
-        // (8 units a lane of 16 bytes would spill, and 4 of strided 2-byte elements: not
-        // compiled; those take 4 and 2)
+        // the plan's units a lane; only the instances that do not spill are compiled (8 for units
+        // of up to 8 bytes, 2 for 16-byte units of strided 2-byte elements, 4 otherwise)
         if constexpr (VE * sizeof(T) <= 8) {
-            if (plan.units_a_lane >= 8) {
+            if (plan.units_a_lane == 8) {
                 flat(std::integral_constant<int, 8>{});
                 return;
             }

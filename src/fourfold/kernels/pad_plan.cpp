@@ -19,8 +19,12 @@ int prefetch_lines() {
 // build ba79a2e, article suite, µs): 8 where the wave's warps take the pad in one round of 8
 // (384x3x32x32 bf16 4.93 against 5.41 at 4), else 4 (96x5x130x130 bf16 15.58 against 17.85 at
 // 8; 128x3x64x64 6.49 against 7.59); 16-byte units 4 (8 would spill). FOURFOLD_PAD_UNITS_A_LANE=4
-// or 8 forces it (8 for units of 8 bytes or less).
-int units_a_lane(std::int64_t unit_bytes, std::int64_t units, std::int64_t wave_warps) {
+// or 8 forces it (8 for units of 8 bytes or less). 16-byte units of strided 2-byte elements take
+// 2 (4 would spill: the kernel compiles no other instance for them).
+int units_a_lane(std::int64_t unit_bytes, std::int64_t units, std::int64_t wave_warps,
+                 bool strided_halves = false) {
+    if (strided_halves && unit_bytes > 8)
+        return 2;
     if (unit_bytes > 8 || switch_is("FOURFOLD_PAD_UNITS_A_LANE", "4"))
         return 4;
     if (switch_is("FOURFOLD_PAD_UNITS_A_LANE", "8"))
@@ -28,11 +32,16 @@ int units_a_lane(std::int64_t unit_bytes, std::int64_t units, std::int64_t wave_
     return units <= wave_warps * 32 * 8 ? 8 : 4;
 }
 
-// Rounds of loads a warp of the flat register path's one wave takes (5 blocks of 8 warps an SM,
-// units_a_lane units a lane a round).
+// The register path's one wave: k_pad_blocks_per_sm blocks of 256 threads an SM.
+std::int64_t wave_blocks(const device_limits& d) {
+    return std::max<std::int64_t>(1, std::int64_t{d.sm_count} * k_pad_blocks_per_sm);
+}
+constexpr std::int64_t k_warps_a_block = 256 / 32;
+
+// Rounds of loads a warp of the flat register path's one wave takes (units_a_lane units a lane a
+// round; contiguous 4-byte pads only ask).
 std::int64_t register_rounds(std::int64_t units, std::int64_t unit_bytes, const device_limits& d) {
-    const std::int64_t warps =
-        std::max<std::int64_t>(1, std::int64_t{d.sm_count}) * k_pad_blocks_per_sm * 8;
+    const std::int64_t warps = wave_blocks(d) * k_warps_a_block;
     const std::int64_t b = units_a_lane(unit_bytes, units, warps);
     const std::int64_t share = (units + warps - 1) / warps;
     return (share + 32 * b - 1) / (32 * b);
@@ -180,8 +189,7 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     // blocks on 5 x 132 slots ran 2.16 waves, the third a sixth full (ncu, build e62084f:
     // 14.05 µs, 48 % occupancy); one wave takes the chunks in about whole rounds.
     const std::int64_t warps_per_block = p.threads / 32;
-    const std::int64_t wave =
-        std::max<std::int64_t>(1, std::int64_t{d.sm_count} * k_pad_blocks_per_sm);
+    const std::int64_t wave = wave_blocks(d);
     p.blocks = std::max<std::int64_t>(
         1, std::min<std::int64_t>((p.chunks + warps_per_block - 1) / warps_per_block, wave));
     // the flat path (FOURFOLD_PAD_FLAT=0 keeps the chunks of rows): one wave at most, a warp for
@@ -189,7 +197,8 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     p.flat = !switch_is("FOURFOLD_PAD_FLAT", "0");
     if (p.flat) {
         const std::int64_t units = p.out_elements / p.vec;
-        p.units_a_lane = units_a_lane(p.vec * es, units, wave * warps_per_block);
+        p.units_a_lane =
+            units_a_lane(p.vec * es, units, wave * warps_per_block, !p.contiguous_rows && es == 2);
         const std::int64_t round = std::int64_t{32} * p.units_a_lane; // units a warp a round
         const std::int64_t rounds = (units + round - 1) / round;
         p.blocks = std::max<std::int64_t>(
