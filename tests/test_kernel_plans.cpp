@@ -795,8 +795,15 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     EXPECT_EQ(p.blocks, 5 * 132);
     EXPECT_NE(p.describe().find("even share"), std::string::npos) << p.describe();
     {
+        // 8-byte units of strided 2-byte elements stay at 4 where 8 are asked for (8 would
+        // spill: no such instance)
         const fourfold::testing::env_switch eight("FOURFOLD_PAD_UNITS_A_LANE", "8");
-        EXPECT_EQ(plan_pad(strided, h200()).units_a_lane, 8);
+        EXPECT_EQ(plan_pad(strided, h200()).units_a_lane, 4);
+        auto f32 = pad_of(k_aligned, elem::f32);
+        f32.in_stride[4] = 2;
+        f32.in_shape[4] = 128;                   // rows of 130
+        EXPECT_EQ(plan_pad(f32, h200()).vec, 2); // 8-byte units of strided fp32 take 8
+        EXPECT_EQ(plan_pad(f32, h200()).units_a_lane, 8);
     }
     {
         // 8 where the wave takes the pad in one round of 8: 384 x 3 x 32 x 32 bf16 (34 x 34

@@ -3798,6 +3798,14 @@ stage_s55_d() { s55_lean s55_d full; }
 # gpu tests at the defaults, memcheck, the article's pads at the defaults and in chunks, then the
 # instructions if the time allows
 stage_s55_e() { s55_lean s55_e; }
+# Session 56's first call (about 7 minutes with the build): s55_d on the flat path made leaner
+# still (build of this line's commit): the per-launch steps made on the host (no integer division
+# a warp), one unsigned compare for an input row (the plane's validity folded into its limit),
+# the input row as a pointer stepped by an add, and the share's full rounds apart from its last
+# (no end check a unit). Predicted (H100): 128x3x64x64 bf16 4.71 -> about 3.0 M instructions,
+# 6.49 -> about 5.3 µs; 96x5x130x130 bf16 15.52 -> about 13.0; 192x3x64x64 8.21 -> 7.3;
+# 384x3x32x32 4.93 -> 4.4; fp32 128x3x64x64 / 192x3x64x64 / 384x3x32x32 about 6.3 / 9.0 / 5.2.
+stage_s56_a() { s55_lean s56_a full; }
 # s55_d and s55_e: LABEL, then `full` for the staged passes (the tests and the article run)
 s55_lean() {
     local label=$1 full=${2:-} t0=$SECONDS

@@ -193,80 +193,95 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
 // units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ... of its
 // warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped 32
 // units at a time, the plane looked up again only where the step crosses into another.
+// The flat path's per-launch constants, made on the host: a lane's units are 32 apart, so its
+// row and unit column step by (step_r, step_c) a unit and its input row pointer by step_off (one
+// input row more, carry_off, where the column wraps)
+struct flat_params {
+    std::uint32_t units;
+    divider by_row_units, by_height;
+    int row_units, step_r, step_c;
+    std::int64_t step_off, carry_off;
+};
+
 template <typename T, int VE, bool CONTIGUOUS, int B>
 __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
-    pad_flat(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, std::uint32_t units,
-             divider by_row_units, divider by_height, int prefetch_lines) {
+    pad_flat(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, flat_params f,
+             int prefetch_lines) {
     using store_t = typename store_of<T, VE>::type;
     const int lane = threadIdx.x % 32;
     const std::uint64_t warps = std::uint64_t{gridDim.x} * (blockDim.x / 32);
     const std::uint64_t warp = std::uint64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
-    const auto begin = static_cast<std::uint32_t>(units * warp / warps);
-    const auto end = static_cast<std::uint32_t>(units * (warp + 1) / warps);
-    const int row_units = static_cast<int>(p.od[4]) / VE;
+    const auto begin = static_cast<std::uint32_t>(f.units * warp / warps);
+    const auto end = static_cast<std::uint32_t>(f.units * (warp + 1) / warps);
     const int height = static_cast<int>(p.od[3]);
     allow_dependents();
     if (CONTIGUOUS && prefetch_lines > 0 && begin < end) {
         // the input rows of the warp's first round (one row more for a share that starts mid-row)
-        const std::uint32_t row = by_row_units.div(begin);
-        const std::uint32_t plane = by_height.div(row);
+        const std::uint32_t row = f.by_row_units.div(begin);
+        const std::uint32_t plane = f.by_height.div(row);
         const int h = static_cast<int>(row - plane * height);
         const int first = static_cast<int>(min(end - begin, std::uint32_t{32 * B}));
-        prefetch_rows_l2(x, p, plane, h, min(height - h, (first + row_units - 1) / row_units + 1),
-                         lane, 32, prefetch_lines, true);
+        prefetch_rows_l2(x, p, plane, h,
+                         min(height - h, (first + f.row_units - 1) / f.row_units + 1), lane, 32,
+                         prefetch_lines, true);
     }
     dependency_wait(); // x is read and y written only below
-    // the lane's first unit, begin + lane, as (plane, row h of it, unit column cu)
-    const std::uint32_t f = begin + lane;
-    const std::uint32_t row = by_row_units.div(f);
-    int cu = static_cast<int>(f - row * row_units);
-    std::uint32_t plane = by_height.div(row);
-    int h = static_cast<int>(row - plane * height);
+    // The lane's first unit, begin + lane, as (plane, input row hi = h - pads before, unit column
+    // cu); row_lim is the input's height where the plane is one of the input's, else 0, so that
+    // one unsigned compare tells an input row; src points at the input row hi (read only then).
+    const std::uint32_t first_unit = begin + lane;
+    const std::uint32_t row = f.by_row_units.div(first_unit);
+    int cu = static_cast<int>(first_unit - row * f.row_units);
+    std::uint32_t plane = f.by_height.div(row);
+    int hi = static_cast<int>(row - plane * height) - p.pb[3];
+    const int hi_end = height - p.pb[3]; // hi of the plane's row past its last
     input_plane in_plane = locate_plane(p, plane);
-    // the input offset (elements) of the lane's row, stepped with it: read only where the row is
-    // one of the input's
-    std::int64_t row_off = in_plane.offset + std::int64_t{h - p.pb[3]} * p.is[3];
-    // a lane's units are 32 apart: rows and unit columns to step, and the rows' input offsets
-    const int step_r = 32 / row_units, step_c = 32 - step_r * row_units;
-    const std::int64_t step_off = std::int64_t{step_r} * p.is[3];
-    const std::int64_t carry_off = step_off + p.is[3];
-    for (std::uint32_t base = begin; base < end; base += 32 * B) {
+    unsigned row_lim = in_plane.ok ? static_cast<unsigned>(p.id[3]) : 0U;
+    const T* src = x + in_plane.offset + std::int64_t{hi} * p.is[3];
+    // one round: B units a lane loaded, then stored; TAIL checks each unit against the share's end
+    auto round = [&](std::uint32_t base, auto tail) {
+        constexpr bool TAIL = decltype(tail)::value;
         store_t v[B];
 #pragma unroll
         for (int b = 0; b < B; ++b) {
-            const std::uint32_t u = base + 32 * b + lane;
-            const bool row_ok = in_plane.ok && u < end &&
-                                static_cast<unsigned>(h - p.pb[3]) < static_cast<unsigned>(p.id[3]);
+            const bool in_share = !TAIL || base + 32 * b + lane < end;
+            const bool row_ok = in_share && static_cast<unsigned>(hi) < row_lim;
             const int c0 = cu * VE - p.pb[4];
-            const std::int64_t off = row_off + (CONTIGUOUS ? c0 : c0 * p.is[4]);
+            const T* const s = src + (CONTIGUOUS ? c0 : c0 * p.is[4]);
             T* const e = reinterpret_cast<T*>(&v[b]);
 #pragma unroll
             for (int j = 0; j < VE; ++j) {
-                const bool ok =
-                    row_ok && static_cast<unsigned>(c0 + j) < static_cast<unsigned>(p.id[4]);
-                e[j] = ok ? x[off + (CONTIGUOUS ? j : j * p.is[4])] : value;
+                e[j] = value;
+                if (row_ok && static_cast<unsigned>(c0 + j) < static_cast<unsigned>(p.id[4]))
+                    e[j] = s[CONTIGUOUS ? j : j * p.is[4]];
             }
             // the lane's next unit, 32 on
-            cu += step_c;
-            const bool carry = cu >= row_units;
-            cu -= carry ? row_units : 0;
-            h += step_r + (carry ? 1 : 0);
-            row_off += carry ? carry_off : step_off;
-            if (h >= height) {
-                const std::uint32_t q = by_height.div(static_cast<std::uint32_t>(h));
+            cu += f.step_c;
+            const bool carry = cu >= f.row_units;
+            cu -= carry ? f.row_units : 0;
+            hi += f.step_r + (carry ? 1 : 0);
+            src += carry ? f.carry_off : f.step_off;
+            if (hi >= hi_end) {
+                const auto h = static_cast<std::uint32_t>(hi + p.pb[3]);
+                const std::uint32_t q = f.by_height.div(h);
                 plane += q;
-                h -= static_cast<int>(q) * height;
+                hi = static_cast<int>(h - q * height) - p.pb[3];
                 in_plane = locate_plane(p, plane);
-                row_off = in_plane.offset + std::int64_t{h - p.pb[3]} * p.is[3];
+                row_lim = in_plane.ok ? static_cast<unsigned>(p.id[3]) : 0U;
+                src = x + in_plane.offset + std::int64_t{hi} * p.is[3];
             }
         }
+        T* const out = y + static_cast<std::size_t>(base + lane) * VE;
 #pragma unroll
-        for (int b = 0; b < B; ++b) {
-            const std::uint32_t u = base + 32 * b + lane;
-            if (u < end)
-                *reinterpret_cast<store_t*>(y + static_cast<std::size_t>(u) * VE) = v[b];
-        }
-    }
+        for (int b = 0; b < B; ++b)
+            if (!TAIL || base + 32 * b + lane < end)
+                *reinterpret_cast<store_t*>(out + std::size_t{32} * b * VE) = v[b];
+    };
+    std::uint32_t base = begin;
+    for (; base + 32 * B <= end; base += 32 * B)
+        round(base, std::false_type{});
+    if (base < end)
+        round(base, std::true_type{});
 }
 
 // The staged path. Loads into registers held too few bytes in flight (ncu, build e62084f: DRAM
@@ -488,16 +503,24 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
                                                chunks, per_plane, plan.prefetch_lines);
             return;
         }
-        const divider by_row_units(p.od[4] / VE), by_height(p.od[3]);
+        flat_params f{};
+        f.units = units;
+        f.row_units = static_cast<int>(p.od[4]) / VE;
+        f.by_row_units = divider(static_cast<std::uint32_t>(f.row_units));
+        f.by_height = divider(p.od[3]);
+        f.step_r = 32 / f.row_units;
+        f.step_c = 32 - f.step_r * f.row_units;
+        f.step_off = std::int64_t{f.step_r} * p.is[3];
+        f.carry_off = f.step_off + p.is[3];
         auto flat = [&](auto b) {
-            launched =
-                launch_serialised_after(pad_flat<T, VE, C, decltype(b)::value>, dim3(grid),
-                                        dim3(plan.threads), stream, plan.dependent_launch, x, y, p,
-                                        value, units, by_row_units, by_height, plan.prefetch_lines);
+            launched = launch_serialised_after(pad_flat<T, VE, C, decltype(b)::value>, dim3(grid),
+                                               dim3(plan.threads), stream, plan.dependent_launch, x,
+                                               y, p, value, f, plan.prefetch_lines);
         };
         // the plan's units a lane; only the instances that do not spill are compiled (8 for units
-        // of up to 8 bytes, 2 for 16-byte units of strided 2-byte elements, 4 otherwise)
-        if constexpr (VE * sizeof(T) <= 8) {
+        // of up to 8 bytes, 4 bytes for strided 2-byte elements; 2 for their 16-byte units; 4
+        // otherwise)
+        if constexpr (VE * sizeof(T) <= (!C && sizeof(T) == 2 ? 4 : 8)) {
             if (plan.units_a_lane == 8) {
                 flat(std::integral_constant<int, 8>{});
                 return;
