@@ -3806,6 +3806,39 @@ stage_s55_e() { s55_lean s55_e; }
 # 6.49 -> about 5.3 µs; 96x5x130x130 bf16 15.52 -> about 13.0; 192x3x64x64 8.21 -> 7.3;
 # 384x3x32x32 4.93 -> 4.4; fp32 128x3x64x64 / 192x3x64x64 / 384x3x32x32 about 6.3 / 9.0 / 5.2.
 stage_s56_a() { s55_lean s56_a full; }
+# Session 56's second call (about 5 minutes with the build): which of the flat path's changes lost.
+# s56_a (760e68c) ran 96x5x130x130 bf16 in 17.67 µs and 384x3x32x32 in 5.94, where s55_c's flat
+# path (86de552) ran 15.52 and 4.93, though 128x3x64x64 took 4.71 -> 3.86 M instructions; ncu:
+# 96x5x130x130 issued 0.44 a scheduler, 56 % of cycles no warp eligible: latency, not issue. The
+# article pads for this build, then s55_c's pad.cu and pad_plan.cpp (86de552) and session 55's
+# lean path (7efea1e), each rebuilt in place from build_variants/ (carried; /build*/ is ignored),
+# each with the SASS of pad_flat<bf16, 2, contiguous, 4> and ncu's warp states of two pads.
+# Predicted: s55c 6.5 / 8.2 / 4.9 / 15.5 µs again (bf16); lean between s55c and lean2.
+s56_variant() { # LABEL, then the build_variants/ folder to build from (none: this build)
+    local label=$1 dir=${2:-} o
+    if [ -n "$dir" ]; then
+        cp "build_variants/$dir/pad.cu" "build_variants/$dir/pad_plan.cpp" src/fourfold/kernels/
+        FOURFOLD_NINJA_ARGS=fourfold stage_build || return 1
+    fi
+    s45_pad_run "s56-$label"
+    o=$(find "$BUILD" -name 'pad.cu.o' | head -1)
+    cuobjdump -sass "$o" 2>/dev/null | awk '/Function : /{p = /pad_flatI13__nv_bfloat16Li2ELb1ELi4/} p' \
+        >"$OUT/s56_sass_$label.txt"
+    echo "sass ($label): $(wc -l <"$OUT/s56_sass_$label.txt") lines"
+    FOURFOLD_PAD_UNITS_A_LANE=4 s55_ncu_pad "$OUT/s56_ncu_$label.txt" 2 1x128x3x64x64,1x96x5x130x130 \
+        SpeedOfLight SchedulerStats InstructionStats WarpStateStats
+}
+stage_s56_b() {
+    local t0=$SECONDS
+    s56_variant lean2
+    s56_variant s55c 86de552 || return 0
+    python3 bench/gpu/ab_table.py "$OUT/s56-s55c.json" "$OUT/s56-lean2.json" s55c lean2
+    s56_variant lean 7efea1e || return 0
+    python3 bench/gpu/ab_table.py "$OUT/s56-s55c.json" "$OUT/s56-lean.json" s55c lean
+    (cd "$OUT" && tar czf s56_b_runs.tgz s56-*.json s56-*.txt && rm -f s56-*.json s56-*.txt)
+    stage_pack s56_b
+    echo "after $((SECONDS - t0)) s"
+}
 # s55_d and s55_e: LABEL, then `full` for the staged passes (the tests and the article run)
 s55_lean() {
     local label=$1 full=${2:-} t0=$SECONDS
