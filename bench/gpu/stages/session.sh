@@ -3839,6 +3839,21 @@ stage_s56_b() {
     stage_pack s56_b
     echo "after $((SECONDS - t0)) s"
 }
+# Session 56's third call (about 5 minutes with the build): s56_b's SASS showed why 760e68c lost
+# on 96x5x130x130 and 384x3x32x32: each unit's two 2-byte loads were packed into its store word
+# right away, before the branch of the next unit's step, so the pack waited for them (control
+# code: scoreboard wait) and a round's units went one round trip each (ncu: 51 % of stall cycles
+# on the scoreboard). The elements now stay apart until the stores (as s55_c), 2-byte elements in
+# 16-byte units 2 a lane and in 8-byte units 4 (more spilled). Tests, memcheck, the article pads at
+# the defaults and in chunks, ncu's instructions. Predicted (H100, bf16): 128x3x64x64 about 5.8
+# µs, 192x3x64x64 7.3, 384x3x32x32 4.6, 96x5x130x130 14.0; 3.9 M instructions for 128x3x64x64.
+stage_s56_c() {
+    s55_lean s56_c
+    local o
+    o=$(find "$BUILD" -name 'pad.cu.o' | head -1)
+    cuobjdump -sass "$o" 2>/dev/null | awk '/Function : /{p = /pad_flatI13__nv_bfloat16Li2ELb1ELi4/} p' \
+        | grep -E "LDG|STG|PRMT|BRA" | head -40
+}
 # s55_d and s55_e: LABEL, then `full` for the staged passes (the tests and the article run)
 s55_lean() {
     local label=$1 full=${2:-} t0=$SECONDS

@@ -241,19 +241,21 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     // one round: B units a lane loaded, then stored; TAIL checks each unit against the share's end
     auto round = [&](std::uint32_t base, auto tail) {
         constexpr bool TAIL = decltype(tail)::value;
-        store_t v[B];
+        // the elements apart until every load of the round is issued: packed as they load
+        // (760e68c), each unit's pack waited for its loads before the next unit's step (a branch)
+        // and its loads, one round trip a unit (SASS, s56_b)
+        T v[B][VE];
 #pragma unroll
         for (int b = 0; b < B; ++b) {
             const bool in_share = !TAIL || base + 32 * b + lane < end;
             const bool row_ok = in_share && static_cast<unsigned>(hi) < row_lim;
             const int c0 = cu * VE - p.pb[4];
             const T* const s = src + (CONTIGUOUS ? c0 : c0 * p.is[4]);
-            T* const e = reinterpret_cast<T*>(&v[b]);
 #pragma unroll
             for (int j = 0; j < VE; ++j) {
-                e[j] = value;
+                v[b][j] = value;
                 if (row_ok && static_cast<unsigned>(c0 + j) < static_cast<unsigned>(p.id[4]))
-                    e[j] = s[CONTIGUOUS ? j : j * p.is[4]];
+                    v[b][j] = s[CONTIGUOUS ? j : j * p.is[4]];
             }
             // the lane's next unit, 32 on
             cu += f.step_c;
@@ -274,8 +276,14 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
         T* const out = y + static_cast<std::size_t>(base + lane) * VE;
 #pragma unroll
         for (int b = 0; b < B; ++b)
-            if (!TAIL || base + 32 * b + lane < end)
-                *reinterpret_cast<store_t*>(out + std::size_t{32} * b * VE) = v[b];
+            if (!TAIL || base + 32 * b + lane < end) {
+                store_t o;
+                T* const e = reinterpret_cast<T*>(&o);
+#pragma unroll
+                for (int j = 0; j < VE; ++j)
+                    e[j] = v[b][j];
+                *reinterpret_cast<store_t*>(out + std::size_t{32} * b * VE) = o;
+            }
     };
     std::uint32_t base = begin;
     for (; base + 32 * B <= end; base += 32 * B)
@@ -518,15 +526,14 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
                                                y, p, value, f, plan.prefetch_lines);
         };
         // the plan's units a lane; only the instances that do not spill are compiled (8 for units
-        // of up to 8 bytes, 4 bytes for strided 2-byte elements; 2 for their 16-byte units; 4
-        // otherwise)
-        if constexpr (VE * sizeof(T) <= (!C && sizeof(T) == 2 ? 4 : 8)) {
+        // of up to 8 bytes, 4 bytes for 2-byte elements; 2 for their 16-byte units; 4 otherwise)
+        if constexpr (VE * sizeof(T) <= (sizeof(T) == 2 ? 4 : 8)) {
             if (plan.units_a_lane == 8) {
                 flat(std::integral_constant<int, 8>{});
                 return;
             }
         }
-        if constexpr (!C && VE * sizeof(T) > 8 && sizeof(T) == 2)
+        if constexpr (VE * sizeof(T) > 8 && sizeof(T) == 2)
             flat(std::integral_constant<int, 2>{});
         else
             flat(std::integral_constant<int, 4>{});
