@@ -3854,6 +3854,20 @@ stage_s56_c() {
     cuobjdump -sass "$o" 2>/dev/null | awk '/Function : /{p = /pad_flatI13__nv_bfloat16Li2ELb1ELi4/} p' \
         | grep -E "LDG|STG|PRMT|BRA" | head -40
 }
+# s56_c cut to the device time left after refused starts (about 3 minutes with the build): the
+# pad tests, the article pads at the defaults (s56_b's s55c and s56_a's chunks are the baselines
+# of this card type), memcheck, then ncu's instructions
+stage_s56_d() {
+    local t0=$SECONDS
+    s55_pad_tests s56_d 'native.pad*:dependent_launch_cuda.the_pad*' || return 0
+    s45_pad_run s56-d
+    grep -E "^pad +native" "$OUT/s56-d.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s56_d_memcheck.txt" 60
+    stage_pack s56_d
+    FOURFOLD_PAD_UNITS_A_LANE=4 s55_ncu_pad "$OUT/s56_d_ncu.txt" 2 1x128x3x64x64,1x96x5x130x130 \
+        SpeedOfLight SchedulerStats InstructionStats
+    echo "after $((SECONDS - t0)) s"
+}
 # s55_d and s55_e: LABEL, then `full` for the staged passes (the tests and the article run)
 s55_lean() {
     local label=$1 full=${2:-} t0=$SECONDS
