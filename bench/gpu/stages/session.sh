@@ -3864,6 +3864,7 @@ stage_s56_d() {
     grep -E "^pad +native" "$OUT/s56-d.txt"
     FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s56_d_memcheck.txt" 60
     cuobjdump -sass "$(find "$BUILD" -name 'pad.cu.o' | head -1)" >"$OUT/s56_d_pad_sass.txt" 2>&1
+    python3 scripts/check_sass_rounds.py --sass "$OUT/s56_d_pad_sass.txt" | tail -4
     stage_pack s56_d
     FOURFOLD_PAD_UNITS_A_LANE=4 s55_ncu_pad "$OUT/s56_d_ncu.txt" 2 1x128x3x64x64,1x96x5x130x130 \
         SpeedOfLight SchedulerStats InstructionStats
