@@ -22,21 +22,15 @@ Exit 0 clean, 1 with findings (one line each), 2 on bad usage, 77 (ctest's skip)
 cuobjdump is given or found.
 """
 import re
-import subprocess
 import sys
 
-SKIP = 77
+import sass_listings
+from sass_listings import opcode
+
 FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\*\s*(0x[0-9a-f]{16})\s*\*/")
 CONTROL = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
 NO_BARRIER = 7
-
-
-def opcode(text):
-    parts = text.split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[0] if parts else ""
 
 
 def functions(listing):
@@ -100,31 +94,9 @@ def main(argv):
     pattern = "pad_flat"
     if len(argv) >= 2 and argv[0] == "--functions":
         pattern, argv = argv[1], argv[2:]
-    if len(argv) < 2 or argv[0] not in ("--cuobjdump", "--sass"):
-        print(__doc__.split("\n\n")[-2], file=sys.stderr)
-        return 2
-    listings = []
-    if argv[0] == "--cuobjdump":
-        tool, files = argv[1], argv[2:]
-        if not tool or tool.endswith("NOTFOUND"):
-            print("skipped: no cuobjdump (the CUDA toolkit's disassembler) on this machine; "
-                  "the check runs where it is (the H200's image)")
-            return SKIP
-        if not files:
-            print("check_sass_rounds: --cuobjdump PATH needs the files to disassemble",
-                  file=sys.stderr)
-            return 2
-        for f in files:
-            run = subprocess.run([tool, "-sass", f], capture_output=True, text=True)
-            if run.returncode != 0:
-                print(f"check_sass_rounds: {tool} -sass {f} failed: {run.stderr.strip()}",
-                      file=sys.stderr)
-                return 2
-            listings.append((f, run.stdout))
-    else:
-        for f in argv[1:]:
-            with open(f, encoding="utf-8", errors="replace") as handle:
-                listings.append((f, handle.read()))
+    listings, rc = sass_listings.load(argv, "check_sass_rounds", __doc__.split("\n\n")[-2])
+    if listings is None:
+        return rc
     bad, looked = 0, 0
     for f, listing in listings:
         found, n = findings(listing, pattern)

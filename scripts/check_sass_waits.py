@@ -29,10 +29,11 @@ Exit 0 clean, 1 with findings (one line each), 2 on bad usage, 77 (ctest's skip)
 cuobjdump is given or found.
 """
 import re
-import subprocess
 import sys
 
-SKIP = 77
+import sass_listings
+from sass_listings import opcode
+
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 # cuobjdump: "Function : name"; nvdisasm: ".text.name:"
 FUNCTION = re.compile(r"^\s*(?:Function\s*:\s*(\S+)|\.text\.(\S+):)\s*$")
@@ -58,14 +59,6 @@ def functions(listing):
         yield name, body
 
 
-def opcode(instruction):
-    """The opcode with its modifiers, past any predicate (@P0, @!PT)."""
-    parts = instruction.split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[0] if parts else ""
-
-
 def findings(listing):
     """(function, instruction) for each early non-coherent L1 load; and how many functions wait."""
     found, waiting = [], 0
@@ -84,30 +77,9 @@ def findings(listing):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] not in ("--cuobjdump", "--sass"):
-        print(__doc__.split("\n\n")[-2], file=sys.stderr)
-        return 2
-    listings = []
-    if argv[0] == "--cuobjdump":
-        tool, files = argv[1], argv[2:]
-        if not tool or tool.endswith("NOTFOUND"):
-            print("skipped: no cuobjdump (the CUDA toolkit's disassembler) on this machine; "
-                  "the check runs where it is (the H200's image)")
-            return SKIP
-        if not files:
-            print("check_sass_waits: --cuobjdump PATH needs the files to disassemble", file=sys.stderr)
-            return 2
-        for f in files:
-            run = subprocess.run([tool, "-sass", f], capture_output=True, text=True)
-            if run.returncode != 0:
-                print(f"check_sass_waits: {tool} -sass {f} failed: {run.stderr.strip()}",
-                      file=sys.stderr)
-                return 2
-            listings.append((f, run.stdout))
-    else:
-        for f in argv[1:]:
-            with open(f, encoding="utf-8", errors="replace") as handle:
-                listings.append((f, handle.read()))
+    listings, rc = sass_listings.load(argv, "check_sass_waits", __doc__.split("\n\n")[-2])
+    if listings is None:
+        return rc
     bad, waiting = 0, 0
     for f, listing in listings:
         found, n = findings(listing)
