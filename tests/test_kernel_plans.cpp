@@ -829,7 +829,8 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
         EXPECT_EQ(c.blocks, 5 * 132);
         EXPECT_NE(c.describe().find("warp per 8 output rows"), std::string::npos) << c.describe();
     }
-    // 16-byte units take 4 a lane (8 would spill); a small pad takes a warp a round of units
+    // 16-byte units of strided elements take 2 a lane (4 spilled once the split was made on the
+    // host); a small pad takes a warp a round of units
     auto wide = pad_of(k_aligned, elem::f32);
     wide.in_stride[4] = 2; // strided: the register path
     wide.in_shape[3] = wide.in_shape[4] = 6;
@@ -840,9 +841,9 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
     const auto w = plan_pad(wide, h200());
     EXPECT_FALSE(w.staged);
     EXPECT_EQ(w.vec, 4); // rows of 8 fp32
-    EXPECT_EQ(w.units_a_lane, 4);
-    // 96 x 7 planes of 8 x 8: 10752 units of 4, 84 rounds of 128, 11 blocks of 8 warps
-    EXPECT_EQ(w.blocks, 11);
+    EXPECT_EQ(w.units_a_lane, 2);
+    // 96 x 7 planes of 8 x 8: 10752 units of 4, 168 rounds of 64, 21 blocks of 8 warps
+    EXPECT_EQ(w.blocks, 21);
     // launched dependent on the launch before, as the staged path; strided rows not prefetched
     EXPECT_TRUE(p.dependent_launch);
     EXPECT_NE(p.describe().find("dependent launch"), std::string::npos) << p.describe();
@@ -900,4 +901,25 @@ TEST(kernel_plans, the_dependent_launch_can_be_switched_off_for_every_kernel) {
     EXPECT_FALSE(plan_pad(pad_of(k_aligned, elem::f32), h200()).dependent_launch);
     dep.set("1"); // anything but 0: on
     EXPECT_TRUE(plan_gemv(gemv_of(1, 4096, 4096), h200()).dependent_launch);
+}
+
+TEST(kernel_plans, pad_flat_split_gives_every_warp_its_share_in_order) {
+    // the flat path's split (made on the host, read by each warp): contiguous, in order, the
+    // whole output, shares a unit apart at most; fewer units than warps leaves warps empty
+    struct c {
+        std::uint32_t units, warps;
+    };
+    for (const auto [units, warps] : {c{1, 1}, c{7, 5280}, c{5280, 5280}, c{1389960, 5280},
+                                      c{4056000, 5280}, c{1109760, 4336}, c{2147483647, 8448}}) {
+        const fourfold::kernels::pad_flat_split s(units, warps);
+        EXPECT_EQ(s.begin(0), 0U);
+        EXPECT_EQ(s.begin(warps), units) << units << " / " << warps;
+        std::uint32_t least = units, most = 0;
+        for (std::uint32_t w = 0; w < warps; ++w) {
+            ASSERT_LE(s.begin(w), s.begin(w + 1)) << w;
+            least = std::min(least, s.begin(w + 1) - s.begin(w));
+            most = std::max(most, s.begin(w + 1) - s.begin(w));
+        }
+        EXPECT_LE(most - least, 1U) << units << " / " << warps;
+    }
 }

@@ -186,18 +186,18 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
 }
 
 // The flat register path (pad_plan::flat, the default): the output's VE-element units as one flat
-// run cut into one even share a warp (units x w / W to units x (w + 1) / W), so every warp of the
-// one wave moves the same bytes and makes the same round trips. pad_planes' chunks of 8 rows did
-// not divide evenly: the 96x5x130x130 bf16 pad's 11424 chunks on 5280 warps left 864 warps a
-// third chunk of three loads-then-stores rounds each, while the rest had ended (the last 8
-// units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ... of its
-// warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped 32
-// units at a time, the plane looked up again only where the step crosses into another.
-// The flat path's per-launch constants, made on the host: a lane's units are 32 apart, so its
-// row and unit column step by (step_r, step_c) a unit and its input row pointer by step_off (one
-// input row more, carry_off, where the column wraps)
+// run cut into one even share a warp (pad_flat_split, pad.hpp: shares a unit apart at most), so
+// every warp of the one wave moves the same bytes and makes the same round trips. pad_planes'
+// chunks of 8 rows did not divide evenly: the 96x5x130x130 bf16 pad's 11424 chunks on 5280 warps
+// left 864 warps a third chunk of three loads-then-stores rounds each, while the rest had ended
+// (the last 8 units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ...
+// of its warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped
+// 32 units at a time, the plane looked up again only where the step crosses into another. The flat
+// path's per-launch constants, made on the host: a lane's units are 32 apart, so its row and unit
+// column step by (step_r, step_c) a unit and its input row pointer by step_off (one input row more,
+// carry_off, where the column wraps)
 struct flat_params {
-    std::uint32_t units;
+    pad_flat_split split;
     divider by_row_units, by_height;
     int row_units, step_r, step_c;
     std::int64_t step_off, carry_off;
@@ -209,10 +209,9 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
              int prefetch_lines) {
     using store_t = typename store_of<T, VE>::type;
     const int lane = threadIdx.x % 32;
-    const std::uint64_t warps = std::uint64_t{gridDim.x} * (blockDim.x / 32);
-    const std::uint64_t warp = std::uint64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
-    const auto begin = static_cast<std::uint32_t>(f.units * warp / warps);
-    const auto end = static_cast<std::uint32_t>(f.units * (warp + 1) / warps);
+    const std::uint32_t warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const std::uint32_t begin = f.split.begin(warp);
+    const std::uint32_t end = begin + f.split.share + (warp < f.split.extra ? 1 : 0);
     const int height = static_cast<int>(p.od[3]);
     allow_dependents();
     if (CONTIGUOUS && prefetch_lines > 0 && begin < end) {
@@ -221,9 +220,9 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
         const std::uint32_t plane = f.by_height.div(row);
         const int h = static_cast<int>(row - plane * height);
         const int first = static_cast<int>(min(end - begin, std::uint32_t{32 * B}));
-        prefetch_rows_l2(x, p, plane, h,
-                         min(height - h, (first + f.row_units - 1) / f.row_units + 1), lane, 32,
-                         prefetch_lines, true);
+        const auto rows = static_cast<int>(
+            f.by_row_units.div(static_cast<std::uint32_t>(first + f.row_units - 1)));
+        prefetch_rows_l2(x, p, plane, h, min(height - h, rows + 1), lane, 32, prefetch_lines, true);
     }
     dependency_wait(); // x is read and y written only below
     // The lane's first unit, begin + lane, as (plane, input row hi = h - pads before, unit column
@@ -512,7 +511,7 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
             return;
         }
         flat_params f{};
-        f.units = units;
+        f.split = pad_flat_split(units, grid * static_cast<unsigned>(plan.threads / 32));
         f.row_units = static_cast<int>(p.od[4]) / VE;
         f.by_row_units = divider(static_cast<std::uint32_t>(f.row_units));
         f.by_height = divider(p.od[3]);
@@ -526,14 +525,15 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
                                                y, p, value, f, plan.prefetch_lines);
         };
         // the plan's units a lane; only the instances that do not spill are compiled (8 for units
-        // of up to 8 bytes, 4 bytes for 2-byte elements; 2 for their 16-byte units; 4 otherwise)
+        // of up to 8 bytes, 4 bytes for 2-byte elements; 2 for their 16-byte units and those of
+        // strided elements; 4 otherwise)
         if constexpr (VE * sizeof(T) <= (sizeof(T) == 2 ? 4 : 8)) {
             if (plan.units_a_lane == 8) {
                 flat(std::integral_constant<int, 8>{});
                 return;
             }
         }
-        if constexpr (VE * sizeof(T) > 8 && sizeof(T) == 2)
+        if constexpr (VE * sizeof(T) > 8 && (sizeof(T) == 2 || !C))
             flat(std::integral_constant<int, 2>{});
         else
             flat(std::integral_constant<int, 4>{});

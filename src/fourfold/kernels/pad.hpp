@@ -28,6 +28,20 @@ inline constexpr std::int64_t k_pad_tile_bytes = std::int64_t{12} * 1024;
 // An input row above this goes the register path (a tile is at least one row).
 inline constexpr std::int64_t k_pad_max_staged_row_bytes = std::int64_t{32} * 1024;
 
+// The flat path's even split (pad_flat): warp w of W takes the units [begin(w), begin(w + 1)),
+// units / W each and the first units % W one more. Made on the host: the device's split was
+// units x w / W, two 64-bit divisions a warp (software routines in the SASS) ahead of its first
+// load.
+struct pad_flat_split {
+    std::uint32_t share = 0, extra = 0;
+    constexpr pad_flat_split() = default;
+    constexpr pad_flat_split(std::uint32_t units, std::uint32_t warps)
+        : share(units / warps), extra(units % warps) {}
+    [[nodiscard]] constexpr std::uint32_t begin(std::uint32_t w) const {
+        return w * share + (w < extra ? w : extra);
+    }
+};
+
 struct pad_args {
     const void* x = nullptr;
     void* y = nullptr;

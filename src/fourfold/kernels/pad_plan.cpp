@@ -20,11 +20,11 @@ int prefetch_lines() {
 // (384x3x32x32 bf16 4.93 against 5.41 at 4), else 4 (96x5x130x130 bf16 15.58 against 17.85 at
 // 8; 128x3x64x64 6.49 against 7.59); 16-byte units 4 (8 would spill). FOURFOLD_PAD_UNITS_A_LANE=4
 // or 8 forces it (8 for units of 8 bytes or less). 2-byte elements (each its own load, held apart
-// until the round's loads are issued): 16-byte units take 2 and 8-byte units 4 (4 and 8 would
-// spill: the kernel compiles no other instance for them).
+// until the round's loads are issued): 16-byte units take 2 and 8-byte units 4; so do 16-byte
+// units of strided 4-byte elements (more would spill: the kernel compiles no other instance).
 int units_a_lane(std::int64_t unit_bytes, std::int64_t units, std::int64_t wave_warps,
-                 bool halves = false) {
-    if (halves && unit_bytes > 8)
+                 bool halves = false, bool strided = false) {
+    if ((halves || strided) && unit_bytes > 8)
         return 2;
     if (unit_bytes > 8 || (halves && unit_bytes > 4) || switch_is("FOURFOLD_PAD_UNITS_A_LANE", "4"))
         return 4;
@@ -198,7 +198,8 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
     p.flat = !switch_is("FOURFOLD_PAD_FLAT", "0");
     if (p.flat) {
         const std::int64_t units = p.out_elements / p.vec;
-        p.units_a_lane = units_a_lane(p.vec * es, units, wave * warps_per_block, es == 2);
+        p.units_a_lane =
+            units_a_lane(p.vec * es, units, wave * warps_per_block, es == 2, !p.contiguous_rows);
         const std::int64_t round = std::int64_t{32} * p.units_a_lane; // units a warp a round
         const std::int64_t rounds = (units + round - 1) / round;
         p.blocks = std::max<std::int64_t>(
