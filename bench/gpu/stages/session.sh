@@ -3854,9 +3854,10 @@ stage_s56_c() {
     cuobjdump -sass "$o" 2>/dev/null | awk '/Function : /{p = /pad_flatI13__nv_bfloat16Li2ELb1ELi4/} p' \
         | grep -E "LDG|STG|PRMT|BRA" | head -40
 }
-# s56_c cut to the device time left after refused starts (about 3 minutes with the build): the
-# pad tests, the article pads at the defaults (s56_b's s55c and s56_a's chunks are the baselines
-# of this card type), memcheck, the rounds check on the pad's SASS, then ncu's instructions.
+# s56_c cut to the device time left after refused starts (about 4 minutes with the build): the
+# pad tests, the article pads at the defaults and in chunks, memcheck, the rounds check on the
+# pad's SASS, ncu's instructions, then s55_c's flat path rebuilt in place as the same-call
+# baseline (with its SASS and ncu, s56_variant).
 # Not run in session 56 (no device time left); on cfc45f9 it also times the split made on the host
 # (no 64-bit division a warp). Predicted (H100, bf16): 128x3x64x64 about 5.6 µs and 3.0 M
 # instructions (lean2 3.86 M), 192x3x64x64 7.2, 384x3x32x32 4.5, 96x5x130x130 13.8 and 5.6 M
@@ -3865,13 +3866,24 @@ stage_s56_d() {
     local t0=$SECONDS
     s55_pad_tests s56_d 'native.pad*:dependent_launch_cuda.the_pad*' || return 0
     s45_pad_run s56-d
-    grep -E "^pad +native" "$OUT/s56-d.txt"
+    s45_pad_run s56-d-chunks FOURFOLD_PAD_FLAT=0
+    python3 bench/gpu/ab_table.py "$OUT/s56-d-chunks.json" "$OUT/s56-d.json" chunks fix
     FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s56_d_memcheck.txt" 60
     cuobjdump -sass "$(find "$BUILD" -name 'pad.cu.o' | head -1)" >"$OUT/s56_d_pad_sass.txt" 2>&1
     python3 scripts/check_sass_rounds.py --sass "$OUT/s56_d_pad_sass.txt" | tail -4
-    stage_pack s56_d
     FOURFOLD_PAD_UNITS_A_LANE=4 s55_ncu_pad "$OUT/s56_d_ncu.txt" 2 1x128x3x64x64,1x96x5x130x130 \
         SpeedOfLight SchedulerStats InstructionStats
+    # the baseline in the same call: s55_c's flat path rebuilt in place (carry build_variants,
+    # made on the CPU machine by: for f in pad.cu pad_plan.cpp; do git show
+    # 86de552:src/fourfold/kernels/$f > build_variants/86de552/$f; done)
+    if [ -f build_variants/86de552/pad.cu ]; then
+        s56_variant s55c 86de552 && python3 bench/gpu/ab_table.py "$OUT/s56-s55c.json" \
+            "$OUT/s56-d.json" s55c fix
+    else
+        echo "s56_d: no build_variants/86de552 carried: no same-call baseline"
+    fi
+    (cd "$OUT" && tar czf s56_d_runs.tgz s56-*.json s56-*.txt && rm -f s56-*.json s56-*.txt)
+    stage_pack s56_d
     echo "after $((SECONDS - t0)) s"
 }
 # s55_d and s55_e: LABEL, then `full` for the staged passes (the tests and the article run)
