@@ -407,6 +407,17 @@ TEST(native, pad_of_offset_and_strided_views_agrees_with_stock) {
             const auto stock = dc.call(*dev, "stock", in);
             EXPECT_TRUE(at::equal(native, stock)) << "pad of a view, " << to_string(t);
         }
+        // strided rows whose output rows take wide stores, each its own units a lane: 24 wide
+        // (16-byte units of every dtype) and 20 wide (8-byte units of 2-byte elements, 16-byte
+        // ones of fp32)
+        for (const std::int64_t w : {22, 18}) {
+            const auto wc = make_case(
+                *dev, "pad", json{{"channels", 6}, {"frames", 3}, {"height", 20}, {"width", w}}, t);
+            workloads::input_set in;
+            in.add("x", at::randn({1, 6, 3, w, 20}, o).transpose(3, 4));
+            EXPECT_TRUE(at::equal(wc.call(*dev, "native", in), wc.call(*dev, "stock", in)))
+                << "pad of a strided view, width " << w << ", " << to_string(t);
+        }
     }
 }
 
