@@ -185,17 +185,9 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     }
 }
 
-// The flat register path (pad_plan::flat, the default): the output's VE-element units as one flat
-// run cut into one even share a warp (pad_flat_split, pad.hpp: shares a unit apart at most), so
-// every warp of the one wave moves the same bytes and makes the same round trips. pad_planes'
-// chunks of 8 rows did not divide evenly: the 96x5x130x130 bf16 pad's 11424 chunks on 5280 warps
-// left 864 warps a third chunk of three loads-then-stores rounds each, while the rest had ended
-// (the last 8 units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ...
-// of its warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped
-// 32 units at a time, the plane looked up again only where the step crosses into another. The flat
-// path's per-launch constants, made on the host: a lane's units are 32 apart, so its row and unit
-// column step by (step_r, step_c) a unit and its input row pointer by step_off (one input row more,
-// carry_off, where the column wraps)
+// The flat path's per-launch constants, made on the host: the warps' split, and a lane's steps
+// (its units are 32 apart, so its row and unit column step by (step_r, step_c) a unit and its
+// input row pointer by step_off; one input row more, carry_off, where the column wraps).
 struct flat_params {
     pad_flat_split split;
     divider by_row_units, by_height;
@@ -203,6 +195,14 @@ struct flat_params {
     std::int64_t step_off, carry_off;
 };
 
+// The flat register path (pad_plan::flat, the default): the output's VE-element units as one flat
+// run cut into one even share a warp (pad_flat_split, pad.hpp: shares a unit apart at most), so
+// every warp of the one wave moves the same bytes and makes the same round trips. pad_planes'
+// chunks of 8 rows did not divide evenly: the 96x5x130x130 bf16 pad's 11424 chunks on 5280 warps
+// left 864 warps a third chunk of three loads-then-stores rounds each, while the rest had ended
+// (the last 8 units of a chunk's 264 a round of their own). A lane takes units lane, lane + 32, ...
+// of its warp's share, B of them loaded before any is stored; its (plane, row, unit column) stepped
+// 32 units at a time, the plane looked up again only where the step crosses into another.
 template <typename T, int VE, bool CONTIGUOUS, int B>
 __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     pad_flat(const T* __restrict__ x, T* __restrict__ y, pad_params p, T value, flat_params f,
@@ -210,8 +210,7 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     using store_t = typename store_of<T, VE>::type;
     const int lane = threadIdx.x % 32;
     const std::uint32_t warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    const std::uint32_t begin = f.split.begin(warp);
-    const std::uint32_t end = begin + f.split.share + (warp < f.split.extra ? 1 : 0);
+    const std::uint32_t begin = f.split.begin(warp), end = f.split.begin(warp + 1);
     const int height = static_cast<int>(p.od[3]);
     allow_dependents();
     if (CONTIGUOUS && prefetch_lines > 0 && begin < end) {
