@@ -3904,3 +3904,29 @@ s55_lean() {
         SpeedOfLight SchedulerStats InstructionStats
     echo "after $((SECONDS - t0)) s"
 }
+
+# Session 57's second call, on an H200 only (about 7 minutes warm after s56_d; the build redone
+# for the tree's pad kernel, which s56_d's baseline replaced in place): the article pads at the
+# defaults (issue 13's 96x5x130x130 bf16 target, 10.5 µs; session 51: 13.67), the three decodes
+# of issue 15 (native_fused, ctx 512 and 2048: qwen3-30b-a3b, llama3-8b bf16 and fp8_row; session
+# 51: 349.2, 248.8 / 238.8, 386.9 tokens/s), then the article linear_decode run (issue 13's GEMV
+# targets). Predicted: the decodes as session 51 within 1 % (no decode kernel changed since), the
+# 96x5x130x130 pad about s56_d's H100 figure x 2,995 / 4,193 plus 0.5 µs of latency.
+stage_s57_b() {
+    local t0=$SECONDS
+    if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        echo "s57_b: not an H200 (issues 13 and 15 set their targets on the H200): not run"
+        return 0
+    fi
+    s45_pad_run s57-pad
+    s45_pad_run s57-pad-chunks FOURFOLD_PAD_FLAT=0
+    python3 bench/gpu/ab_table.py "$OUT/s57-pad-chunks.json" "$OUT/s57-pad.json" chunks flat
+    decode_ab qwen3-30b-a3b base
+    decode_ab llama3-8b base
+    decode_ab fp8 base
+    echo "after $((SECONDS - t0)) s"
+    [ $((SECONDS - t0)) -lt 260 ] && article_linear_decode s57
+    (cd "$OUT" && tar czf s57_b_runs.tgz s57-*.json s57-*.txt && rm -f s57-*.json s57-*.txt)
+    stage_pack s57_b
+    echo "after $((SECONDS - t0)) s"
+}
