@@ -3930,3 +3930,32 @@ stage_s57_b() {
     stage_pack s57_b
     echo "after $((SECONDS - t0)) s"
 }
+
+# Session 57's third call (warm, about 2 minutes): moe_decode's op figures on the H200 (issue 15's
+# ffn T = 1 target, 25 µs; session 51: 31.5) and the qwen3 step's in-graph kernel timeline.
+stage_s57_c() {
+    local t0=$SECONDS
+    timeout 90 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn,block \
+        --dtype bf16 --variants stock,native --device cuda --ledgers op_time,correctness \
+        --min-time 0.1 --db "$DB" --label s57-moe --quiet >"$OUT/s57_moe.txt" 2>&1
+    echo "moe_decode: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s57_moe.txt" | head -16
+    if timeline_cupti; then s49_timeline_decode qwen3-30b-a3b; fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s57_c
+}
+
+# Session 57's fourth call (about 4 minutes with the build; run with pad.cu and pad_plan.cpp
+# touched first: s56_d's baseline had swapped s55_c's files in place, and ninja's timestamps kept
+# that object in s57_b, whose pad table is s55_c's kernel again): the fix's remaining gpu tests
+# (staged, the VAE's native pad) and the article pads timed again on the fix. Predicted: the tests
+# pass; the pads within 2 % of s56_d's (5.40 / 6.52 / 3.90 / 12.31 µs bf16).
+stage_s57_d() {
+    local t0=$SECONDS
+    FOURFOLD_PAD_STAGED=1 s25_gtests 'native.pad*' 100 "$OUT/s57_d_tests_staged.txt"
+    s55_pad_tests s57_d 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' || return 0
+    s45_pad_run s57-fix
+    (cd "$OUT" && tar czf s57_d_runs.tgz s57-*.json s57-*.txt && rm -f s57-*.json s57-*.txt)
+    stage_pack s57_d
+    echo "after $((SECONDS - t0)) s"
+}
