@@ -3959,3 +3959,38 @@ stage_s57_d() {
     stage_pack s57_d
     echo "after $((SECONDS - t0)) s"
 }
+
+# Session 57's fifth call (about 4 minutes with the build): where the fix's flat path spends its
+# time on the H200 (s56_d: 96x5x130x130 bf16 12.31 µs, 76.6 % of the copy bandwidth, issued 0.55
+# warps a cycle a scheduler, 45 % of cycles no warp eligible, about 42 instructions a unit of 4
+# elements in the loop's SASS, 7 of them constant-bank reloads). The article pads at the plan's
+# units a lane, forced 4 and 8, and staged, against the default in the same call; then ncu's
+# per-instruction warp-state samples of that pad (SASS page, CSV) and its warp states. Predicted:
+# forced 4 or 8 within 3 % of the default on the bf16 pads; staged slower on the three small bf16
+# pads (as on the H100); the samples mostly long-scoreboard waits at the round's first packing.
+stage_s57_e() {
+    local t0=$SECONDS v
+    s45_pad_run s57-def
+    for v in u4:FOURFOLD_PAD_UNITS_A_LANE=4 u8:FOURFOLD_PAD_UNITS_A_LANE=8 staged:FOURFOLD_PAD_STAGED=1; do
+        s45_pad_run "s57-${v%%:*}" "${v#*:}"
+        python3 bench/gpu/ab_table.py "$OUT/s57-def.json" "$OUT/s57-${v%%:*}.json" default "${v%%:*}" |
+            head -10
+    done
+    timeout 120 ncu --clock-control none --kernel-name regex:"pad_flat" --launch-count 1 \
+        --warp-sampling-interval 0 --import-source no --section SourceCounters \
+        --section WarpStateStats --section InstructionStats --section SchedulerStats \
+        -o "$OUT/s57_e_pad" -f $BIN run --workload pad --shape 1x96x5x130x130 --dtype bf16 \
+        --variants native --ledgers correctness --device cuda --db /tmp/ncu-s57.db --quiet \
+        >"$OUT/s57_e_ncu.txt" 2>&1
+    echo "ncu -o: exit $?"
+    ncu -i "$OUT/s57_e_pad.ncu-rep" --page details >"$OUT/s57_e_ncu_details.txt" 2>&1
+    grep -E "Stall|Issued Warp|No Eligible|Executed Instructions  |Warp Cycles Per Issued" \
+        "$OUT/s57_e_ncu_details.txt" | head -30
+    ncu -i "$OUT/s57_e_pad.ncu-rep" --page source --csv --print-source sass \
+        >"$OUT/s57_e_ncu_sass.csv" 2>&1
+    echo "sass page: $(wc -l <"$OUT/s57_e_ncu_sass.csv") lines"
+    head -2 "$OUT/s57_e_ncu_sass.csv" | cut -c1-600
+    (cd "$OUT" && tar czf s57_e_runs.tgz s57-*.json s57-*.txt && rm -f s57-*.json s57-*.txt)
+    stage_pack s57_e
+    echo "after $((SECONDS - t0)) s"
+}
