@@ -3817,8 +3817,14 @@ stage_s56_a() { s55_lean s56_a full; }
 s56_variant() { # LABEL, then the build_variants/ folder to build from (none: this build)
     local label=$1 dir=${2:-} o
     if [ -n "$dir" ]; then
+        # the tree's files kept aside, put back below and touched: ninja goes by timestamps, so the
+        # variant's object outlived it into the next call on the same machine (s57_b's pad table
+        # was s55_c's kernel again)
+        mkdir -p /tmp/s56_tree
+        [ -f /tmp/s56_tree/pad.cu ] ||
+            cp src/fourfold/kernels/pad.cu src/fourfold/kernels/pad_plan.cpp /tmp/s56_tree/
         cp "build_variants/$dir/pad.cu" "build_variants/$dir/pad_plan.cpp" src/fourfold/kernels/
-        FOURFOLD_NINJA_ARGS=fourfold stage_build || return 1
+        FOURFOLD_NINJA_ARGS=fourfold stage_build || { s56_restore; return 1; }
     fi
     s45_pad_run "s56-$label"
     o=$(find "$BUILD" -name 'pad.cu.o' | head -1)
@@ -3827,6 +3833,13 @@ s56_variant() { # LABEL, then the build_variants/ folder to build from (none: th
     echo "sass ($label): $(wc -l <"$OUT/s56_sass_$label.txt") lines"
     FOURFOLD_PAD_UNITS_A_LANE=4 s55_ncu_pad "$OUT/s56_ncu_$label.txt" 2 1x128x3x64x64,1x96x5x130x130 \
         SpeedOfLight SchedulerStats InstructionStats WarpStateStats
+    [ -z "$dir" ] || s56_restore
+}
+# the tree's pad files back in place (newer than any object built from a variant)
+s56_restore() {
+    [ -f /tmp/s56_tree/pad.cu ] || return 0
+    cp /tmp/s56_tree/pad.cu /tmp/s56_tree/pad_plan.cpp src/fourfold/kernels/
+    touch src/fourfold/kernels/pad.cu src/fourfold/kernels/pad_plan.cpp
 }
 stage_s56_b() {
     local t0=$SECONDS
