@@ -271,9 +271,14 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
                 src = x + in_plane.offset + std::int64_t{hi} * p.is[3];
             }
         }
+        // The tail round stores its last unit first: stored first to last, ptxas moved the first
+        // 16-byte unit's packs and store above the second unit's last loads (pad_flat<bf16 |
+        // half, 8, contiguous, 2>: check_sass_rounds on s56_d's listing), and those loads left a
+        // round trip late. (A warp barrier between did not stop it: 4 such waits, not 2.)
         T* const out = y + static_cast<std::size_t>(base + lane) * VE;
 #pragma unroll
-        for (int b = 0; b < B; ++b)
+        for (int i = 0; i < B; ++i) {
+            const int b = TAIL ? B - 1 - i : i;
             if (!TAIL || base + 32 * b + lane < end) {
                 store_t o;
                 T* const e = reinterpret_cast<T*>(&o);
@@ -282,6 +287,7 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
                     e[j] = v[b][j];
                 *reinterpret_cast<store_t*>(out + std::size_t{32} * b * VE) = o;
             }
+        }
     };
     std::uint32_t base = begin;
     for (; base + 32 * B <= end; base += 32 * B)
