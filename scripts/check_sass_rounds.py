@@ -14,12 +14,14 @@ piece's last global load (LDG) may wait on a scoreboard barrier that an earlier 
 set. The barriers come from each instruction's control bits (cuobjdump -sass prints them as the
 second 64-bit word of an instruction on the line below it; sm_70 and later: bits 46-48 the write
 barrier, 52-57 the wait mask of that word), so the listing must be cuobjdump's, with its hex.
+Without cuobjdump, the files' cubins are read directly (sass_listings.cubin_listing: the loads,
+the stores and every control word, all this check needs), so the check runs on CI too.
 
 Usage:
   check_sass_rounds.py [--functions REGEX] --cuobjdump PATH FILE...
   check_sass_rounds.py [--functions REGEX] --sass LISTING...
 Exit 0 clean, 1 with findings (one line each), 2 on bad usage, 77 (ctest's skip) when no
-cuobjdump is given or found.
+cuobjdump is given or found and the files hold no cubin to read.
 """
 import re
 import sys
@@ -94,7 +96,8 @@ def main(argv):
     pattern = "pad_flat"
     if len(argv) >= 2 and argv[0] == "--functions":
         pattern, argv = argv[1], argv[2:]
-    listings, rc = sass_listings.load(argv, "check_sass_rounds", __doc__.split("\n\n")[-2])
+    listings, rc = sass_listings.load(argv, "check_sass_rounds", __doc__.split("\n\n")[-2],
+                                      decode=True)
     if listings is None:
         return rc
     bad, looked = 0, 0
