@@ -1,5 +1,5 @@
-"""scripts/check_sass_rounds.py, the pad's SASS check (ctest kernels.sass_rounds, which needs
-cuobjdump). The instruction lines and their control words are nvcc 13.0's sm_90a code for
+"""scripts/check_sass_rounds.py, the pad's SASS check (ctest kernels.sass_rounds: cuobjdump's
+listing, or the cubins read directly without it). The instruction lines and their control words are nvcc 13.0's sm_90a code for
 pad_flat<bf16, 2, contiguous, 4> (session 56, cuobjdump -sass on the H100's build): 760e68c's
 round, whose PRMT waited for its unit's loads before the next unit's were issued, and the round
 as it should be, every load issued before the first wait on one."""
