@@ -3977,7 +3977,9 @@ stage_s57_d() {
 # time on the H200 (s56_d: 96x5x130x130 bf16 12.31 µs, 76.6 % of the copy bandwidth, issued 0.55
 # warps a cycle a scheduler, 45 % of cycles no warp eligible, about 42 instructions a unit of 4
 # elements in the loop's SASS, 7 of them constant-bank reloads). The article pads at the plan's
-# units a lane, forced 4 and 8, and staged, against the default in the same call; then ncu's
+# units a lane, forced 4 and 8, and staged, against the default in the same call (the default is
+# main's, with 9b4e93a's tail round, its last unit stored first: predicted as s56_d within 1 %,
+# since no article pad's tail takes 16-byte units of 2-byte elements); then ncu's
 # per-instruction warp-state samples of that pad (SASS page, CSV) and its warp states. Predicted:
 # forced 4 or 8 within 3 % of the default on the bf16 pads; staged slower on the three small bf16
 # pads (as on the H100); the samples mostly long-scoreboard waits at the round's first packing.
