@@ -4005,7 +4005,43 @@ stage_s57_e() {
         >"$OUT/s57_e_ncu_sass.csv" 2>&1
     echo "sass page: $(wc -l <"$OUT/s57_e_ncu_sass.csv") lines"
     head -2 "$OUT/s57_e_ncu_sass.csv" | cut -c1-600
-    (cd "$OUT" && tar czf s57_e_runs.tgz s57-*.json s57-*.txt && rm -f s57-*.json s57-*.txt)
+    # (s58_a reads s57-def.json after this: S57_E_KEEP=1 leaves the runs for its own tar)
+    [ -n "${S57_E_KEEP:-}" ] ||
+        (cd "$OUT" && tar czf s57_e_runs.tgz s57-*.json s57-*.txt && rm -f s57-*.json s57-*.txt)
     stage_pack s57_e
     echo "after $((SECONDS - t0)) s"
+}
+
+# Session 58's first call (about 6-7 minutes with the build): s57_e, then the trial on branch
+# s57-off32 (7f35c68: the flat path's offsets in a plane 32-bit) rebuilt in place from
+# build_variants/s57-off32 (carry it with .deps; made by: git show s57-off32:src/fourfold/kernels/
+# pad.cu > build_variants/s57-off32/pad.cu, and pad_plan.cpp alike), its pad gpu tests and the
+# article pads against s57_e's default in the same call. Its hot loop, counted on the cubin here
+# (/tmp tools of session 57: the BRA targets decoded): 165 -> 157 instructions a round of 4 bf16
+# 8-byte units, 127 -> 117 for 4-byte units, 236 -> 215 for fp32's 8 a lane. Predicted: 96x5x130x130
+# bf16 12.3 -> about 11.9 µs (the loop's share of the issue), the small pads -0 to -3 %.
+s58_off32() {
+    local t0=$SECONDS
+    if [ ! -f build_variants/s57-off32/pad.cu ]; then
+        echo "s58: no build_variants/s57-off32 carried: the trial not run"
+        return 0
+    fi
+    mkdir -p /tmp/s56_tree
+    [ -f /tmp/s56_tree/pad.cu ] ||
+        cp src/fourfold/kernels/pad.cu src/fourfold/kernels/pad_plan.cpp /tmp/s56_tree/
+    cp build_variants/s57-off32/pad.cu build_variants/s57-off32/pad_plan.cpp src/fourfold/kernels/
+    FOURFOLD_NINJA_ARGS="fourfold fourfold_gpu_tests" stage_build || { s56_restore; return 1; }
+    if s55_pad_tests s58_off32 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*'; then
+        FOURFOLD_PAD_STAGED=1 s25_gtests 'native.pad*' 100 "$OUT/s58_off32_tests_staged.txt"
+        s45_pad_run s57-off32
+        python3 bench/gpu/ab_table.py "$OUT/s57-def.json" "$OUT/s57-off32.json" default off32
+    fi
+    s56_restore
+    echo "off32: after $((SECONDS - t0)) s"
+}
+stage_s58_a() {
+    S57_E_KEEP=1 stage_s57_e
+    s58_off32
+    (cd "$OUT" && tar czf s58_a_runs.tgz s57-*.json s57-*.txt 2>/dev/null && rm -f s57-*.json s57-*.txt)
+    stage_pack s58_a
 }
