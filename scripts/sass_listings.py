@@ -79,6 +79,16 @@ def object_cubins(data):
             yield from fatbin_cubins(body)
 
 
+def branch_target(address, low):
+    """Where an sm_90 BRA at `address` (bytes) goes, from its first 64-bit word: the offset in
+    4-byte words past the next instruction is bits 16-23 (low byte) and the signed bits 34-63
+    (the rest). Checked on cuobjdump's BRA lines (forward, backward and to itself)."""
+    upper = low >> 34
+    if upper & (1 << 29):
+        upper -= 1 << 30
+    return address + 16 + 4 * (upper * 256 + ((low >> 16) & 0xFF))
+
+
 def cubin_listing(cubin):
     """A listing in cuobjdump -sass's layout from a cubin's code (.text.<function>): a
     "Function :" line a function, then per 16-byte instruction its address, its name (an opcode

@@ -108,3 +108,30 @@ def test_nvccs_copy_kernel_reads_as_a_load_then_a_store_that_waits_on_it(tmp_pat
     assert barrier != check_sass_rounds.NO_BARRIER
     # the store's operand comes from the load: something between waits on the load's barrier
     assert any(wait & (1 << barrier) for _, _, _, wait in body[load + 1:store + 1])
+
+
+import sass_loops  # noqa: E402
+
+
+def test_branch_targets_read_as_cuobjdump_prints_them():
+    # (address, first word, cuobjdump's target) from s56_d's listing of pad_flat (sm_90a)
+    for address, low, target in [(0x36A0, 0xFFFFFFE8001C8947, 0x1F20),  # the main loop's end
+                                 (0x0B00, 0xFFFFFFFC005C8947, 0x0880),
+                                 (0x0150, 0x0000001400D40947, 0x18B0),  # forward
+                                 (0x3960, 0xFFFFFFFC00FC7947, 0x3960)]:  # the final self-branch
+        assert sass_listings.branch_target(address, low) == target
+
+
+def bra(address, target):
+    words = (target - address - 16) // 4
+    return 0x947 | ((words & 0xFF) << 16) | (((words >> 8) & ((1 << 30) - 1)) << 34), 0
+
+
+def test_the_loop_budget_leaves_out_the_bodies_its_forward_branches_skip():
+    nop = (0x918, 0)
+    # 0x00 LDG; 0x10 BRA -> 0x40 (skips two); 0x20, 0x30 the rare body; 0x40 STG; 0x50 back to 0
+    body = [LDG, bra(0x10, 0x40), nop, nop, STG, bra(0x50, 0x00), (0x94D, 0)]
+    start, end, size, hot, counts = sass_loops.loop_budget(code(*body))
+    assert (start, end, size, hot) == (0x00, 0x50, 6, 4)
+    assert counts[sass_loops.LDG] == 1 and counts[sass_loops.STG] == 1
+    assert sass_loops.loop_budget(code(LDG, STG, (0x94D, 0))) is None  # no loop
