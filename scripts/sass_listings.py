@@ -139,6 +139,9 @@ def load(argv, check, usage, decode=False):
                     print(f"{check}: no cuobjdump; read {len(listings)} cubin(s) in "
                           f"{' '.join(files)} directly (loads, stores and control words)")
                     return listings, None
+                print(f"skipped: no cuobjdump on this machine, and no uncompressed cubin in "
+                      f"{' '.join(files)} to read instead")
+                return None, SKIP
             print("skipped: no cuobjdump (the CUDA toolkit's disassembler) on this machine; "
                   "the check runs where it is (the H200's image)")
             return None, SKIP
