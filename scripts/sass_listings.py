@@ -21,7 +21,9 @@ def opcode(instruction):
 # any other instruction is OPxxx. Checked against cuobjdump -sass over the 34 pad_flat functions
 # of 28c4d73's sm_90a build (session 57: 43,176 instructions, the same addresses, loads, stores
 # and control words).
-CUBIN_OPCODES = {0x981: "LDG", 0x986: "STG", 0x816: "PRMT", 0x947: "BRA", 0x94D: "EXIT"}
+CUBIN_OPCODES = {0x981: "LDG", 0x986: "STG", 0x816: "PRMT", 0x947: "BRA", 0x94D: "EXIT",
+                 0xB82: "LDC"}
+OPCODE_OF = {name: op for op, name in CUBIN_OPCODES.items()}
 EM_CUDA = 190  # an ELF's e_machine for a cubin
 FATBIN_MAGIC = 0xBA55ED50
 

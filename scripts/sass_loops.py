@@ -16,7 +16,7 @@ import sys
 
 import sass_listings
 
-BRA, LDG, STG, LDC = 0x947, 0x981, 0x986, 0xB82
+BRA, LDG, STG, LDC = (sass_listings.OPCODE_OF[n] for n in ("BRA", "LDG", "STG", "LDC"))
 
 
 def loop_budget(code):
