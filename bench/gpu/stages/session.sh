@@ -4040,6 +4040,12 @@ s58_off32() {
     echo "off32: after $((SECONDS - t0)) s"
 }
 stage_s58_a() {
+    # main's tail round (9b4e93a, its last unit stored first) under the gpu tests and memcheck
+    # first: never run on a GPU before
+    s55_pad_tests s58_a 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' ||
+        return 0
+    FOURFOLD_PAD_STAGED=1 s25_gtests 'native.pad*' 100 "$OUT/s58_a_tests_staged.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s58_a_memcheck.txt" 60
     S57_E_KEEP=1 stage_s57_e
     s58_off32
     (cd "$OUT" && tar czf s58_a_runs.tgz s57-*.json s57-*.txt 2>/dev/null && rm -f s57-*.json s57-*.txt)
