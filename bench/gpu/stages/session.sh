@@ -4051,3 +4051,17 @@ stage_s58_a() {
     (cd "$OUT" && tar czf s58_a_runs.tgz s57-*.json s57-*.txt 2>/dev/null && rm -f s57-*.json s57-*.txt)
     stage_pack s58_a
 }
+
+# Session 58's first call, cut to what the device time left allows (about 4-5 minutes with the
+# build; session 58's starts were refused for 40 minutes): main's tail round under the pad gpu
+# tests and memcheck, main's article pads, then the s57-off32 trial against them (s58_off32).
+# s57_e's units-a-lane, staged and ncu runs wait.
+stage_s58_b() {
+    s55_pad_tests s58_b 'native.pad*:dependent_launch_cuda.the_pad*:vae_cuda.the_native_pad*' ||
+        return 0
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad "$OUT/s58_b_memcheck.txt" 60
+    s45_pad_run s57-def
+    s58_off32
+    (cd "$OUT" && tar czf s58_b_runs.tgz s57-*.json s57-*.txt 2>/dev/null && rm -f s57-*.json s57-*.txt)
+    stage_pack s58_b
+}
