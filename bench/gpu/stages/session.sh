@@ -4065,3 +4065,36 @@ stage_s58_b() {
     (cd "$OUT" && tar czf s58_b_runs.tgz s57-*.json s57-*.txt 2>/dev/null && rm -f s57-*.json s57-*.txt)
     stage_pack s58_b
 }
+
+# Session 59's MoE call (about 4-5 minutes warm after s58_b's build; any card, A/B in the call):
+# session 58's trial FOURFOLD_MOE_L2_AHEAD=1|2 (moe_plan::l2_ahead: the one launch's gate/up
+# stream asks L2 for the rows 1 or 2 steps ahead of the step its registers load; bf16's
+# compiled-defaults instances only, the default's code byte-identical to before). Its bits test
+# and the counters' test, memcheck over the bits test (small sizes), the timed block's phases at
+# 0 / 1 / 2, then qwen3-30b-a3b native_fused default / 1 / 2 / default.
+# Predicted (H200; session 51's phases: routing end to the down rows staged 75.5 MB in 21.9 µs,
+# 3.45 TB/s, 82 % of copy): the gate/up stop (2) and the staged stop (3) -1 to -2 µs at T = 1,
+# the whole block -1 to -2 µs; qwen3 +1 to +3 % at ctx 512. A loss is possible (sessions 29-34:
+# four prefetches into latency-bound phases lost); this one deepens the stream's own window.
+stage_s59_moe() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.the_l2_look_ahead*:moe_cuda.down_counters*:decode_native_cuda.*' \
+        200 "$OUT/s59_moe_tests.txt"
+    if ! grep -q "^\[  PASSED  \]" "$OUT/s59_moe_tests.txt" || grep -q "FAILED" "$OUT/s59_moe_tests.txt"; then
+        echo "the gpu tests did not pass: the look-ahead not timed"
+        stage_pack s59_moe
+        return 0
+    fi
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_l2_look_ahead*' moe \
+        "$OUT/s59_moe_memcheck.txt" 120
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    local v
+    for v in 0 1 2; do
+        FOURFOLD_MOE_L2_AHEAD=$v s25_gtests "$timed" 90 "$OUT/s59_timed_$v.txt"
+        echo "[ahead $v]"
+        grep -E "^moe block" "$OUT/s59_timed_$v.txt" | head -20
+    done
+    decode_ab qwen3-30b-a3b base a1:FOURFOLD_MOE_L2_AHEAD=1 a2:FOURFOLD_MOE_L2_AHEAD=2 base2
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s59_moe
+}
