@@ -4098,3 +4098,17 @@ stage_s59_moe() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s59_moe
 }
+
+# Session 58's last device minutes (about 300 s left; the gpu tests' binary alone built): the pad's
+# tail round (9b4e93a) under its gpu tests for the first time, the L2 look-ahead's bits test, and
+# the timed block's phases at 0 / 1 / 2 (s59_moe's first part). Each result written as it comes.
+stage_s58_mini() {
+    s25_gtests 'native.pad*:moe_cuda.the_l2_look_ahead*' 90 "$OUT/s58_mini_tests.txt"
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    local v
+    for v in 0 1 2 0; do
+        FOURFOLD_MOE_L2_AHEAD=$v s25_gtests "$timed" 60 "$OUT/s58_mini_timed_$v.txt"
+        echo "[ahead $v]"
+        grep -E "^moe block" "$OUT/s58_mini_timed_$v.txt" | head -20
+    done
+}
