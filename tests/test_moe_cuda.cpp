@@ -18,6 +18,7 @@
 #include <ATen/ATen.h>
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <gtest/gtest.h>
 #include <iostream>
 #include <map>
@@ -217,6 +218,29 @@ std::vector<at::Tensor> token_inputs(int n, std::int64_t tokens, std::int64_t hi
                                               seed0 + static_cast<std::uint64_t>(i), 0.0, 1.0, type)
                          .to(d));
     return xs;
+}
+
+// n outputs shaped as `like` (filled with -7 first, so one never written shows), each written by
+// launch(i, its output) for i = 0..n-1: eagerly, or captured in one graph replayed twice.
+std::vector<at::Tensor> launch_outputs(backend::device& dev, int n, const at::Tensor& like,
+                                       bool graph,
+                                       const std::function<void(int, const at::Tensor&)>& launch) {
+    std::vector<at::Tensor> ys;
+    for (int i = 0; i < n; ++i)
+        ys.push_back(at::full_like(like, -7.0));
+    auto sequence = [&] {
+        for (int i = 0; i < n; ++i)
+            launch(i, ys[static_cast<std::size_t>(i)]);
+    };
+    if (graph) {
+        auto g = dev.capture(sequence);
+        g->replay();
+        g->replay();
+    } else {
+        sequence();
+    }
+    dev.synchronize();
+    return ys;
 }
 #endif
 
@@ -737,32 +761,18 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
                         at::empty({plan.workspace_bytes}, xs[0].options().dtype(at::kByte));
                     a.workspace = ws.data_ptr();
                     plan = kernels::plan_moe(a, nat::limits(ctx));
-                    std::vector<at::Tensor> ys;
-                    for (int i = 0; i < n; ++i)
-                        ys.push_back(at::full_like(xs[0], -7.0));
                     // each launch after a probe's (stopped after the prologue, or after the
                     // routing) on the next x: its logits are in the workspace with a flag
                     // that must not pass for the launch's own
-                    auto sequence = [&] {
-                        for (int i = 0; i < n; ++i) {
-                            a.x = xs[static_cast<std::size_t>((i + 1) % n)].data_ptr();
-                            a.probe_stop_after = i % 2 == 0 ? 6 : 1;
-                            nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "probe");
-                            a.probe_stop_after = 0;
-                            a.x = xs[static_cast<std::size_t>(i)].data_ptr();
-                            a.y = ys[static_cast<std::size_t>(i)].data_ptr();
-                            nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "moe");
-                        }
-                    };
-                    if (graph) {
-                        auto g = dev->capture(sequence);
-                        g->replay();
-                        g->replay();
-                    } else {
-                        sequence();
-                    }
-                    dev->synchronize();
-                    return ys;
+                    return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                        a.x = xs[static_cast<std::size_t>((i + 1) % n)].data_ptr();
+                        a.probe_stop_after = i % 2 == 0 ? 6 : 1;
+                        nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "probe");
+                        a.probe_stop_after = 0;
+                        a.x = xs[static_cast<std::size_t>(i)].data_ptr();
+                        a.y = y.data_ptr();
+                        nat::check(kernels::launch_moe(plan, a, nat::stream(ctx)), "moe");
+                    });
                 };
                 for (const bool graph : {false, true}) {
                     const auto barrier = run(false, graph);
@@ -849,35 +859,20 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                 // the n launches' outputs: counted (between the others) or the barriers' plan
                 auto run = [&](const kernels::moe_plan* counted, const at::Tensor& ws_c,
                                bool graph) {
-                    std::vector<at::Tensor> ys;
-                    for (int i = 0; i < n; ++i)
-                        ys.push_back(at::full_like(xs[0], -7.0));
-                    auto sequence = [&] {
-                        for (int i = 0; i < n; ++i) {
-                            const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
-                            if (counted) {
-                                launch(*counted, ws_c, other, scratch, stops[i]);
-                                if (i % 2 == 1)
-                                    launch(barriers, ws_barriers, other, scratch, 0);
-                                if (i % 3 == 2)
-                                    launch(flagged, ws_flagged, other, scratch, 0);
-                                launch(*counted, ws_c, xs[static_cast<std::size_t>(i)],
-                                       ys[static_cast<std::size_t>(i)], 0);
-                            } else {
-                                launch(barriers, ws_barriers, xs[static_cast<std::size_t>(i)],
-                                       ys[static_cast<std::size_t>(i)], 0);
-                            }
+                    return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                        const auto& x = xs[static_cast<std::size_t>(i)];
+                        const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
+                        if (counted) {
+                            launch(*counted, ws_c, other, scratch, stops[i]);
+                            if (i % 2 == 1)
+                                launch(barriers, ws_barriers, other, scratch, 0);
+                            if (i % 3 == 2)
+                                launch(flagged, ws_flagged, other, scratch, 0);
+                            launch(*counted, ws_c, x, y, 0);
+                        } else {
+                            launch(barriers, ws_barriers, x, y, 0);
                         }
-                    };
-                    if (graph) {
-                        auto g = dev->capture(sequence);
-                        g->replay();
-                        g->replay();
-                    } else {
-                        sequence();
-                    }
-                    dev->synchronize();
-                    return ys;
+                    });
                 };
                 const struct {
                     const kernels::moe_plan* plan;
@@ -934,27 +929,13 @@ TEST(moe_cuda, the_l2_look_ahead_gives_the_defaults_bits) {
                 return kernels::plan_moe(b, nat::limits(ctx));
             };
             auto run = [&](const kernels::moe_plan& p, const at::Tensor& ws, bool graph) {
-                std::vector<at::Tensor> ys;
-                for (int i = 0; i < n; ++i)
-                    ys.push_back(at::full_like(xs[0], -7.0));
-                auto sequence = [&] {
-                    for (int i = 0; i < n; ++i) {
-                        auto b = a;
-                        b.workspace = ws.data_ptr();
-                        b.x = xs[static_cast<std::size_t>(i)].data_ptr();
-                        b.y = ys[static_cast<std::size_t>(i)].data_ptr();
-                        nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
-                    }
-                };
-                if (graph) {
-                    auto g = dev->capture(sequence);
-                    g->replay();
-                    g->replay();
-                } else {
-                    sequence();
-                }
-                dev->synchronize();
-                return ys;
+                return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                    auto b = a;
+                    b.workspace = ws.data_ptr();
+                    b.x = xs[static_cast<std::size_t>(i)].data_ptr();
+                    b.y = y.data_ptr();
+                    nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
+                });
             };
             at::Tensor ws_default, ws_ahead;
             const auto base = plan_of("0", ws_default);
