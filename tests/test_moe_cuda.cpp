@@ -220,6 +220,17 @@ std::vector<at::Tensor> token_inputs(int n, std::int64_t tokens, std::int64_t hi
     return xs;
 }
 
+// a's plan with a workspace of its own: planned for the size, ws allocated (bytes, on like's
+// device) and set in a, then planned again with it (the plan checks the workspace's alignment).
+kernels::moe_plan plan_with_workspace(kernels::moe_args& a, const call_context& ctx, at::Tensor& ws,
+                                      const at::Tensor& like) {
+    const auto plan = kernels::plan_moe(a, workloads::native::limits(ctx));
+    EXPECT_TRUE(plan.valid.empty()) << plan.valid;
+    ws = at::empty({plan.workspace_bytes}, like.options().dtype(at::kByte));
+    a.workspace = ws.data_ptr();
+    return kernels::plan_moe(a, workloads::native::limits(ctx));
+}
+
 // n outputs shaped as `like` (filled with -7 first, so one never written shows), each written by
 // launch(i, its output) for i = 0..n-1: eagerly, or captured in one graph replayed twice.
 std::vector<at::Tensor> launch_outputs(backend::device& dev, int n, const at::Tensor& like,
@@ -754,13 +765,9 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
                     const fourfold::testing::env_switch trial("FOURFOLD_MOE_FLAGGED_LOGITS",
                                                               flagged ? "1" : "0");
                     auto a = fused_block_args(xs[0], nw, router, w, s, 1e-6);
-                    auto plan = kernels::plan_moe(a, nat::limits(ctx));
-                    EXPECT_TRUE(plan.valid.empty()) << plan.valid;
+                    at::Tensor ws;
+                    const auto plan = plan_with_workspace(a, ctx, ws, xs[0]);
                     EXPECT_EQ(plan.flagged_logits, flagged);
-                    const auto ws =
-                        at::empty({plan.workspace_bytes}, xs[0].options().dtype(at::kByte));
-                    a.workspace = ws.data_ptr();
-                    plan = kernels::plan_moe(a, nat::limits(ctx));
                     // each launch after a probe's (stopped after the prologue, or after the
                     // routing) on the next x: its logits are in the workspace with a flag
                     // that must not pass for the launch's own
@@ -825,11 +832,7 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                     const fourfold::testing::env_switch k("FOURFOLD_MOE_COMPILED_DEFAULTS",
                                                           compiled);
                     auto b = a;
-                    auto plan = kernels::plan_moe(b, nat::limits(ctx));
-                    EXPECT_TRUE(plan.valid.empty()) << plan.valid;
-                    ws = at::empty({plan.workspace_bytes}, xs[0].options().dtype(at::kByte));
-                    b.workspace = ws.data_ptr();
-                    return kernels::plan_moe(b, nat::limits(ctx));
+                    return plan_with_workspace(b, ctx, ws, xs[0]);
                 };
                 at::Tensor ws_counted, ws_blocks, ws_compiled, ws_barriers, ws_flagged;
                 const auto unit_counted = plan_of("1", "1", ws_counted);
@@ -922,11 +925,7 @@ TEST(moe_cuda, the_l2_look_ahead_gives_the_defaults_bits) {
             auto plan_of = [&](const char* ahead, at::Tensor& ws) {
                 const fourfold::testing::env_switch sw("FOURFOLD_MOE_L2_AHEAD", ahead);
                 auto b = a;
-                auto plan = kernels::plan_moe(b, nat::limits(ctx));
-                EXPECT_TRUE(plan.valid.empty()) << plan.valid;
-                ws = at::empty({plan.workspace_bytes}, xs[0].options().dtype(at::kByte));
-                b.workspace = ws.data_ptr();
-                return kernels::plan_moe(b, nat::limits(ctx));
+                return plan_with_workspace(b, ctx, ws, xs[0]);
             };
             auto run = [&](const kernels::moe_plan& p, const at::Tensor& ws, bool graph) {
                 return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
