@@ -820,6 +820,15 @@ TEST(kernel_plans, pad_loads_into_registers_where_rows_are_strided_or_huge) {
         EXPECT_EQ(plan_pad(small, h200()).units_a_lane, 4);
     }
     {
+        // the flat path's offsets in a plane are 32-bit: a row stride that would pass 2^31 within
+        // the plane's 132 rows and their step goes to the chunks of rows
+        auto wide = strided;
+        wide.in_stride[3] = (std::int64_t{1} << 31) / 166; // (132 + 34) rows: one past 2^31
+        EXPECT_FALSE(plan_pad(wide, h200()).flat);
+        wide.in_stride[3] = (std::int64_t{1} << 31) / 166 - 64;
+        EXPECT_TRUE(plan_pad(wide, h200()).flat);
+    }
+    {
         // the chunks of rows before it: a warp per 8 rows of one 132 x 132 plane, 17 a plane
         const fourfold::testing::env_switch chunks("FOURFOLD_PAD_FLAT", "0");
         const auto c = plan_pad(strided, h200());

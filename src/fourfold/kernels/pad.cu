@@ -187,12 +187,15 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
 
 // The flat path's per-launch constants, made on the host: the warps' split, and a lane's steps
 // (its units are 32 apart, so its row and unit column step by (step_r, step_c) a unit and its
-// input row pointer by step_off; one input row more, carry_off, where the column wraps).
+// input row's offset in the plane by step_off; one input row more, carry_off, where the column
+// wraps). Offsets within a plane are 32-bit (the plan takes the flat path only where they fit:
+// pad_plan.cpp), so a unit's address is one 32-bit add and one wide multiply-add from the plane's
+// base, not a 64-bit pointer step and select.
 struct flat_params {
     pad_flat_split split;
     divider by_row_units, by_height;
     int row_units, step_r, step_c;
-    std::int64_t step_off, carry_off;
+    int step_off, carry_off, row_stride, col_stride;
 };
 
 // The flat register path (pad_plan::flat, the default): the output's VE-element units as one flat
@@ -235,7 +238,8 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
     const int hi_end = height - p.pb[3]; // hi of the plane's row past its last
     input_plane in_plane = locate_plane(p, plane);
     unsigned row_lim = in_plane.ok ? static_cast<unsigned>(p.id[3]) : 0U;
-    const T* src = x + in_plane.offset + std::int64_t{hi} * p.is[3];
+    const T* plane_src = x + in_plane.offset;
+    int row_off = hi * f.row_stride; // the input row hi's offset in the plane (read only then)
     // one round: B units a lane loaded, then stored; TAIL checks each unit against the share's end
     auto round = [&](std::uint32_t base, auto tail) {
         constexpr bool TAIL = decltype(tail)::value;
@@ -248,19 +252,19 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
             const bool in_share = !TAIL || base + 32 * b + lane < end;
             const bool row_ok = in_share && static_cast<unsigned>(hi) < row_lim;
             const int c0 = cu * VE - p.pb[4];
-            const T* const s = src + (CONTIGUOUS ? c0 : c0 * p.is[4]);
+            const T* const s = plane_src + (row_off + (CONTIGUOUS ? c0 : c0 * f.col_stride));
 #pragma unroll
             for (int j = 0; j < VE; ++j) {
                 v[b][j] = value;
                 if (row_ok && static_cast<unsigned>(c0 + j) < static_cast<unsigned>(p.id[4]))
-                    v[b][j] = s[CONTIGUOUS ? j : j * p.is[4]];
+                    v[b][j] = s[CONTIGUOUS ? j : j * f.col_stride];
             }
             // the lane's next unit, 32 on
             cu += f.step_c;
             const bool carry = cu >= f.row_units;
             cu -= carry ? f.row_units : 0;
             hi += f.step_r + (carry ? 1 : 0);
-            src += carry ? f.carry_off : f.step_off;
+            row_off += carry ? f.carry_off : f.step_off;
             if (hi >= hi_end) {
                 const auto h = static_cast<std::uint32_t>(hi + p.pb[3]);
                 const std::uint32_t q = f.by_height.div(h);
@@ -268,7 +272,8 @@ __global__ void __launch_bounds__(256, k_pad_blocks_per_sm)
                 hi = static_cast<int>(h - q * height) - p.pb[3];
                 in_plane = locate_plane(p, plane);
                 row_lim = in_plane.ok ? static_cast<unsigned>(p.id[3]) : 0U;
-                src = x + in_plane.offset + std::int64_t{hi} * p.is[3];
+                plane_src = x + in_plane.offset;
+                row_off = hi * f.row_stride;
             }
         }
         // The tail round stores its last unit first: stored first to last, ptxas moved the first
@@ -522,8 +527,10 @@ launch_status launch_typed(const pad_plan& plan, const pad_args& a, stream_t str
         f.by_height = divider(p.od[3]);
         f.step_r = 32 / f.row_units;
         f.step_c = 32 - f.step_r * f.row_units;
-        f.step_off = std::int64_t{f.step_r} * p.is[3];
-        f.carry_off = f.step_off + p.is[3];
+        f.row_stride = static_cast<int>(p.is[3]); // (fits: pad_plan.cpp's flat_offsets_fit)
+        f.col_stride = static_cast<int>(p.is[4]);
+        f.step_off = f.step_r * f.row_stride;
+        f.carry_off = f.step_off + f.row_stride;
         auto flat = [&](auto b) {
             launched = launch_serialised_after(pad_flat<T, VE, C, decltype(b)::value>, dim3(grid),
                                                dim3(plan.threads), stream, plan.dependent_launch, x,

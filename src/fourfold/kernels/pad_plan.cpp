@@ -2,6 +2,7 @@
 #include "fourfold/kernels/pad.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace fourfold::kernels {
 namespace {
@@ -195,7 +196,14 @@ pad_plan plan_pad(const pad_args& a, const device_limits& d) {
         1, std::min<std::int64_t>((p.chunks + warps_per_block - 1) / warps_per_block, wave));
     // the flat path (FOURFOLD_PAD_FLAT=0 keeps the chunks of rows): one wave at most, a warp for
     // every round of 32 x units_a_lane units there is
-    p.flat = !switch_is("FOURFOLD_PAD_FLAT", "0");
+    // (32-bit offsets in a plane, pad.cu's flat_params: an input row's and column's offsets, with
+    // a step's overshoot of up to 33 rows, under 2^31 elements)
+    const int last = a.dims - 1;
+    const std::int64_t row_stride = a.dims >= 2 ? std::abs(a.in_stride[last - 1]) : 0;
+    const bool offsets_fit =
+        (height + 34) * row_stride + (width + 16) * std::abs(a.in_stride[last]) <
+        (std::int64_t{1} << 31);
+    p.flat = offsets_fit && !switch_is("FOURFOLD_PAD_FLAT", "0");
     if (p.flat) {
         const std::int64_t units = p.out_elements / p.vec;
         p.units_a_lane =
