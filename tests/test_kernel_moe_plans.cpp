@@ -364,53 +364,6 @@ TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
     }
 }
 
-// The L2 look-ahead of the gate/up stream (session 58's trial, FOURFOLD_MOE_L2_AHEAD=1 or 2;
-// off by default): only with the compiled defaults over bf16 (the instances moe.cu compiles it
-// into), any other value off; the same workspace; said in the description.
-TEST(kernel_moe_plans, the_l2_look_ahead_is_a_trial_of_the_compiled_bf16_defaults) {
-    const fourfold::testing::env_switch ahead("FOURFOLD_MOE_L2_AHEAD");
-    const fourfold::testing::env_switch compiled("FOURFOLD_MOE_COMPILED_DEFAULTS");
-    for (const std::int64_t tokens : {1, 8}) {
-        auto a = qwen3_moe(tokens);
-        ahead.set("2");
-        EXPECT_EQ(plan_moe(a, device_limits{}).l2_ahead, 0); // no fused prologue
-        a.norm_weight = addr(k_aligned * 64);
-        a.router = addr(k_aligned * 128);
-        a.logits = nullptr;
-        a.logits_type = elem::bf16;
-        ahead.unset();
-        const auto off = plan_moe(a, device_limits{}); // the default
-        ASSERT_TRUE(off.valid.empty()) << off.valid;
-        ASSERT_TRUE(off.compiled_defaults);
-        EXPECT_EQ(off.l2_ahead, 0);
-        EXPECT_EQ(off.describe().find("asked of L2"), std::string::npos) << off.describe();
-        for (const auto& [value, want] :
-             {std::pair{"1", 1}, std::pair{"2", 2}, std::pair{"3", 0}, std::pair{"0", 0}}) {
-            ahead.set(value);
-            const auto p = plan_moe(a, device_limits{});
-            ASSERT_TRUE(p.valid.empty()) << p.valid;
-            EXPECT_EQ(p.l2_ahead, want) << value;
-            EXPECT_EQ(p.workspace_bytes, off.workspace_bytes);
-            const auto said = p.describe().find("asked of L2 " + std::to_string(want) + " step");
-            EXPECT_EQ(said != std::string::npos, want > 0) << p.describe();
-            if (want == 0)
-                EXPECT_EQ(p.describe().find("asked of L2"), std::string::npos) << p.describe();
-        }
-        ahead.set("1");
-        compiled.set("0"); // the general instance has none compiled
-        EXPECT_EQ(plan_moe(a, device_limits{}).l2_ahead, 0);
-        compiled.unset();
-        auto h = a; // fp16's defaults have none compiled either
-        h.type = elem::f16;
-        h.logits_type = elem::f16;
-        const auto p16 = plan_moe(h, device_limits{});
-        ASSERT_TRUE(p16.valid.empty()) << p16.valid;
-        EXPECT_TRUE(p16.compiled_defaults);
-        EXPECT_EQ(p16.l2_ahead, 0);
-        ahead.unset();
-    }
-}
-
 // The down counters (the default with the flagged logits since session 51;
 // FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier), counting a block's units at once (the default
 // since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with

@@ -904,61 +904,6 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
 #endif
 }
 
-// The trial FOURFOLD_MOE_L2_AHEAD=1 or 2 (moe_plan::l2_ahead: the gate/up stream's rows asked
-// of L2 steps ahead of their loads, compiled into bf16's defaults instance): prefetches only, so
-// the fused block's outputs are the default's bits, launch after launch on one workspace, eager
-// and in a captured graph replayed twice, over token counts and two shapes.
-TEST(moe_cuda, the_l2_look_ahead_gives_the_defaults_bits) {
-    REQUIRE_NATIVE(dev);
-#if FOURFOLD_WITH_KERNELS
-    namespace nat = workloads::native;
-    const auto d = dev->torch_device();
-    call_context ctx(*dev);
-    constexpr int n = 3;
-    const auto type = at::kBFloat16;
-    for (const auto& s : shapes_of({k_qwen3, k_small})) {
-        const auto w = make_experts(s, type, 35, d);
-        const auto fw = make_fused_weights(s, type, 9, d);
-        for (const std::int64_t tokens : {1, 2, 8}) {
-            const auto xs = token_inputs(n, tokens, s.hidden, 81, type, d);
-            const auto a = fused_block_args(xs[0], fw.nw, fw.router, w, s, 1e-6);
-            auto plan_of = [&](const char* ahead, at::Tensor& ws) {
-                const fourfold::testing::env_switch sw("FOURFOLD_MOE_L2_AHEAD", ahead);
-                auto b = a;
-                return plan_with_workspace(b, ctx, ws, xs[0]);
-            };
-            auto run = [&](const kernels::moe_plan& p, const at::Tensor& ws, bool graph) {
-                return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
-                    auto b = a;
-                    b.workspace = ws.data_ptr();
-                    b.x = xs[static_cast<std::size_t>(i)].data_ptr();
-                    b.y = y.data_ptr();
-                    nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
-                });
-            };
-            at::Tensor ws_default, ws_ahead;
-            const auto base = plan_of("0", ws_default);
-            ASSERT_TRUE(base.compiled_defaults);
-            ASSERT_EQ(base.l2_ahead, 0);
-            for (const int ahead : {1, 2}) {
-                const auto p = plan_of(ahead == 1 ? "1" : "2", ws_ahead);
-                ASSERT_EQ(p.l2_ahead, ahead);
-                for (const bool graph : {false, true}) {
-                    const auto want = run(base, ws_default, graph);
-                    const auto got = run(p, ws_ahead, graph);
-                    for (int i = 0; i < n; ++i)
-                        EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
-                                              want[static_cast<std::size_t>(i)]))
-                            << "E=" << s.experts << " T=" << tokens << " ahead " << ahead
-                            << " launch " << i << (graph ? " (graph)" : " (eager)");
-                    EXPECT_FALSE(at::equal(want[0], want[1]));
-                }
-            }
-        }
-    }
-#endif
-}
-
 // The trial FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits: the one launch's top-k on the
 // logits, only the k chosen exponentiated): against float64 over token counts, expert counts (4,
 // 8 and 16 logits a lane) and dtypes, as close to the softmax path as both are to float64, and the

@@ -340,10 +340,8 @@ dot_two_rows(const uint4* __restrict__ w0, const uint4* __restrict__ w1, const T
 // each of the two rows a lane, and the next step's loads (of this unit or the warp's next one)
 // are issued before the current step is multiplied, so the warp's loads never drain between
 // units (the rows are 4 KB at Qwen3-30B-A3B's hidden 2048: a bubble per unit otherwise).
-// With `done` (the down counters) each unit done adds one to its expert's counter. With AHEAD > 0
-// (moe_plan::l2_ahead, a trial) each step also asks L2 for the lines of the step AHEAD steps after
-// the one it loads (lane l: line l % 16 of that step's 2 KB of the gate row, or of the up row).
-template <typename T, int TOK, int AHEAD = 0>
+// With `done` (the down counters) each unit done adds one to its expert's counter.
+template <typename T, int TOK>
 __device__ __forceinline__ void
 gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ inter,
               const routing_smem& s, std::int64_t hidden, std::int64_t width, std::int64_t ld_x,
@@ -398,18 +396,6 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
             if (u2 != u)
                 next_unit = unit_of(u2);
             fetch(nxt, next_unit, st2);
-            if constexpr (AHEAD > 0) {
-                int ua = u2, sa = st2 + AHEAD;
-                while (sa >= steps) {
-                    sa -= steps;
-                    ua += warps;
-                }
-                const int v = sa * 32 * U + (lane % 16) * 8; // 8 vectors: a 128-byte line
-                if (ua < units && v < nv) {
-                    const unit un = ua == u2 ? next_unit : unit_of(ua);
-                    prefetch_l2((lane < 16 ? un.gate : un.up) + v);
-                }
-            }
         }
 #pragma unroll
         for (int i = 0; i < U; ++i) {
@@ -894,7 +880,7 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
 // DEFAULTS (moe_plan::compiled_defaults): the fused prologue, the flagged logits, the top-k on the
 // logits and the down counters a block's at once, known to the compiler, whatever the flags say;
 // the other paths' code is left out of the instance.
-template <typename T, typename L, int TOK, bool DEFAULTS, int AHEAD = 0>
+template <typename T, typename L, int TOK, bool DEFAULTS>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
                    const T* __restrict__ w_down, void* __restrict__ ws, T* __restrict__ y,
@@ -999,8 +985,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         return;
     }
     T* inter = at_offset<T>(ws, lay.inter);
-    gate_up_units<T, TOK, AHEAD>(xin, w, inter, s, hidden, width, ldx, fused,
-                                 count_blocks ? nullptr : done);
+    gate_up_units<T, TOK>(xin, w, inter, s, hidden, width, ldx, fused,
+                          count_blocks ? nullptr : done);
     if (stop_after == 2) {
         probe_return();
         return;
@@ -1174,10 +1160,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
 // The one launch's blocks an SM, asked of the runtime once per kernel (its shared memory raised
 // to the stages and the carveout to the most shared memory): the grid never exceeds what can be
 // resident at once, or its barrier would wait for a block that cannot start.
-template <typename T, typename L, int TOK, bool DEFAULTS, int AHEAD = 0>
-int one_launch_residency() {
+template <typename T, typename L, int TOK, bool DEFAULTS> int one_launch_residency() {
     static const int resident = [] {
-        auto* k = moe_one_launch<T, L, TOK, DEFAULTS, AHEAD>;
+        auto* k = moe_one_launch<T, L, TOK, DEFAULTS>;
         const auto smem = static_cast<int>(k_moe_one_launch_dynamic_smem);
         if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
                 cudaSuccess ||
@@ -1193,17 +1178,17 @@ int one_launch_residency() {
     return resident;
 }
 
-template <typename T, typename L, int TOK, bool DEFAULTS, int AHEAD = 0>
+template <typename T, typename L, int TOK, bool DEFAULTS>
 launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) {
-    const int resident = one_launch_residency<T, L, TOK, DEFAULTS, AHEAD>();
+    const int resident = one_launch_residency<T, L, TOK, DEFAULTS>();
     if (resident < 1)
         return invalid("the one-launch MoE kernel cannot be resident on this device (its "
                        "shared memory); plan it with one_launch = false");
     const std::int64_t blocks =
         std::min<std::int64_t>(p.one_launch_blocks, std::int64_t{resident} * p.sm_count);
     return status_of(launch_serialised_after_smem(
-        moe_one_launch<T, L, TOK, DEFAULTS, AHEAD>, dim3(static_cast<unsigned>(blocks)),
-        dim3(p.threads), static_cast<std::size_t>(p.smem_bytes), stream, p.dependent_launch,
+        moe_one_launch<T, L, TOK, DEFAULTS>, dim3(static_cast<unsigned>(blocks)), dim3(p.threads),
+        static_cast<std::size_t>(p.smem_bytes), stream, p.dependent_launch,
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
         static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
         static_cast<T*>(a.y), static_cast<int>(a.tokens), static_cast<int>(a.experts),
@@ -1215,31 +1200,13 @@ launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) 
 
 // The plan's compiled defaults take the fused prologue, whose logits are the activations' type.
 template <typename T, typename L> constexpr bool defaults_compiled_for = std::is_same_v<T, L>;
-// The L2 look-ahead trial (moe_plan::l2_ahead) is compiled for bf16's defaults only (the
-// decoder's).
-template <typename T, typename L>
-constexpr bool ahead_compiled_for =
-    std::conjunction_v<std::is_same<T, L>, std::is_same<T, __nv_bfloat16>>;
-
-// f(std::integral_constant<int, AHEAD>{}) for the plan's look-ahead, 0 where it has none compiled.
-template <typename T, typename L, class F> auto with_ahead(const moe_plan& p, F&& f) {
-    if constexpr (ahead_compiled_for<T, L>) {
-        if (p.l2_ahead == 1)
-            return f(std::integral_constant<int, 1>{});
-        if (p.l2_ahead == 2)
-            return f(std::integral_constant<int, 2>{});
-    }
-    return f(std::integral_constant<int, 0>{});
-}
 
 template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
     if (p.kernels == 1) {
         if constexpr (defaults_compiled_for<T, L>)
             if (p.compiled_defaults)
-                return with_ahead<T, L>(p, [&](auto ahead) {
-                    return launch_one<T, L, TOK, true, decltype(ahead)::value>(p, a, stream);
-                });
+                return launch_one<T, L, TOK, true>(p, a, stream);
         return launch_one<T, L, TOK, false>(p, a, stream);
     }
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
@@ -1301,10 +1268,7 @@ int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
         using L = decltype(l);
         if constexpr (defaults_compiled_for<T, L>)
             if (p.compiled_defaults)
-                return with_ahead<T, L>(p, [](auto ahead) {
-                    return one_launch_residency<T, L, decltype(tile)::value, true,
-                                                decltype(ahead)::value>();
-                });
+                return one_launch_residency<T, L, decltype(tile)::value, true>();
         return one_launch_residency<T, L, decltype(tile)::value, false>();
     });
 }

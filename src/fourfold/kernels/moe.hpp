@@ -162,16 +162,7 @@ struct moe_plan {
     // qwen3-30b-a3b native_fused 309.4 -> 314.4 / 314.7 tokens/s at ctx 512, the fused block at
     // T = 1 35.89 -> 34.84 µs (docs/performance.md).
     bool compiled_defaults = false;
-    bool add_residual = false; // y = x + the output (moe_args::add_residual)
-    // Trial of session 58 (FOURFOLD_MOE_L2_AHEAD=1 or 2; 0, the default, leaves it out; with the
-    // compiled defaults over bf16 only, each value its own instance, so the default's code is
-    // unchanged): the one launch's gate/up stream asks L2 for the rows of the step this many steps
-    // after the one its registers are loading (a 128-byte line a lane: a step is 2 KB of the gate
-    // row and 2 KB of the up row), so that a warp has its next steps' DRAM round trips under way
-    // where it had one step (4 KB) in flight. Session 51's H200 phases: routing end to the down
-    // rows staged, 75.5 MB in 21.9 µs (3.45 TB/s, 82 % of the copy bandwidth). The same loads and
-    // sums: the default's bits.
-    int l2_ahead = 0;
+    bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)
     std::string valid; // empty when the plan can run; else what is wrong with the arguments

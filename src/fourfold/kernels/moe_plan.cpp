@@ -68,9 +68,6 @@ std::string moe_plan::describe() const {
                (add_residual ? "; the residual added to the output" : "") +
                (topk_on_logits ? "; top-k on the logits, only the k chosen exponentiated" : "") +
                (compiled_defaults ? "; these defaults compiled into the kernel's instance" : "") +
-               (l2_ahead > 0 ? "; the gate/up rows asked of L2 " + std::to_string(l2_ahead) +
-                                   " step(s) ahead of their loads"
-                             : std::string()) +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -188,11 +185,6 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.compiled_defaults = p.flagged_logits && p.topk_on_logits && p.down_counters &&
                               p.down_counts_a_block &&
                               !switch_is("FOURFOLD_MOE_COMPILED_DEFAULTS", "0");
-        // (compiled into bf16's defaults instance only, moe.cu)
-        if (p.compiled_defaults && a.type == elem::bf16)
-            p.l2_ahead = switch_is("FOURFOLD_MOE_L2_AHEAD", "1")   ? 1
-                         : switch_is("FOURFOLD_MOE_L2_AHEAD", "2") ? 2
-                                                                   : 0;
         p.workspace_bytes =
             moe_fused_layout(moe_layout(p.pairs, a.width, static_cast<std::size_t>(es)), a.tokens,
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
