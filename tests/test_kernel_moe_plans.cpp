@@ -364,6 +364,50 @@ TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
     }
 }
 
+// The trial FOURFOLD_MOE_UNFUSED_COUNTERS=1 (session 59): the down counters, a block's count, in
+// the one launch without the fused prologue (moe_ffn's, its logits the kernel before's); only
+// "1" takes it; not the two kernels; the fused prologue's plan and every workspace as before.
+TEST(kernel_moe_plans, the_unfused_counters_are_a_trial_of_the_one_launch_without_the_prologue) {
+    const fourfold::testing::env_switch unfused("FOURFOLD_MOE_UNFUSED_COUNTERS");
+    for (const elem logits : {elem::f32, elem::bf16})
+        for (const std::int64_t tokens : {1, 8}) {
+            auto a = qwen3_moe(tokens);
+            a.logits_type = logits;
+            const auto base = plan_moe(a, device_limits{});
+            ASSERT_TRUE(base.valid.empty()) << base.valid;
+            ASSERT_EQ(base.kernels, 1);
+            EXPECT_FALSE(base.down_counters);
+            EXPECT_NE(base.describe().find("behind a grid barrier"), std::string::npos);
+            for (const char* value : {"0", "yes", "2"}) {
+                unfused.set(value);
+                EXPECT_FALSE(plan_moe(a, device_limits{}).down_counters) << value;
+            }
+            unfused.set("1");
+            const auto p = plan_moe(a, device_limits{});
+            ASSERT_TRUE(p.valid.empty()) << p.valid;
+            EXPECT_TRUE(p.down_counters);
+            EXPECT_TRUE(p.down_counts_a_block);
+            EXPECT_FALSE(p.flagged_logits);
+            EXPECT_FALSE(p.compiled_defaults); // the general instance runs it
+            EXPECT_EQ(p.workspace_bytes, base.workspace_bytes);
+            EXPECT_NE(p.describe().find("a block's at once"), std::string::npos) << p.describe();
+            auto two = a;
+            two.one_launch = false;
+            EXPECT_FALSE(plan_moe(two, device_limits{}).down_counters); // two kernels: no
+            auto fused = a;
+            fused.norm_weight = addr(k_aligned * 64);
+            fused.router = addr(k_aligned * 128);
+            fused.logits = nullptr;
+            fused.logits_type = elem::bf16;
+            const auto with = plan_moe(fused, device_limits{});
+            unfused.unset();
+            const auto without = plan_moe(fused, device_limits{});
+            EXPECT_EQ(with.down_counters, without.down_counters);
+            EXPECT_EQ(with.compiled_defaults, without.compiled_defaults);
+            EXPECT_EQ(with.workspace_bytes, without.workspace_bytes);
+        }
+}
+
 // The down counters (the default with the flagged logits since session 51;
 // FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier), counting a block's units at once (the default
 // since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with

@@ -904,6 +904,86 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
 #endif
 }
 
+// The trial FOURFOLD_MOE_UNFUSED_COUNTERS=1 (moe_plan::down_counters without the fused prologue:
+// moe_ffn's one launch, its fp32 logits the kernel before's): the down barrier's bits, launch
+// after launch on one workspace, eager and in a graph replayed twice. Between two counted
+// launches come a probe's (stopped after the routing, the gate/up units, the counters' wait or
+// the first dots: a set left part-counted), a launch of the barriers' plan and one of the fused
+// block's compiled defaults (its counters on the same sequence): a launch that took a set counted
+// by an earlier one would read the intermediate before it is written, and differ.
+TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    namespace nat = workloads::native;
+    const auto d = dev->torch_device();
+    call_context ctx(*dev);
+    constexpr int n = 5;
+    for (const auto type : {at::kBFloat16, at::kFloat})
+        for (const auto& s : shapes_of({k_qwen3, k_small})) {
+            const auto w = make_experts(s, type, 37, d);
+            const auto fw = make_fused_weights(s, type, 10, d);
+            for (const std::int64_t tokens : {1, 2, 8}) {
+                const auto xs = token_inputs(n, tokens, s.hidden, 90, type, d);
+                const auto logits = ranked_logits(tokens, s.experts, 91).to(d);
+                auto a = step_args(xs[0], w, s);
+                a.logits = logits.data_ptr();
+                a.logits_type = kernels::elem::f32;
+                a.normalise = true;
+                at::Tensor ws_barrier, ws_counted, ws_fused;
+                const auto barrier = plan_with_workspace(a, ctx, ws_barrier, xs[0]);
+                const auto counted = [&] {
+                    const fourfold::testing::env_switch u("FOURFOLD_MOE_UNFUSED_COUNTERS", "1");
+                    auto b = a;
+                    return plan_with_workspace(b, ctx, ws_counted, xs[0]);
+                }();
+                auto f = fused_block_args(xs[0], fw.nw, fw.router, w, s, 1e-6);
+                const auto fused = plan_with_workspace(f, ctx, ws_fused, xs[0]);
+                ASSERT_FALSE(barrier.down_counters);
+                ASSERT_TRUE(counted.down_counters);
+                ASSERT_TRUE(counted.down_counts_a_block);
+                auto launch = [&](const kernels::moe_plan& p, const kernels::moe_args& args,
+                                  const at::Tensor& ws, const at::Tensor& x, const at::Tensor& y,
+                                  int stop) {
+                    auto b = args;
+                    b.workspace = ws.data_ptr();
+                    b.x = x.data_ptr();
+                    b.y = y.data_ptr();
+                    b.probe_stop_after = stop;
+                    nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
+                };
+                const auto scratch = at::empty_like(xs[0]);
+                const int stops[] = {1, 2, 3, 4, 1};
+                auto run = [&](bool with_counters, bool graph) {
+                    return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                        const auto& x = xs[static_cast<std::size_t>(i)];
+                        const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
+                        if (!with_counters) {
+                            launch(barrier, a, ws_barrier, x, y, 0);
+                            return;
+                        }
+                        launch(counted, a, ws_counted, other, scratch, stops[i]);
+                        if (i % 2 == 1)
+                            launch(barrier, a, ws_barrier, other, scratch, 0);
+                        if (i % 3 == 2)
+                            launch(fused, f, ws_fused, other, scratch, 0);
+                        launch(counted, a, ws_counted, x, y, 0);
+                    });
+                };
+                for (const bool graph : {false, true}) {
+                    const auto want = run(false, graph);
+                    const auto got = run(true, graph);
+                    for (int i = 0; i < n; ++i)
+                        EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
+                                              want[static_cast<std::size_t>(i)]))
+                            << c10::toString(type) << " E=" << s.experts << " T=" << tokens
+                            << " launch " << i << (graph ? " (graph)" : " (eager)");
+                    EXPECT_FALSE(at::equal(want[0], want[1]));
+                }
+            }
+        }
+#endif
+}
+
 // The trial FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits: the one launch's top-k on the
 // logits, only the k chosen exponentiated): against float64 over token counts, expert counts (4,
 // 8 and 16 logits a lane) and dtypes, as close to the softmax path as both are to float64, and the

@@ -4112,3 +4112,42 @@ stage_s58_mini() {
         grep -E "^moe block" "$OUT/s58_mini_timed_$v.txt" | head -20
     done
 }
+
+# Session 59's second build (about 5-6 minutes with the build; the ffn A/B on any card, the
+# claim row cap on an H200 only): the trial FOURFOLD_MOE_UNFUSED_COUNTERS=1 (the down counters,
+# a block's count, in the one launch without the fused prologue: moe_ffn's, part=ffn of
+# moe_decode), its bits test (against the down barrier, probes and fused launches between) and
+# memcheck over it, then moe_decode ffn T = 1 and 8 base / trial / base / trial; then s52_b (the
+# claimed kernel's row cap, never run on an H200).
+# Predicted: ffn T = 1 32.4 -> about 31 µs (the counters took about 1 µs off the fused block at
+# T = 1 on an H100, session 51-52), T = 8 -2 to -5 µs; the cap 0.99-1.03x (session 52).
+s59_ffn() {
+    local name=$1 t0=$SECONDS
+    timeout 60 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn --dtype bf16 \
+        --variants native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s59-ffn-$name --quiet >"$OUT/s59_ffn_$name.txt" 2>&1
+    echo "[$name] exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|PASS|FAIL)" "$OUT/s59_ffn_$name.txt" | head -8
+}
+stage_s59_b() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.the_unfused_counters*:moe_cuda.down_counters*:moe_cuda.moe_decode_native*' \
+        200 "$OUT/s59_b_tests.txt"
+    if ! grep -q "^\[  PASSED  \]" "$OUT/s59_b_tests.txt" || grep -q "FAILED" "$OUT/s59_b_tests.txt"; then
+        echo "the gpu tests did not pass: the trial not timed"
+    else
+        FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_unfused_counters*' \
+            moe "$OUT/s59_b_memcheck.txt" 120
+        s59_ffn base
+        FOURFOLD_MOE_UNFUSED_COUNTERS=1 s59_ffn trial
+        s59_ffn base2
+        FOURFOLD_MOE_UNFUSED_COUNTERS=1 s59_ffn trial2
+    fi
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        stage_s52_b
+    else
+        echo "not an H200: the claim row cap (s52_b) not run"
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s59_b
+}

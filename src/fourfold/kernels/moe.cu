@@ -906,8 +906,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     // kernels before have ended (the wait), and this launch's first barrier needs every block.
     const bool flags = fused && flagged;
     unsigned generation = threadIdx.x == 0 || flags ? grid_generation(&g_moe_generation) : 0u;
-    // the down counters (with the flagged logits): this launch's set, the other zeroed
-    const bool counters = flags && down_counters;
+    // the down counters (with the flagged logits, or without the fused prologue: no barrier
+    // moves the generation then): this launch's set, the other zeroed
+    const bool counters = (flags || !fused) && down_counters;
     const unsigned sequence = counters ? grid_generation(&g_moe_down_sequence) : 0u;
     unsigned* done = counters ? g_moe_done[sequence & 1u] : nullptr;
     if (counters && blockIdx.x == 0)
@@ -927,9 +928,10 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     std::int64_t ldx = ld_x;
     const L* lgin = logits;
     std::int64_t ldl = ld_logits;
-    // a probe's stop before the down barrier (1, 2, 5-8): with flags, the generation advanced
+    // a probe's stop before the down barrier (1, 2, 5-8): with flags or the counters, the
+    // generation (and the counters' sequence) advanced
     auto probe_return = [&] {
-        if (flags && threadIdx.x == 0)
+        if ((flags || counters) && threadIdx.x == 0)
             probe_exit_advance(static_cast<int>(gridDim.x), counters);
     };
     unsigned long long* flagged_logits = nullptr;
@@ -991,8 +993,10 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         probe_return();
         return;
     }
-    if (fused)
-        __syncthreads(); // h (in the stage area) is read by every warp before a stage is written
+    // h (in the stage area) is read by every warp before a stage is written; a block's count
+    // follows every warp's units
+    if (fused || (counters && count_blocks))
+        __syncthreads();
     if (counters && count_blocks && threadIdx.x == 0)
         count_block_units(done, s.active * static_cast<int>(width), static_cast<int>(width));
 

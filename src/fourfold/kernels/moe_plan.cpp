@@ -190,6 +190,14 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
                 .bytes;
     }
+    // Trial of session 59 (FOURFOLD_MOE_UNFUSED_COUNTERS=1): the down counters, a block's
+    // count, in the one launch without the fused prologue (moe_ffn's: the router's logits come
+    // from the kernel before), where the down barrier stays otherwise. No flags there: the
+    // counters' sequence and the barrier's generation move on as the last block leaves.
+    if (p.kernels == 1 && !p.fused_prologue && switch_is("FOURFOLD_MOE_UNFUSED_COUNTERS", "1")) {
+        p.down_counters = true;
+        p.down_counts_a_block = true;
+    }
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
     return p;
