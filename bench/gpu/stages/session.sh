@@ -4066,6 +4066,11 @@ stage_s58_b() {
     stage_pack s58_b
 }
 
+# Whether the gtest log LOG passed whole: its PASSED line and no FAILED.
+gtests_passed() {
+    grep -q "^\[  PASSED  \]" "$1" && ! grep -q "FAILED" "$1"
+}
+
 # Session 59's MoE call (about 4-5 minutes warm after s58_b's build; any card, A/B in the call):
 # session 58's trial FOURFOLD_MOE_L2_AHEAD=1|2 (moe_plan::l2_ahead: the one launch's gate/up
 # stream asks L2 for the rows 1 or 2 steps ahead of the step its registers load; bf16's
@@ -4080,7 +4085,7 @@ stage_s59_moe() {
     local t0=$SECONDS
     s25_gtests 'moe_cuda.the_l2_look_ahead*:moe_cuda.down_counters*:decode_native_cuda.*' \
         200 "$OUT/s59_moe_tests.txt"
-    if ! grep -q "^\[  PASSED  \]" "$OUT/s59_moe_tests.txt" || grep -q "FAILED" "$OUT/s59_moe_tests.txt"; then
+    if ! gtests_passed "$OUT/s59_moe_tests.txt"; then
         echo "the gpu tests did not pass: the look-ahead not timed"
         stage_pack s59_moe
         return 0
@@ -4133,7 +4138,7 @@ stage_s59_b() {
     local t0=$SECONDS
     s25_gtests 'moe_cuda.the_unfused_counters*:moe_cuda.down_counters*:moe_cuda.moe_decode_native*' \
         200 "$OUT/s59_b_tests.txt"
-    if ! grep -q "^\[  PASSED  \]" "$OUT/s59_b_tests.txt" || grep -q "FAILED" "$OUT/s59_b_tests.txt"; then
+    if ! gtests_passed "$OUT/s59_b_tests.txt"; then
         echo "the gpu tests did not pass: the trial not timed"
     else
         FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_unfused_counters*' \
