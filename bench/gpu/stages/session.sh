@@ -4156,3 +4156,33 @@ stage_s59_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s59_b
 }
+
+# Session 60's look into the MoE block's down phase (about 2 minutes after a build; any card):
+# session 59's phases (H200, T = 1) put 7.2 µs between the gate/up units' end and the down rows
+# staged (25.2 MB at 3.51 TB/s) and 2.6 µs of dots after the last row lands. Nsight Compute's
+# warp-state samples, per SASS line, of one qwen3 ctx 512 decode launch of the one launch: which
+# waits hold the down phase (the counters' acquire spin, the intermediate's L2 loads, the
+# cp.async wait, the shuffles) against the gate/up stream's.
+stage_s60_moe_ncu() {
+    local t0=$SECONDS db=/tmp/s60-ncu-$$.db
+    timeout 200 ncu --clock-control none --kernel-name regex:moe_one_launch \
+        --launch-skip 150 --launch-count 1 --warp-sampling-interval 0 --import-source no \
+        --section SourceCounters --section WarpStateStats --section InstructionStats \
+        --section SchedulerStats --section MemoryWorkloadAnalysis -o "$OUT/s60_moe" -f \
+        $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
+        --tokens 4 --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" \
+        --quiet >"$OUT/s60_moe_ncu.txt" 2>&1
+    echo "ncu exit $? after $((SECONDS - t0)) s"
+    tail -3 "$OUT/s60_moe_ncu.txt"
+    if [ -f "$OUT/s60_moe.ncu-rep" ]; then
+        ncu -i "$OUT/s60_moe.ncu-rep" --page details >"$OUT/s60_moe_details.txt" 2>&1
+        grep -E "Duration|Stall|Issued Warp|No Eligible|Warp Cycles Per Issued|DRAM Throughput" \
+            "$OUT/s60_moe_details.txt" | head -30
+        ncu -i "$OUT/s60_moe.ncu-rep" --page source --csv --print-source sass \
+            >"$OUT/s60_moe_sass.csv" 2>&1
+        echo "sass page: $(wc -l <"$OUT/s60_moe_sass.csv") lines"
+    fi
+    rm -f "$db"
+    stage_pack s60_moe_ncu
+    echo "after $((SECONDS - t0)) s"
+}
