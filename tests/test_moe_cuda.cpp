@@ -253,6 +253,21 @@ std::vector<at::Tensor> launch_outputs(backend::device& dev, int n, const at::Te
     dev.synchronize();
     return ys;
 }
+// A case's words in a failure's message: dtype, experts, tokens, eager or graph.
+std::string describe_case(at::ScalarType type, const shape& s, std::int64_t tokens, bool graph) {
+    return std::string(c10::toString(type)) + " E=" + std::to_string(s.experts) +
+           " T=" + std::to_string(tokens) + (graph ? " (graph)" : " (eager)");
+}
+
+// got's n outputs bitwise equal to want's, each said with `what` and its launch; want's first two
+// differ (the launches' inputs differ, and so must their outputs: a comparison that can fail).
+void expect_same_bits(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
+                      const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_TRUE(at::equal(got[i], want[i])) << what << " launch " << i;
+    EXPECT_FALSE(at::equal(want[0], want[1])) << what;
+}
 #endif
 
 } // namespace
@@ -783,14 +798,8 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
                 };
                 for (const bool graph : {false, true}) {
                     const auto barrier = run(false, graph);
-                    const auto flagged = run(true, graph);
-                    for (int i = 0; i < n; ++i)
-                        EXPECT_TRUE(at::equal(flagged[static_cast<std::size_t>(i)],
-                                              barrier[static_cast<std::size_t>(i)]))
-                            << c10::toString(type) << " E=" << s.experts << " T=" << tokens
-                            << " launch " << i << (graph ? " (graph)" : " (eager)");
-                    // the launches' inputs differ, and so do their outputs
-                    EXPECT_FALSE(at::equal(barrier[0], barrier[1]));
+                    expect_same_bits(run(true, graph), barrier,
+                                     describe_case(type, s, tokens, graph));
                 }
             }
         }
@@ -889,14 +898,8 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                 for (const auto& c : counted_plans) {
                     for (const bool graph : {false, true}) {
                         const auto want = run(nullptr, ws_barriers, graph);
-                        const auto got = run(c.plan, *c.ws, graph);
-                        for (int i = 0; i < n; ++i)
-                            EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
-                                                  want[static_cast<std::size_t>(i)]))
-                                << c10::toString(type) << " E=" << s.experts << " T=" << tokens
-                                << " launch " << i << (graph ? " (graph)" : " (eager)") << ", "
-                                << c.what;
-                        EXPECT_FALSE(at::equal(want[0], want[1]));
+                        expect_same_bits(run(c.plan, *c.ws, graph), want,
+                                         describe_case(type, s, tokens, graph) + ", " + c.what);
                     }
                 }
             }
@@ -971,13 +974,7 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
                 };
                 for (const bool graph : {false, true}) {
                     const auto want = run(false, graph);
-                    const auto got = run(true, graph);
-                    for (int i = 0; i < n; ++i)
-                        EXPECT_TRUE(at::equal(got[static_cast<std::size_t>(i)],
-                                              want[static_cast<std::size_t>(i)]))
-                            << c10::toString(type) << " E=" << s.experts << " T=" << tokens
-                            << " launch " << i << (graph ? " (graph)" : " (eager)");
-                    EXPECT_FALSE(at::equal(want[0], want[1]));
+                    expect_same_bits(run(true, graph), want, describe_case(type, s, tokens, graph));
                 }
             }
         }
