@@ -4148,6 +4148,11 @@ stage_s59_b() {
         s59_ffn base2
         FOURFOLD_MOE_UNFUSED_COUNTERS=1 s59_ffn trial2
     fi
+    # the pad's 32-bit plane offsets (498f223), on main since session 59 without a sanitizer
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.pad*' pad \
+        "$OUT/s59_b_pad_memcheck.txt" 60
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck 'native.pad*' pad \
+        "$OUT/s59_b_pad_racecheck.txt" 90
     if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
         stage_s52_b
     else
