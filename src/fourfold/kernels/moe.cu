@@ -358,6 +358,12 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
     int u = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x / 32);
     if (u >= units)
         return;
+    // (At TOK = 8 the unit's first sorted pair and its count share a register, begin | cnt <<
+    // 16, as begin < k_max_pairs: with them apart the begin was spilled, and its reload in
+    // every step queued behind the step's weight loads (Nsight Compute, session 60: 18 % of the
+    // warps' stall samples). Below 8 they stay apart: those instances' code as it was.)
+    constexpr bool packed = TOK >= 8;
+    static_assert(k_max_pairs <= 0xffff, "a unit's first pair in 16 bits");
     struct unit {
         const uint4 *gate, *up;
         int j, begin, cnt;
@@ -365,10 +371,15 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
     auto unit_of = [&](int k) {
         const int a = k / wid, j = k - a * wid;
         const std::int64_t e = s.active_expert[a];
-        return unit{reinterpret_cast<const uint4*>(w + (e * 2 * width + j) * hidden),
-                    reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden), j,
-                    s.active_begin[a], s.active_count[a]};
+        const auto* gate = reinterpret_cast<const uint4*>(w + (e * 2 * width + j) * hidden);
+        const auto* up = reinterpret_cast<const uint4*>(w + (e * 2 * width + width + j) * hidden);
+        if constexpr (packed)
+            return unit{gate, up, j, s.active_begin[a] | s.active_count[a] << 16, 0};
+        else
+            return unit{gate, up, j, s.active_begin[a], s.active_count[a]};
     };
+    auto begin_of = [](const unit& un) { return packed ? un.begin & 0xffff : un.begin; };
+    auto count_of = [](const unit& un) { return packed ? un.begin >> 16 : un.cnt; };
     auto fetch = [&](uint4(&dst)[U][2], const unit& un, int st) {
 #pragma unroll
         for (int i = 0; i < U; ++i) {
@@ -407,10 +418,10 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
             P::unpack(cur[i][1], up);
 #pragma unroll
             for (int t = 0; t < TOK; ++t) {
-                if (t >= cur_unit.cnt)
+                if (t >= count_of(cur_unit))
                     break; // warp-uniform; cnt <= tokens <= TOK
                 float xf[VEC];
-                const int row = s.sorted_token[cur_unit.begin + t];
+                const int row = s.sorted_token[begin_of(cur_unit) + t];
                 const auto* xr = reinterpret_cast<const uint4*>(x + row * ld_x) + v;
                 // (from_shared: the fused prologue's h, in this block's shared memory)
                 P::unpack(from_shared ? load_shared_16(xr) : __ldg(xr), xf);
@@ -424,11 +435,11 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
         if (st == steps - 1) {
 #pragma unroll
             for (int t = 0; t < TOK; ++t) {
-                if (t >= cur_unit.cnt)
+                if (t >= count_of(cur_unit))
                     break; // warp-uniform
                 const float gs = warp_sum(ag[t]), us = warp_sum(au[t]);
                 if (lane == 0)
-                    inter[(cur_unit.begin + t) * width + cur_unit.j] =
+                    inter[(begin_of(cur_unit) + t) * width + cur_unit.j] =
                         element<T>::from_float(silu(gs) * us);
                 ag[t] = au[t] = 0.f;
             }
