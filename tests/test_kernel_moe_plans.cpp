@@ -367,21 +367,31 @@ TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
 // The trial FOURFOLD_MOE_UNFUSED_COUNTERS=1 (session 59): the down counters, a block's count, in
 // the one launch without the fused prologue (moe_ffn's, its logits the kernel before's); only
 // "1" takes it; not the two kernels; the fused prologue's plan and every workspace as before.
-TEST(kernel_moe_plans, the_unfused_counters_are_a_trial_of_the_one_launch_without_the_prologue) {
+// The down counters in the one launch without the fused prologue: the default from a token
+// tile of 2 (session 60), the down barrier at 1; FOURFOLD_MOE_UNFUSED_COUNTERS=1 takes them at
+// every tile, =0 at none, any other value as unset.
+TEST(kernel_moe_plans, the_unfused_one_launch_counts_from_two_tokens_and_the_switch_sets_it) {
     const fourfold::testing::env_switch unfused("FOURFOLD_MOE_UNFUSED_COUNTERS");
     for (const elem logits : {elem::f32, elem::bf16})
-        for (const std::int64_t tokens : {1, 8}) {
+        for (const std::int64_t tokens : {1, 2, 3, 8}) {
             auto a = qwen3_moe(tokens);
             a.logits_type = logits;
+            const bool by_default = tokens >= 2;
             const auto base = plan_moe(a, device_limits{});
             ASSERT_TRUE(base.valid.empty()) << base.valid;
             ASSERT_EQ(base.kernels, 1);
-            EXPECT_FALSE(base.down_counters);
-            EXPECT_NE(base.describe().find("behind a grid barrier"), std::string::npos);
-            for (const char* value : {"0", "yes", "2"}) {
+            EXPECT_EQ(base.down_counters, by_default) << tokens;
+            EXPECT_EQ(base.describe().find("behind a grid barrier") != std::string::npos,
+                      !by_default)
+                << base.describe();
+            for (const char* value : {"yes", "2", ""}) {
                 unfused.set(value);
-                EXPECT_FALSE(plan_moe(a, device_limits{}).down_counters) << value;
+                EXPECT_EQ(plan_moe(a, device_limits{}).down_counters, by_default) << value;
             }
+            unfused.set("0");
+            const auto off = plan_moe(a, device_limits{});
+            EXPECT_FALSE(off.down_counters);
+            EXPECT_NE(off.describe().find("behind a grid barrier"), std::string::npos);
             unfused.set("1");
             const auto p = plan_moe(a, device_limits{});
             ASSERT_TRUE(p.valid.empty()) << p.valid;
@@ -389,7 +399,7 @@ TEST(kernel_moe_plans, the_unfused_counters_are_a_trial_of_the_one_launch_withou
             EXPECT_TRUE(p.down_counts_a_block);
             EXPECT_FALSE(p.flagged_logits);
             EXPECT_FALSE(p.compiled_defaults); // the general instance runs it
-            EXPECT_EQ(p.workspace_bytes, base.workspace_bytes);
+            EXPECT_EQ(p.workspace_bytes, off.workspace_bytes);
             EXPECT_NE(p.describe().find("a block's at once"), std::string::npos) << p.describe();
             auto two = a;
             two.one_launch = false;
@@ -400,11 +410,15 @@ TEST(kernel_moe_plans, the_unfused_counters_are_a_trial_of_the_one_launch_withou
             fused.logits = nullptr;
             fused.logits_type = elem::bf16;
             const auto with = plan_moe(fused, device_limits{});
-            unfused.unset();
+            unfused.set("0");
             const auto without = plan_moe(fused, device_limits{});
-            EXPECT_EQ(with.down_counters, without.down_counters);
-            EXPECT_EQ(with.compiled_defaults, without.compiled_defaults);
-            EXPECT_EQ(with.workspace_bytes, without.workspace_bytes);
+            unfused.unset();
+            const auto unset = plan_moe(fused, device_limits{});
+            for (const auto* q : {&without, &unset}) {
+                EXPECT_EQ(with.down_counters, q->down_counters);
+                EXPECT_EQ(with.compiled_defaults, q->compiled_defaults);
+                EXPECT_EQ(with.workspace_bytes, q->workspace_bytes);
+            }
         }
 }
 
@@ -419,7 +433,8 @@ TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_bl
     const fourfold::testing::env_switch count("FOURFOLD_MOE_DOWN_COUNT");
     for (const std::int64_t tokens : {1, 8}) {
         auto a = qwen3_moe(tokens);
-        EXPECT_FALSE(plan_moe(a, device_limits{}).down_counters); // no fused prologue
+        // no fused prologue: the unfused one launch's own rule (above), from 2 tokens
+        EXPECT_EQ(plan_moe(a, device_limits{}).down_counters, tokens >= 2);
         a.norm_weight = addr(k_aligned * 64);
         a.router = addr(k_aligned * 128);
         a.logits = nullptr;

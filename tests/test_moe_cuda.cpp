@@ -907,8 +907,9 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
 #endif
 }
 
-// The trial FOURFOLD_MOE_UNFUSED_COUNTERS=1 (moe_plan::down_counters without the fused prologue:
-// moe_ffn's one launch, its fp32 logits the kernel before's): the down barrier's bits, launch
+// The unfused counters (moe_plan::down_counters without the fused prologue: moe_ffn's one
+// launch, its fp32 logits the kernel before's; the default from 2 tokens, at every T with
+// FOURFOLD_MOE_UNFUSED_COUNTERS=1, none with =0): the down barrier's bits, launch
 // after launch on one workspace, eager and in a graph replayed twice. Between two counted
 // launches come a probe's (stopped after the routing, the gate/up units, the counters' wait or
 // the first dots: a set left part-counted), a launch of the barriers' plan and one of the fused
@@ -933,7 +934,11 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
                 a.logits_type = kernels::elem::f32;
                 a.normalise = true;
                 at::Tensor ws_barrier, ws_counted, ws_fused;
-                const auto barrier = plan_with_workspace(a, ctx, ws_barrier, xs[0]);
+                const auto barrier = [&] {
+                    const fourfold::testing::env_switch u("FOURFOLD_MOE_UNFUSED_COUNTERS", "0");
+                    auto b = a;
+                    return plan_with_workspace(b, ctx, ws_barrier, xs[0]);
+                }();
                 const auto counted = [&] {
                     const fourfold::testing::env_switch u("FOURFOLD_MOE_UNFUSED_COUNTERS", "1");
                     auto b = a;

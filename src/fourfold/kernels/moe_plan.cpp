@@ -190,11 +190,15 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
                              a.experts, static_cast<std::size_t>(es), p.flagged_logits)
                 .bytes;
     }
-    // Trial of session 59 (FOURFOLD_MOE_UNFUSED_COUNTERS=1): the down counters, a block's
-    // count, in the one launch without the fused prologue (moe_ffn's: the router's logits come
-    // from the kernel before), where the down barrier stays otherwise. No flags there: the
+    // The down counters, a block's count, in the one launch without the fused prologue (moe_ffn's:
+    // the router's logits come from the kernel before), where the down barrier was: the default
+    // from a token tile of 2 since session 60 (H100, moe_decode ffn, cold graph: T = 2 -2.8 %,
+    // 4 -4.3 %, 8 -3.5 %; at T = 1 +2.5 %, so the barrier stays there).
+    // FOURFOLD_MOE_UNFUSED_COUNTERS=1 takes them at every tile, =0 at none. No flags there: the
     // counters' sequence and the barrier's generation move on as the last block leaves.
-    if (p.kernels == 1 && !p.fused_prologue && switch_is("FOURFOLD_MOE_UNFUSED_COUNTERS", "1")) {
+    if (p.kernels == 1 && !p.fused_prologue &&
+        (switch_is("FOURFOLD_MOE_UNFUSED_COUNTERS", "1") ||
+         (p.token_tile >= 2 && !switch_is("FOURFOLD_MOE_UNFUSED_COUNTERS", "0")))) {
         p.down_counters = true;
         p.down_counts_a_block = true;
     }
