@@ -1954,7 +1954,7 @@ stage_s37_d() {
 # files
 stage_pack() {
     local files
-    files=$(cd "$OUT" && ls | grep -E '^s([34][0-9]|5[0-9])_' | grep -v '\.tgz$' || true)
+    files=$(cd "$OUT" && ls | grep -E '^s([34][0-9]|5[0-9]|6[0-9])_' | grep -v '\.tgz$' || true)
     [ -n "$files" ] || return 0
     (cd "$OUT" && tar czf "logs_$1.tgz" $files && rm -f $files)
     echo "logs: $OUT/logs_$1.tgz"
@@ -4190,4 +4190,57 @@ stage_s60_moe_ncu() {
     rm -f "$db"
     stage_pack s60_moe_ncu
     echo "after $((SECONDS - t0)) s"
+}
+
+# Session 60's second call (about 5 minutes with the build; any card, the A/B within the call):
+# the T = 8 instances' gate/up units with a unit's begin and count in one register (the general
+# bf16 instance spilled its begin, 8 bytes, and the reload in every step queued behind the
+# step's weight loads: 18 % of the warps' stall samples in s60_moe_ncu), and the unfused one
+# launch's down counters as the default from 2 tokens. The MoE gpu tests and memcheck at the new
+# defaults; moe_decode ffn T = 1, 2, 4, 8 at the defaults and with FOURFOLD_MOE_UNFUSED_COUNTERS=0;
+# then main's moe.cu before the packing (build_variants/s60-nopack, the CLI alone rebuilt) the
+# same way, then this tree's again.
+s60_ffn() {
+    local name=$1 t0=$SECONDS
+    timeout 90 $BIN run --workload moe_decode --param tokens=1,2,4,8 --param part=ffn --dtype bf16 \
+        --variants native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s60-ffn-$name --quiet >"$OUT/s60_ffn_$name.txt" 2>&1
+    echo "[$name] exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode .*(graph|FAIL)" "$OUT/s60_ffn_$name.txt" | awk '{print $4, $7}' | paste -sd' '
+    grep -cE "^moe_decode .*PASS" "$OUT/s60_ffn_$name.txt" | sed 's/^/PASS rows: /'
+}
+s60_moe_variant() { # the build_variants/ folder's moe.cu in the tree, or the tree's back (none)
+    mkdir -p /tmp/s60_tree
+    [ -f /tmp/s60_tree/moe.cu ] || cp src/fourfold/kernels/moe.cu /tmp/s60_tree/
+    if [ -n "${1:-}" ]; then
+        cp "build_variants/$1/moe.cu" src/fourfold/kernels/moe.cu
+    else
+        cp /tmp/s60_tree/moe.cu src/fourfold/kernels/moe.cu
+    fi
+    touch src/fourfold/kernels/moe.cu
+    FOURFOLD_NINJA_ARGS=fourfold stage_build
+}
+stage_s60_b() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.the_unfused_counters*:moe_cuda.down_counters*:moe_cuda.moe_decode_native*:moe_cuda.native_step*:moe_cuda.one_launch_takes*:moe_cuda.decoder_moe_layers*' \
+        240 "$OUT/s60_b_tests.txt"
+    if ! gtests_passed "$OUT/s60_b_tests.txt"; then
+        echo "the gpu tests did not pass: not timed"
+        stage_pack s60_b
+        return 0
+    fi
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_unfused_counters*' \
+        moe "$OUT/s60_b_memcheck.txt" 120
+    s60_ffn pack
+    FOURFOLD_MOE_UNFUSED_COUNTERS=0 s60_ffn pack-nocount
+    if s60_moe_variant s60-nopack; then
+        s60_ffn nopack
+        FOURFOLD_MOE_UNFUSED_COUNTERS=0 s60_ffn nopack-nocount
+    fi
+    s60_moe_variant && {
+        s60_ffn pack2
+        FOURFOLD_MOE_UNFUSED_COUNTERS=0 s60_ffn pack2-nocount
+    }
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s60_b
 }
