@@ -4244,3 +4244,23 @@ stage_s60_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s60_b
 }
+
+# s60_b cut to what session 60's last device minutes allow (about 4 minutes with the build): the
+# tests that cover the T = 8 general instance, memcheck, then the packed unit against main's
+# moe.cu, each with and without the unfused counters.
+stage_s60_c() {
+    local t0=$SECONDS
+    s60_ffn pack
+    FOURFOLD_MOE_UNFUSED_COUNTERS=0 s60_ffn pack-nocount
+    s25_gtests 'moe_cuda.the_unfused_counters*:moe_cuda.native_step_matches_float64_for_1_to_8*:moe_cuda.moe_decode_native*' \
+        150 "$OUT/s60_c_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_unfused_counters*' \
+        moe "$OUT/s60_c_memcheck.txt" 60
+    if s60_moe_variant s60-nopack; then
+        s60_ffn nopack
+        FOURFOLD_MOE_UNFUSED_COUNTERS=0 s60_ffn nopack-nocount
+        s60_moe_variant >/dev/null 2>&1 # the tree's moe.cu back in place
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s60_c
+}
