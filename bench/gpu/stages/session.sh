@@ -4259,7 +4259,6 @@ stage_s60_c() {
     if s60_moe_variant s60-nopack; then
         s60_ffn nopack
         FOURFOLD_MOE_UNFUSED_COUNTERS=0 s60_ffn nopack-nocount
-        s60_moe_variant >/dev/null 2>&1 # the tree's moe.cu back in place
     fi
     echo "after $((SECONDS - t0)) s"
     stage_pack s60_c
