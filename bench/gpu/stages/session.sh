@@ -4263,3 +4263,33 @@ stage_s60_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s60_c
 }
+
+# Session 61's first call (about 6 minutes with the build; any card, the A/B within the call):
+# the packed gate/up unit at its own instance. moe_decode ffn takes fp32 logits (the T = 8
+# instance that did not spill: s60_c found it the same with and without the packing, 187 µs on
+# an H100); the spilled one is the general bf16-logits T = 8 instance, which the decoder's prefill
+# runs (Nsight Compute's launch in s60_moe_ncu). qwen3-30b-a3b native and native_fused at ctx 512,
+# its prefill ms and tokens/s, this tree / main's moe.cu before the packing / this tree; the MoE gpu
+# tests with the bf16-logits one; racecheck over the unfused counters' test.
+s61_qwen3() {
+    local name=$1 t0=$SECONDS
+    timeout 150 $BIN decode --model qwen3-30b-a3b --variants native,native_fused --mode graph \
+        --ctx 512 --ledgers throughput --device cuda --dtype bf16 --db "$DB" --label s61-$name \
+        --quiet >"$OUT/s61_qwen3_$name.txt" 2>&1
+    echo "[$name] exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode " "$OUT/s61_qwen3_$name.txt" | awk '{print $2, "tok/s", $7, "prefill ms", $13}'
+}
+stage_s61_a() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.*bf16_logits*:moe_cuda.decoder_moe_layers*:moe_cuda.native_step_matches_float64_on_small*:moe_cuda.one_launch_takes*' \
+        200 "$OUT/s61_a_tests.txt"
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck 'moe_cuda.the_unfused_counters*' \
+        moe "$OUT/s61_a_racecheck.txt" 150
+    s61_qwen3 pack
+    if s60_moe_variant s60-nopack; then
+        s61_qwen3 nopack
+        s60_moe_variant && s61_qwen3 pack2
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s61_a
+}
