@@ -4293,3 +4293,31 @@ stage_s61_a() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s61_a
 }
+
+# s60_moe_ncu aimed at the decode's own launch: s60's --launch-skip 150 landed in the prefill (the
+# T = 8 general instance). The compiled-defaults T = 1 instance by its demangled name (as ncu
+# prints it), 20 launches of it in: a decode step's own launch, whatever the prefill runs.
+stage_s61_moe_ncu() {
+    local t0=$SECONDS db=/tmp/s61-ncu-$$.db
+    timeout 200 ncu --clock-control none --kernel-name-base demangled \
+        --kernel-name 'regex:moe_one_launch<__nv_bfloat16, __nv_bfloat16, \(int\)1, \(bool\)1>' \
+        --launch-skip 20 --launch-count 1 --warp-sampling-interval 0 --import-source no \
+        --section SourceCounters --section WarpStateStats --section InstructionStats \
+        --section SchedulerStats --section MemoryWorkloadAnalysis -o "$OUT/s61_moe" -f \
+        $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
+        --tokens 4 --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" \
+        --quiet >"$OUT/s61_moe_ncu.txt" 2>&1
+    echo "ncu exit $? after $((SECONDS - t0)) s"
+    tail -3 "$OUT/s61_moe_ncu.txt"
+    if [ -f "$OUT/s61_moe.ncu-rep" ]; then
+        ncu -i "$OUT/s61_moe.ncu-rep" --page details >"$OUT/s61_moe_details.txt" 2>&1
+        grep -E "Duration|Stall|Issued Warp|No Eligible|Warp Cycles Per Issued|DRAM Throughput" \
+            "$OUT/s61_moe_details.txt" | head -30
+        ncu -i "$OUT/s61_moe.ncu-rep" --page source --csv --print-source sass \
+            >"$OUT/s61_moe_sass.csv" 2>&1
+        echo "sass page: $(wc -l <"$OUT/s61_moe_sass.csv") lines"
+    fi
+    rm -f "$db"
+    stage_pack s61_moe_ncu
+    echo "after $((SECONDS - t0)) s"
+}
