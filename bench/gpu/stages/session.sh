@@ -4168,28 +4168,32 @@ stage_s59_b() {
 # warp-state samples, per SASS line, of one qwen3 ctx 512 decode launch of the one launch: which
 # waits hold the down phase (the counters' acquire spin, the intermediate's L2 loads, the
 # cp.async wait, the shuffles) against the gate/up stream's.
-stage_s60_moe_ncu() {
-    local t0=$SECONDS db=/tmp/s60-ncu-$$.db
-    timeout 200 ncu --clock-control none --kernel-name regex:moe_one_launch \
-        --launch-skip 150 --launch-count 1 --warp-sampling-interval 0 --import-source no \
-        --section SourceCounters --section WarpStateStats --section InstructionStats \
-        --section SchedulerStats --section MemoryWorkloadAnalysis -o "$OUT/s60_moe" -f \
+s60_ncu_moe() { # TAG (the files' prefix), then ncu's arguments that pick the launch
+    local tag=$1 t0=$SECONDS db=/tmp/$1-ncu-$$.db
+    shift
+    timeout 200 ncu --clock-control none "$@" --launch-count 1 --warp-sampling-interval 0 \
+        --import-source no --section SourceCounters --section WarpStateStats \
+        --section InstructionStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+        -o "$OUT/$tag" -f \
         $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
         --tokens 4 --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" \
-        --quiet >"$OUT/s60_moe_ncu.txt" 2>&1
+        --quiet >"$OUT/${tag}_ncu.txt" 2>&1
     echo "ncu exit $? after $((SECONDS - t0)) s"
-    tail -3 "$OUT/s60_moe_ncu.txt"
-    if [ -f "$OUT/s60_moe.ncu-rep" ]; then
-        ncu -i "$OUT/s60_moe.ncu-rep" --page details >"$OUT/s60_moe_details.txt" 2>&1
+    tail -3 "$OUT/${tag}_ncu.txt"
+    if [ -f "$OUT/$tag.ncu-rep" ]; then
+        ncu -i "$OUT/$tag.ncu-rep" --page details >"$OUT/${tag}_details.txt" 2>&1
         grep -E "Duration|Stall|Issued Warp|No Eligible|Warp Cycles Per Issued|DRAM Throughput" \
-            "$OUT/s60_moe_details.txt" | head -30
-        ncu -i "$OUT/s60_moe.ncu-rep" --page source --csv --print-source sass \
-            >"$OUT/s60_moe_sass.csv" 2>&1
-        echo "sass page: $(wc -l <"$OUT/s60_moe_sass.csv") lines"
+            "$OUT/${tag}_details.txt" | head -30
+        ncu -i "$OUT/$tag.ncu-rep" --page source --csv --print-source sass \
+            >"$OUT/${tag}_sass.csv" 2>&1
+        echo "sass page: $(wc -l <"$OUT/${tag}_sass.csv") lines"
     fi
     rm -f "$db"
-    stage_pack s60_moe_ncu
     echo "after $((SECONDS - t0)) s"
+}
+stage_s60_moe_ncu() {
+    s60_ncu_moe s60_moe --kernel-name regex:moe_one_launch --launch-skip 150
+    stage_pack s60_moe_ncu
 }
 
 # Session 60's second call (about 5 minutes with the build; any card, the A/B within the call):
@@ -4298,26 +4302,8 @@ stage_s61_a() {
 # T = 8 general instance). The compiled-defaults T = 1 instance by its demangled name (as ncu
 # prints it), 20 launches of it in: a decode step's own launch, whatever the prefill runs.
 stage_s61_moe_ncu() {
-    local t0=$SECONDS db=/tmp/s61-ncu-$$.db
-    timeout 200 ncu --clock-control none --kernel-name-base demangled \
+    s60_ncu_moe s61_moe --kernel-name-base demangled \
         --kernel-name 'regex:moe_one_launch<__nv_bfloat16, __nv_bfloat16, \(int\)1, \(bool\)1>' \
-        --launch-skip 20 --launch-count 1 --warp-sampling-interval 0 --import-source no \
-        --section SourceCounters --section WarpStateStats --section InstructionStats \
-        --section SchedulerStats --section MemoryWorkloadAnalysis -o "$OUT/s61_moe" -f \
-        $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
-        --tokens 4 --ledgers throughput --timeout 0.5 --device cuda --dtype bf16 --db "$db" \
-        --quiet >"$OUT/s61_moe_ncu.txt" 2>&1
-    echo "ncu exit $? after $((SECONDS - t0)) s"
-    tail -3 "$OUT/s61_moe_ncu.txt"
-    if [ -f "$OUT/s61_moe.ncu-rep" ]; then
-        ncu -i "$OUT/s61_moe.ncu-rep" --page details >"$OUT/s61_moe_details.txt" 2>&1
-        grep -E "Duration|Stall|Issued Warp|No Eligible|Warp Cycles Per Issued|DRAM Throughput" \
-            "$OUT/s61_moe_details.txt" | head -30
-        ncu -i "$OUT/s61_moe.ncu-rep" --page source --csv --print-source sass \
-            >"$OUT/s61_moe_sass.csv" 2>&1
-        echo "sass page: $(wc -l <"$OUT/s61_moe_sass.csv") lines"
-    fi
-    rm -f "$db"
+        --launch-skip 20
     stage_pack s61_moe_ncu
-    echo "after $((SECONDS - t0)) s"
 }
