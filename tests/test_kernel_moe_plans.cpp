@@ -364,12 +364,10 @@ TEST(kernel_moe_plans, the_compiled_defaults_come_only_with_every_default_on) {
     }
 }
 
-// The trial FOURFOLD_MOE_UNFUSED_COUNTERS=1 (session 59): the down counters, a block's count, in
-// the one launch without the fused prologue (moe_ffn's, its logits the kernel before's); only
-// "1" takes it; not the two kernels; the fused prologue's plan and every workspace as before.
-// The down counters in the one launch without the fused prologue: the default from a token
-// tile of 2 (session 60), the down barrier at 1; FOURFOLD_MOE_UNFUSED_COUNTERS=1 takes them at
-// every tile, =0 at none, any other value as unset.
+// The down counters, a block's count, in the one launch without the fused prologue (moe_ffn's,
+// its logits the kernel before's): the default from a token tile of 2 (session 60), the down
+// barrier at 1; FOURFOLD_MOE_UNFUSED_COUNTERS=1 takes them at every tile, =0 at none, any other
+// value as unset; not the two kernels; the fused prologue's plan and every workspace as before.
 TEST(kernel_moe_plans, the_unfused_one_launch_counts_from_two_tokens_and_the_switch_sets_it) {
     const fourfold::testing::env_switch unfused("FOURFOLD_MOE_UNFUSED_COUNTERS");
     for (const elem logits : {elem::f32, elem::bf16})
