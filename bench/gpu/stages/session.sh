@@ -4287,6 +4287,9 @@ stage_s61_a() {
     local t0=$SECONDS
     s25_gtests 'moe_cuda.*bf16_logits*:moe_cuda.decoder_moe_layers*:moe_cuda.native_step_matches_float64_on_small*:moe_cuda.one_launch_takes*' \
         200 "$OUT/s61_a_tests.txt"
+    # (the bf16-logits T = 8 instance, packed in session 60, has not run on a GPU before this)
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.*bf16_logits*' \
+        moe "$OUT/s61_a_memcheck.txt" 90
     FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck 'moe_cuda.the_unfused_counters*' \
         moe "$OUT/s61_a_racecheck.txt" 150
     s61_qwen3 pack
