@@ -4310,3 +4310,44 @@ stage_s61_moe_ncu() {
         --launch-skip 20
     stage_pack s61_moe_ncu
 }
+
+# Session 61's second build (about 8 minutes with the build; any card, the A/B within the call).
+# Nsight Compute on the decode's own T = 1 launch (s61_moe_ncu, H100): 35 % of the warps' stall
+# samples are no_inst, most where each warp runs code once (the first down item's 8 rows of copies
+# unrolled, about 500 instructions, and the dots). The change: stage_item's rows in a loop, the
+# dots' 8 warp_sums as one warp_sum_8 (the same bits), and at T = 1 the gate/up's and the dots'
+# token row 0 known (no shared load ahead of each vector's h); every one-launch instance about
+# 1,050 instructions shorter. The MoE gpu tests (the untimed ones), memcheck over the bits and
+# counters tests, then this tree / main's moe.cu (build_variants/s61-base) / this tree: the timed
+# block's phases, moe_decode ffn T = 1, 2, 4, 8 and qwen3-30b-a3b at ctx 512.
+# Predicted (H100): the block T = 1 -0.5 to -1.5 µs, ffn T = 1 36.2 -> 35-35.7, T = 8 within 1 %;
+# qwen3 native_fused 314.6 -> 317-321 tokens/s (+1 to +2 %).
+s61_round() {
+    local name=$1
+    local timed='moe_cuda.the_fused_block_and_the_three_launches_it_replaces_are_timed_and_printed'
+    s25_gtests "$timed" 90 "$OUT/s61_timed_$name.txt" >/dev/null
+    echo "[$name] block"
+    grep -E "^moe block" "$OUT/s61_timed_$name.txt" | head -20
+    s60_ffn "$name"
+    s61_qwen3 "$name"
+}
+stage_s61_b() {
+    local t0=$SECONDS
+    rm -rf /tmp/s60_tree # (s60_moe_variant's copy of the tree's moe.cu: this build's)
+    s25_gtests 'moe_cuda.*-moe_cuda.*_printed' 240 "$OUT/s61_b_tests.txt"
+    if ! gtests_passed "$OUT/s61_b_tests.txt"; then
+        echo "the gpu tests did not pass: not timed"
+        stage_pack s61_b
+        return 0
+    fi
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck \
+        'moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*:moe_cuda.down_counters*' \
+        moe "$OUT/s61_b_memcheck.txt" 120
+    s61_round new
+    if s60_moe_variant s61-base; then
+        s61_round base
+        s60_moe_variant && s61_round new2
+    fi
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s61_b
+}

@@ -421,7 +421,8 @@ gate_up_units(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ 
                 if (t >= count_of(cur_unit))
                     break; // warp-uniform; cnt <= tokens <= TOK
                 float xf[VEC];
-                const int row = s.sorted_token[begin_of(cur_unit) + t];
+                // (one token: row 0, no shared load and multiply ahead of every vector's h)
+                const int row = TOK == 1 ? 0 : s.sorted_token[begin_of(cur_unit) + t];
                 const auto* xr = reinterpret_cast<const uint4*>(x + row * ld_x) + v;
                 // (from_shared: the fused prologue's h, in this block's shared memory)
                 P::unpack(from_shared ? load_shared_16(xr) : __ldg(xr), xf);
@@ -633,6 +634,7 @@ constexpr int k_stage_vectors = k_moe_stage_bytes / 16;  // 16-byte vectors a wa
 constexpr int k_columns = k_moe_down_columns;            // output columns a block's group
 constexpr int k_piece_max = k_stage_vectors / k_columns; // vectors of a row a stage holds
 constexpr int k_piece_lanes = (k_piece_max + 31) / 32;   // of them, a lane's
+static_assert(k_columns == 8, "down_item_dot's sums over the warp: warp_sum_8");
 
 // Phase 2's unit of work: the output columns [n0, n0 + k_columns) of a block's group, and of
 // those, a warp's item (active expert a, piece [v0, v0 + len) of its down rows' vectors).
@@ -648,12 +650,14 @@ __device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const r
                                            const down_item& it, std::int64_t hidden,
                                            std::int64_t width, uint4* stage, int lane) {
     const std::int64_t e = s.active_expert[it.a];
-#pragma unroll
-    for (int c = 0; c < k_columns; ++c) {
+    const auto* row = reinterpret_cast<const uint4*>(w_down + (e * hidden + it.n0) * width) + it.v0;
+    const std::int64_t row_vectors = width * static_cast<std::int64_t>(sizeof(T)) / 16;
+    // (a loop, not unrolled: the 8 rows' copies unrolled were about 500 instructions, run once a
+    // warp at T = 1 and missing the instruction cache: Nsight Compute, session 61)
+#pragma unroll 1
+    for (int c = 0; c < k_columns; ++c, row += row_vectors) {
         if (it.n0 + c >= hidden)
             break; // warp-uniform
-        const auto* row =
-            reinterpret_cast<const uint4*>(w_down + (e * hidden + it.n0 + c) * width) + it.v0;
 #pragma unroll
         for (int j = 0; j < k_piece_lanes; ++j) {
             const int k = lane + 32 * j;
@@ -664,10 +668,10 @@ __device__ __forceinline__ void stage_item(const T* __restrict__ w_down, const r
 }
 
 // The staged item against the intermediate rows of its expert's pairs (the lane's vectors of
-// each, in registers): weight x dot per (token, column), summed over the warp into lane c's
-// acc[token] for column c. Fixed orders throughout: the result is the same bits every run.
-// The item's copies are waited for after the first row's loads are issued. With `ready` (the down
-// counters: its expert's, no grid barrier before) the rows are read once it counts `units`.
+// each, in registers): weight x dot per (token, column), summed over the warp into lanes 4 c
+// to 4 c + 3's acc[token] for column c. Fixed orders throughout: the result is the same bits every
+// run. The item's copies are waited for after the first row's loads are issued. With `ready` (the
+// down counters: its expert's, no grid barrier before) the rows are read once it counts `units`.
 template <typename T, int TOK>
 __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter,
                                               const routing_smem& s, const down_item& it,
@@ -689,10 +693,10 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
             P::unpack(k < it.len ? __ldcg(hr + k) : make_uint4(0, 0, 0, 0), h[j]);
         }
         copy_async_wait_all(); // (the lane's own copies: it reads only those)
-        float mine = 0.f;      // lane c: column c's dot
+        float d[k_columns];    // the lane's part of each column's dot
 #pragma unroll
         for (int c = 0; c < k_columns; ++c) {
-            float d = 0.f;
+            d[c] = 0.f;
 #pragma unroll
             for (int j = 0; j < k_piece_lanes; ++j) {
                 const int k = lane + 32 * j;
@@ -702,12 +706,13 @@ __device__ __forceinline__ void down_item_dot(const uint4* stage, const T* inter
                 P::unpack(load_shared_16(stage + c * k_piece_max + k), wf);
 #pragma unroll
                 for (int i = 0; i < VEC; ++i)
-                    d = fmaf(wf[i], h[j][i], d);
+                    d[c] = fmaf(wf[i], h[j][i], d[c]);
             }
-            d = warp_sum(d);
-            mine = lane == c ? d : mine;
         }
-        const int tok = s.sorted_token[p];
+        // column lane / 4's dot, the sum over the warp in warp_sum's order (the same bits as 8
+        // warp_sums) in 9 shuffles, not 40
+        const float mine = warp_sum_8(d);
+        const int tok = TOK == 1 ? 0 : s.sorted_token[p];
         const float wt = s.sorted_weight[p];
 #pragma unroll
         for (int t = 0; t < TOK; ++t)
@@ -1072,10 +1077,10 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             leave();
             return;
         }
-        if (lane < k_columns)
+        if (lane % 4 == 0) // (lane 4 c: column c, down_item_dot)
 #pragma unroll
             for (int t = 0; t < TOK; ++t)
-                part[warp][t][lane] = acc[t];
+                part[warp][t][lane / 4] = acc[t];
         __syncthreads();
         const std::int64_t n = g * k_columns + own_c;
         if (own_t < tokens && n < hidden) {
