@@ -4351,3 +4351,22 @@ stage_s61_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s61_b
 }
+
+# Session 61's third call (about 4 minutes with the build; any card, the A/B within the call):
+# racecheck over the bits and counters tests at 79532a9's dots (the block's sums now written by
+# lanes 4 c), then the unfused counters at T = 1 again (FOURFOLD_MOE_UNFUSED_COUNTERS=1; session
+# 60 measured them +2.5 % there, cause not isolated, with the 500-instruction unrolled copies the
+# counters' path waits behind): moe_decode ffn default / =1 / default / =1.
+# Predicted (H100): T = 1 with the counters within +-1 % of the barrier now (35.0 µs).
+stage_s61_c() {
+    local t0=$SECONDS
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck \
+        'moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*' moe \
+        "$OUT/s61_c_racecheck.txt" 150
+    s60_ffn default
+    FOURFOLD_MOE_UNFUSED_COUNTERS=1 s60_ffn counters
+    s60_ffn default2
+    FOURFOLD_MOE_UNFUSED_COUNTERS=1 s60_ffn counters2
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s61_c
+}
