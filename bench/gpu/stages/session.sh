@@ -4370,3 +4370,27 @@ stage_s61_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s61_c
 }
+
+# Session 61's last device minutes (about 2.5 minutes with the build; on an H200 only: issue 15's
+# targets are the H200's): qwen3-30b-a3b stock and native_fused at ctx 512, and moe_decode ffn
+# T = 1 and 8, stock and native, at 79532a9's shorter down staging and sums.
+# Predicted (H200; session 57-59: qwen3 362.4 tokens/s, ffn T = 1 32.4 µs, T = 8 169 µs): qwen3
+# +0.5 to +1.5 %, ffn T = 1 about -1.3 µs (H100: -1.5), T = 8 within 1 %.
+stage_s61_h200() {
+    local t0=$SECONDS
+    if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+        echo "s61_h200: not an H200: not run"
+        return 0
+    fi
+    timeout 120 $BIN decode --model qwen3-30b-a3b --variants stock,native_fused --mode graph \
+        --ctx 512 --ledgers throughput,correctness --device cuda --dtype bf16 --db "$DB" \
+        --label s61-h200 --quiet >"$OUT/s61_h200_qwen3.txt" 2>&1
+    echo "qwen3: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode |copy bandwidth" "$OUT/s61_h200_qwen3.txt"
+    timeout 90 $BIN run --workload moe_decode --param tokens=1,8 --param part=ffn --dtype bf16 \
+        --variants stock,native --device cuda --ledgers op_time,correctness --min-time 0.1 \
+        --db "$DB" --label s61-h200-ffn --quiet >"$OUT/s61_h200_ffn.txt" 2>&1
+    echo "ffn: exit $? after $((SECONDS - t0)) s"
+    grep -E "^moe_decode " "$OUT/s61_h200_ffn.txt"
+    stage_pack s61_h200
+}
