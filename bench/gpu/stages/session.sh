@@ -3365,12 +3365,15 @@ stage_s53_a() {
 # session 52 the cap lost 3-5 %, where the H200 had run the claimed steps at 0.894x and 0.957x of
 # stock), then the article linear_decode run. Predicted (H200): the cap 0.99-1.03x on the two; the
 # article T = 1 about 1.35x (no GEMV change since session 51's 1.346x).
+# 0 on an H200; else says STAGE is not run there (the issues' figures are the H200's) and 1
+only_on_h200() {
+    nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && return 0
+    echo "$1: not an H200 (the issues' figures are the H200's): not run"
+    return 1
+}
 stage_s53_b() {
     local t0=$SECONDS
-    if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-        echo "s53_b: not an H200 (issue 13's figures are the H200's): not run"
-        return 0
-    fi
+    only_on_h200 s53_b || return 0
     stage_s52_b
     article_linear_decode s53
     echo "after $((SECONDS - t0)) s"
@@ -4378,10 +4381,7 @@ stage_s61_c() {
 # +0.5 to +1.5 %, ffn T = 1 about -1.3 µs (H100: -1.5), T = 8 within 1 %.
 stage_s61_h200() {
     local t0=$SECONDS
-    if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-        echo "s61_h200: not an H200: not run"
-        return 0
-    fi
+    only_on_h200 s61_h200 || return 0
     timeout 120 $BIN decode --model qwen3-30b-a3b --variants stock,native_fused --mode graph \
         --ctx 512 --ledgers throughput,correctness --device cuda --dtype bf16 --db "$DB" \
         --label s61-h200 --quiet >"$OUT/s61_h200_qwen3.txt" 2>&1
