@@ -4443,3 +4443,13 @@ stage_s62_b() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s62_b
 }
+
+# Nsight Compute on the decode's T = 1 launch again after the early copies (s61_moe_ncu's: the
+# 21st launch of the compiled-defaults instance), for the stall samples' split against s61's
+# two (no_inst 34.9 % -> 22.6 %, long scoreboard 13.4 -> 23.0 %, the routing barrier 6.6 %).
+stage_s62_moe_ncu() {
+    s60_ncu_moe s62_moe --kernel-name-base demangled \
+        --kernel-name 'regex:moe_one_launch<__nv_bfloat16, __nv_bfloat16, \(int\)1, \(bool\)1>' \
+        --launch-skip 20
+    stage_pack s62_moe_ncu
+}
