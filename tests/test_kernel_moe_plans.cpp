@@ -425,6 +425,58 @@ TEST(kernel_moe_plans, the_unfused_one_launch_counts_from_two_tokens_and_the_swi
 // since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with
 // the flagged logits only, no more workspace (the counters are the kernel's own), and said in the
 // plan's description.
+// The trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (moe_plan::compiled_unfused, session 61): the one
+// launch without the fused prologue in its own instance, only for fp32 logits with bf16 or fp16
+// activations and the top-k on the logits (normalise); off unset or at any other value, with two
+// kernels and with the fused prologue; the counters as the unfused rule sets them; the same
+// workspace; said in the description.
+TEST(kernel_moe_plans, the_compiled_unfused_instance_is_a_trial_for_fp32_logits_alone) {
+    const fourfold::testing::env_switch compiled("FOURFOLD_MOE_COMPILED_UNFUSED");
+    for (const elem type : {elem::bf16, elem::f16})
+        for (const std::int64_t tokens : {1, 2, 8}) {
+            auto a = qwen3_moe(tokens, type);
+            a.logits_type = elem::f32;
+            const auto base = plan_moe(a, device_limits{});
+            ASSERT_TRUE(base.valid.empty()) << base.valid;
+            EXPECT_FALSE(base.compiled_unfused); // a trial: off by default
+            for (const char* value : {"0", "yes", ""}) {
+                compiled.set(value);
+                EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_unfused) << value;
+            }
+            compiled.set("1");
+            const auto on = plan_moe(a, device_limits{});
+            ASSERT_TRUE(on.valid.empty()) << on.valid;
+            EXPECT_TRUE(on.compiled_unfused);
+            EXPECT_FALSE(on.compiled_defaults);
+            EXPECT_EQ(on.down_counters, base.down_counters);
+            EXPECT_EQ(on.workspace_bytes, base.workspace_bytes);
+            EXPECT_NE(on.describe().find("no prologue, compiled into"), std::string::npos)
+                << on.describe();
+            EXPECT_EQ(base.describe().find("no prologue, compiled into"), std::string::npos);
+            auto bf16_logits = a;
+            bf16_logits.logits_type = type;
+            EXPECT_FALSE(plan_moe(bf16_logits, device_limits{}).compiled_unfused);
+            auto unnormalised = a; // no top-k on the logits
+            unnormalised.normalise = false;
+            EXPECT_FALSE(plan_moe(unnormalised, device_limits{}).compiled_unfused);
+            auto two = a;
+            two.one_launch = false;
+            EXPECT_FALSE(plan_moe(two, device_limits{}).compiled_unfused);
+            auto fp32 = qwen3_moe(tokens, elem::f32);
+            EXPECT_FALSE(plan_moe(fp32, device_limits{}).compiled_unfused);
+            auto fused = a;
+            fused.norm_weight = addr(k_aligned * 64);
+            fused.router = addr(k_aligned * 128);
+            fused.logits = nullptr;
+            fused.logits_type = type;
+            const auto f = plan_moe(fused, device_limits{});
+            ASSERT_TRUE(f.valid.empty()) << f.valid;
+            EXPECT_FALSE(f.compiled_unfused);
+            EXPECT_TRUE(f.compiled_defaults);
+            compiled.unset();
+        }
+}
+
 TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_block_unless_asked) {
     const fourfold::testing::env_switch flagged("FOURFOLD_MOE_FLAGGED_LOGITS");
     const fourfold::testing::env_switch counters("FOURFOLD_MOE_DOWN_COUNTERS");

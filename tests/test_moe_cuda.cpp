@@ -986,6 +986,69 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
 #endif
 }
 
+// The trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (moe_plan::compiled_unfused): the one launch without
+// the fused prologue in its own instance gives the general instance's bits, behind the down
+// barrier (T = 1) and with the down counters (T = 2 and 8), launch after launch, eager and
+// captured, each full launch after a probe's early stop (which moves the counters' sequence on).
+TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    namespace nat = workloads::native;
+    const auto d = dev->torch_device();
+    call_context ctx(*dev);
+    constexpr int n = 4;
+    const auto type = at::kBFloat16;
+    for (const auto& s : shapes_of({k_qwen3, k_small})) {
+        const auto w = make_experts(s, type, 41, d);
+        for (const std::int64_t tokens : {1, 2, 8}) {
+            const auto xs = token_inputs(n, tokens, s.hidden, 94, type, d);
+            const auto logits = ranked_logits(tokens, s.experts, 95).to(d);
+            auto a = step_args(xs[0], w, s);
+            a.logits = logits.data_ptr();
+            a.logits_type = kernels::elem::f32;
+            a.normalise = true;
+            at::Tensor ws_general, ws_compiled;
+            auto g = a;
+            const auto general = plan_with_workspace(g, ctx, ws_general, xs[0]);
+            const auto compiled = [&] {
+                const fourfold::testing::env_switch c("FOURFOLD_MOE_COMPILED_UNFUSED", "1");
+                auto b = a;
+                return plan_with_workspace(b, ctx, ws_compiled, xs[0]);
+            }();
+            ASSERT_FALSE(general.compiled_unfused);
+            ASSERT_TRUE(compiled.compiled_unfused);
+            ASSERT_EQ(compiled.down_counters, general.down_counters);
+            auto launch = [&](const kernels::moe_plan& p, const at::Tensor& ws, const at::Tensor& x,
+                              const at::Tensor& y, int stop) {
+                auto b = a;
+                b.workspace = ws.data_ptr();
+                b.x = x.data_ptr();
+                b.y = y.data_ptr();
+                b.probe_stop_after = stop;
+                nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
+            };
+            const auto scratch = at::empty_like(xs[0]);
+            const int stops[] = {1, 2, 3, 4};
+            auto run = [&](bool use_compiled, bool graph) {
+                return launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                    const auto& x = xs[static_cast<std::size_t>(i)];
+                    if (!use_compiled) {
+                        launch(general, ws_general, x, y, 0);
+                        return;
+                    }
+                    const auto& other = xs[static_cast<std::size_t>((i + 1) % n)];
+                    launch(compiled, ws_compiled, other, scratch, stops[i]);
+                    launch(compiled, ws_compiled, x, y, 0);
+                });
+            };
+            for (const bool graph : {false, true})
+                expect_same_bits(run(true, graph), run(false, graph),
+                                 describe_case(type, s, tokens, graph));
+        }
+    }
+#endif
+}
+
 // The trial FOURFOLD_MOE_TOPK_LOGITS=1 (moe_plan::topk_on_logits: the one launch's top-k on the
 // logits, only the k chosen exponentiated): against float64 over token counts, expert counts (4,
 // 8 and 16 logits a lane) and dtypes, as close to the softmax path as both are to float64, and the

@@ -4419,8 +4419,8 @@ stage_s62_a() {
     local tool
     for tool in memcheck racecheck; do
         FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize $tool \
-            'moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*:moe_cuda.down_counters*' \
-            moe "$OUT/s62_a_$tool.txt" 150
+            'moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*:moe_cuda.down_counters*:moe_cuda.the_compiled_unfused*' \
+            moe "$OUT/s62_a_$tool.txt" 180
     done
     s61_round early
     s60_moe_variant s62-base && s61_round base
@@ -4433,6 +4433,10 @@ stage_s62_a() {
 # built): the early round again, then the unfused counters at T = 1 with the early copies
 # (FOURFOLD_MOE_UNFUSED_COUNTERS=1 against the barrier, twice). Predicted: within +-1 % of the
 # barrier at T = 1 (s61_c: +2.5 % with the copies behind the block barrier).
+# Then session 61's trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (the unfused one launch's own
+# instance, 5,504 instructions at T = 1 against the general's 8,120): ffn off / on / off / on.
+# Predicted: T = 1 -0.5 to -1 µs (the fused path's compiled defaults: -1.05 at its block),
+# T = 2-8 -0.5 to -1.5 %.
 stage_s62_b() {
     local t0=$SECONDS
     s61_round early2
@@ -4440,6 +4444,10 @@ stage_s62_b() {
     FOURFOLD_MOE_UNFUSED_COUNTERS=1 s60_ffn counters
     s60_ffn default2
     FOURFOLD_MOE_UNFUSED_COUNTERS=1 s60_ffn counters2
+    local v
+    for v in 0 1 0b 1b; do
+        FOURFOLD_MOE_COMPILED_UNFUSED=${v%b} s60_ffn "unfused$v"
+    done
     echo "after $((SECONDS - t0)) s"
     stage_pack s62_b
 }

@@ -893,10 +893,13 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
 // routing, route_block); 0 runs the step. With `router` (the fused prologue, above) x is the
 // residual stream and `logits` unused: the norm and the router's logits come first, then a first
 // grid barrier; `residual` (x, or nullptr) is added to y before its one rounding.
-// DEFAULTS (moe_plan::compiled_defaults): the fused prologue, the flagged logits, the top-k on the
-// logits and the down counters a block's at once, known to the compiler, whatever the flags say;
-// the other paths' code is left out of the instance.
-template <typename T, typename L, int TOK, bool DEFAULTS>
+// MODE: k_general, every path an argument; k_fused_defaults (moe_plan::compiled_defaults): the
+// fused prologue, the flagged logits, the top-k on the logits and the down counters a block's at
+// once, known to the compiler, whatever the flags say; k_unfused (moe_plan::compiled_unfused): no
+// prologue, no flags, no residual and the top-k on the logits known (the counters an argument).
+// The other paths' code is left out of the instance.
+constexpr int k_general = 0, k_fused_defaults = 1, k_unfused = 2;
+template <typename T, typename L, int TOK, int MODE>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
                    const T* __restrict__ w_down, void* __restrict__ ws, T* __restrict__ y,
@@ -910,9 +913,15 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     __shared__ routing_smem s;
     __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
     __shared__ float scratch[32];
-    if (DEFAULTS)
+    constexpr bool defaults = MODE == k_fused_defaults;
+    if (defaults)
         flagged = topk_on_logits = down_counters = count_blocks = true;
-    const bool fused = DEFAULTS || router != nullptr;
+    if (MODE == k_unfused) {
+        flagged = false;
+        topk_on_logits = true;
+        router = norm_weight = residual = nullptr;
+    }
+    const bool fused = defaults || router != nullptr;
     prologue_prefetch pf;
     if (fused)
         prologue_load<T>(pf, norm_weight, router, experts, hidden);
@@ -1186,9 +1195,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
 // The one launch's blocks an SM, asked of the runtime once per kernel (its shared memory raised
 // to the stages and the carveout to the most shared memory): the grid never exceeds what can be
 // resident at once, or its barrier would wait for a block that cannot start.
-template <typename T, typename L, int TOK, bool DEFAULTS> int one_launch_residency() {
+template <typename T, typename L, int TOK, int MODE> int one_launch_residency() {
     static const int resident = [] {
-        auto* k = moe_one_launch<T, L, TOK, DEFAULTS>;
+        auto* k = moe_one_launch<T, L, TOK, MODE>;
         const auto smem = static_cast<int>(k_moe_one_launch_dynamic_smem);
         if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
                 cudaSuccess ||
@@ -1204,16 +1213,16 @@ template <typename T, typename L, int TOK, bool DEFAULTS> int one_launch_residen
     return resident;
 }
 
-template <typename T, typename L, int TOK, bool DEFAULTS>
+template <typename T, typename L, int TOK, int MODE>
 launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) {
-    const int resident = one_launch_residency<T, L, TOK, DEFAULTS>();
+    const int resident = one_launch_residency<T, L, TOK, MODE>();
     if (resident < 1)
         return invalid("the one-launch MoE kernel cannot be resident on this device (its "
                        "shared memory); plan it with one_launch = false");
     const std::int64_t blocks =
         std::min<std::int64_t>(p.one_launch_blocks, std::int64_t{resident} * p.sm_count);
     return status_of(launch_serialised_after_smem(
-        moe_one_launch<T, L, TOK, DEFAULTS>, dim3(static_cast<unsigned>(blocks)), dim3(p.threads),
+        moe_one_launch<T, L, TOK, MODE>, dim3(static_cast<unsigned>(blocks)), dim3(p.threads),
         static_cast<std::size_t>(p.smem_bytes), stream, p.dependent_launch,
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
         static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
@@ -1224,17 +1233,29 @@ launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) 
         p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block));
 }
 
-// The plan's compiled defaults take the fused prologue, whose logits are the activations' type.
+// The plan's compiled defaults take the fused prologue, whose logits are the activations' type;
+// its compiled unfused launch, fp32 logits with bf16 or fp16 activations (moe_ffn's).
 template <typename T, typename L> constexpr bool defaults_compiled_for = std::is_same_v<T, L>;
+template <typename T, typename L>
+constexpr bool unfused_compiled_for = std::is_same_v<L, float> && !std::is_same_v<T, float>;
+
+// f(std::integral_constant<int, MODE>{}) for the instance the plan takes.
+template <typename T, typename L, class F> auto with_mode(const moe_plan& p, F&& f) {
+    if constexpr (defaults_compiled_for<T, L>)
+        if (p.compiled_defaults)
+            return f(std::integral_constant<int, k_fused_defaults>{});
+    if constexpr (unfused_compiled_for<T, L>)
+        if (p.compiled_unfused)
+            return f(std::integral_constant<int, k_unfused>{});
+    return f(std::integral_constant<int, k_general>{});
+}
 
 template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
-    if (p.kernels == 1) {
-        if constexpr (defaults_compiled_for<T, L>)
-            if (p.compiled_defaults)
-                return launch_one<T, L, TOK, true>(p, a, stream);
-        return launch_one<T, L, TOK, false>(p, a, stream);
-    }
+    if (p.kernels == 1)
+        return with_mode<T, L>(p, [&](auto mode) {
+            return launch_one<T, L, TOK, decltype(mode)::value>(p, a, stream);
+        });
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
         static_cast<const T*>(a.x), static_cast<const L*>(a.logits),
         static_cast<const T*>(a.w_gate_up), static_cast<const T*>(a.w_down), a.workspace,
@@ -1292,10 +1313,9 @@ int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
     return with_instance(p, a, [&p](auto t, auto l, auto tile) {
         using T = decltype(t);
         using L = decltype(l);
-        if constexpr (defaults_compiled_for<T, L>)
-            if (p.compiled_defaults)
-                return one_launch_residency<T, L, decltype(tile)::value, true>();
-        return one_launch_residency<T, L, decltype(tile)::value, false>();
+        return with_mode<T, L>(p, [](auto mode) {
+            return one_launch_residency<T, L, decltype(tile)::value, decltype(mode)::value>();
+        });
     });
 }
 

@@ -162,6 +162,13 @@ struct moe_plan {
     // qwen3-30b-a3b native_fused 309.4 -> 314.4 / 314.7 tokens/s at ctx 512, the fused block at
     // T = 1 35.89 -> 34.84 µs (docs/performance.md).
     bool compiled_defaults = false;
+    // Trial of session 61 (FOURFOLD_MOE_COMPILED_UNFUSED=1; off by default until measured): the one
+    // launch without the fused prologue (moe_ffn's, its logits fp32 from the kernel before) in an
+    // instance that knows it: no prologue, no flags, no residual, the top-k on the logits compiled
+    // in (the down counters still an argument). The fused path's compiled defaults gave its block
+    // -1.05 µs at T = 1 (session 53); moe_decode ffn T = 1 (issue 15's 25 µs) runs the general
+    // instance. bf16 and fp16 with fp32 logits.
+    bool compiled_unfused = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)

@@ -68,6 +68,7 @@ std::string moe_plan::describe() const {
                (add_residual ? "; the residual added to the output" : "") +
                (topk_on_logits ? "; top-k on the logits, only the k chosen exponentiated" : "") +
                (compiled_defaults ? "; these defaults compiled into the kernel's instance" : "") +
+               (compiled_unfused ? "; no prologue, compiled into the kernel's instance" : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -202,6 +203,9 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
         p.down_counters = true;
         p.down_counts_a_block = true;
     }
+    p.compiled_unfused = p.kernels == 1 && !p.fused_prologue && p.topk_on_logits &&
+                         a.logits_type == elem::f32 && a.type != elem::f32 &&
+                         switch_is("FOURFOLD_MOE_COMPILED_UNFUSED", "1");
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
     return p;
