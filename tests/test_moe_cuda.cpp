@@ -231,6 +231,28 @@ kernels::moe_plan plan_with_workspace(kernels::moe_args& a, const call_context& 
     return kernels::plan_moe(a, workloads::native::limits(ctx));
 }
 
+// step_args for the one launch without the fused prologue: fp32 logits (the kernel before's:
+// `logits`, on x's device), the chosen weights normalised.
+kernels::moe_args unfused_args(const at::Tensor& x, const experts& w, const shape& s,
+                               const at::Tensor& logits) {
+    auto a = step_args(x, w, s);
+    a.logits = logits.data_ptr();
+    a.logits_type = kernels::elem::f32;
+    a.normalise = true;
+    return a;
+}
+
+// One launch of plan p with a's arguments on the workspace ws, input x and output y, stopped
+// after phase `stop` (moe_args::probe_stop_after; 0: the whole step).
+void launch_step(const call_context& ctx, const kernels::moe_plan& p, kernels::moe_args a,
+                 const at::Tensor& ws, const at::Tensor& x, const at::Tensor& y, int stop) {
+    a.workspace = ws.data_ptr();
+    a.x = x.data_ptr();
+    a.y = y.data_ptr();
+    a.probe_stop_after = stop;
+    workloads::native::check(kernels::launch_moe(p, a, workloads::native::stream(ctx)), "moe");
+}
+
 // n outputs shaped as `like` (filled with -7 first, so one never written shows), each written by
 // launch(i, its output) for i = 0..n-1: eagerly, or captured in one graph replayed twice.
 std::vector<at::Tensor> launch_outputs(backend::device& dev, int n, const at::Tensor& like,
@@ -819,7 +841,6 @@ TEST(moe_cuda, flagged_logits_give_the_barriers_bits_launch_after_launch) {
 TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    namespace nat = workloads::native;
     const auto d = dev->torch_device();
     call_context ctx(*dev);
     constexpr int n = 5;
@@ -858,14 +879,8 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
                 EXPECT_FALSE(flagged.down_counters);
                 EXPECT_TRUE(flagged.flagged_logits);
                 auto launch = [&](const kernels::moe_plan& p, const at::Tensor& ws,
-                                  const at::Tensor& x, const at::Tensor& y, int stop) {
-                    auto b = a;
-                    b.workspace = ws.data_ptr();
-                    b.x = x.data_ptr();
-                    b.y = y.data_ptr();
-                    b.probe_stop_after = stop;
-                    nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
-                };
+                                  const at::Tensor& x, const at::Tensor& y,
+                                  int stop) { launch_step(ctx, p, a, ws, x, y, stop); };
                 const auto scratch = at::empty_like(xs[0]);
                 const int stops[] = {6, 1, 2, 3, 4};
                 // the n launches' outputs: counted (between the others) or the barriers' plan
@@ -918,7 +933,6 @@ TEST(moe_cuda, down_counters_give_the_barriers_bits_launch_after_launch) {
 TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    namespace nat = workloads::native;
     const auto d = dev->torch_device();
     call_context ctx(*dev);
     constexpr int n = 5;
@@ -929,10 +943,7 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
             for (const std::int64_t tokens : {1, 2, 8}) {
                 const auto xs = token_inputs(n, tokens, s.hidden, 90, type, d);
                 const auto logits = ranked_logits(tokens, s.experts, 91).to(d);
-                auto a = step_args(xs[0], w, s);
-                a.logits = logits.data_ptr();
-                a.logits_type = kernels::elem::f32;
-                a.normalise = true;
+                auto a = unfused_args(xs[0], w, s, logits);
                 at::Tensor ws_barrier, ws_counted, ws_fused;
                 const auto barrier = [&] {
                     const fourfold::testing::env_switch u("FOURFOLD_MOE_UNFUSED_COUNTERS", "0");
@@ -951,14 +962,7 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
                 ASSERT_TRUE(counted.down_counts_a_block);
                 auto launch = [&](const kernels::moe_plan& p, const kernels::moe_args& args,
                                   const at::Tensor& ws, const at::Tensor& x, const at::Tensor& y,
-                                  int stop) {
-                    auto b = args;
-                    b.workspace = ws.data_ptr();
-                    b.x = x.data_ptr();
-                    b.y = y.data_ptr();
-                    b.probe_stop_after = stop;
-                    nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
-                };
+                                  int stop) { launch_step(ctx, p, args, ws, x, y, stop); };
                 const auto scratch = at::empty_like(xs[0]);
                 const int stops[] = {1, 2, 3, 4, 1};
                 auto run = [&](bool with_counters, bool graph) {
@@ -993,7 +997,6 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
 TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
-    namespace nat = workloads::native;
     const auto d = dev->torch_device();
     call_context ctx(*dev);
     constexpr int n = 4;
@@ -1003,10 +1006,7 @@ TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
         for (const std::int64_t tokens : {1, 2, 8}) {
             const auto xs = token_inputs(n, tokens, s.hidden, 94, type, d);
             const auto logits = ranked_logits(tokens, s.experts, 95).to(d);
-            auto a = step_args(xs[0], w, s);
-            a.logits = logits.data_ptr();
-            a.logits_type = kernels::elem::f32;
-            a.normalise = true;
+            const auto a = unfused_args(xs[0], w, s, logits);
             at::Tensor ws_general, ws_compiled;
             auto g = a;
             const auto general = plan_with_workspace(g, ctx, ws_general, xs[0]);
@@ -1019,14 +1019,8 @@ TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
             ASSERT_TRUE(compiled.compiled_unfused);
             ASSERT_EQ(compiled.down_counters, general.down_counters);
             auto launch = [&](const kernels::moe_plan& p, const at::Tensor& ws, const at::Tensor& x,
-                              const at::Tensor& y, int stop) {
-                auto b = a;
-                b.workspace = ws.data_ptr();
-                b.x = x.data_ptr();
-                b.y = y.data_ptr();
-                b.probe_stop_after = stop;
-                nat::check(kernels::launch_moe(p, b, nat::stream(ctx)), "moe");
-            };
+                              const at::Tensor& y,
+                              int stop) { launch_step(ctx, p, a, ws, x, y, stop); };
             const auto scratch = at::empty_like(xs[0]);
             const int stops[] = {1, 2, 3, 4};
             auto run = [&](bool use_compiled, bool graph) {
