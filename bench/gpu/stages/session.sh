@@ -4395,16 +4395,16 @@ stage_s61_h200() {
     stage_pack s61_h200
 }
 
-# Session 62's first call (about 8-9 minutes with the build; any card, the A/B within the call;
-# carry build_variants/s62-base, 79532a9's moe.cu). Session 61's second change, not yet run on a
-# GPU: a warp whose stage lies past the fused prologue's h in the stage area copies its first down
-# item's rows as soon as its own gate/up units are done, before the block barrier and the block's
-# count (at T = 1 warps 1-7; without the prologue every warp). Session 57 (H200) measured the
-# down phase at 3.51 TB/s against the gate/up's 4.01, "its copies issued only once the block's own
-# gate/up units are done: a ramp"; the H100 ran both at its copy bandwidth (session 61). The
-# unfused counters (moe_decode ffn from T = 2) had their block barrier and count ahead of every
-# copy; s61_c's guess for their T = 1 loss is that wait. The MoE gpu tests, memcheck and racecheck
-# over the bits and counters tests, then early / 79532a9 / early: the timed block, ffn, qwen3.
+# Session 62's first call (about 6 minutes with the build; any card; the A/B is s62_b's). Session
+# 61's second change, not yet run on a GPU: a warp whose stage lies past the fused prologue's h in
+# the stage area copies its first down item's rows as soon as its own gate/up units are done,
+# before the block barrier and the block's count (at T = 1 warps 1-7; without the prologue every
+# warp). Session 57 (H200) measured the down phase at 3.51 TB/s against the gate/up's 4.01, "its
+# copies issued only once the block's own gate/up units are done: a ramp"; the H100 ran both at
+# its copy bandwidth (session 61). The unfused counters (moe_decode ffn from T = 2) had their block
+# barrier and count ahead of every copy; s61_c's guess for their T = 1 loss is that wait. The MoE
+# gpu tests (with the compiled unfused trial's), memcheck and racecheck over the bits and counters
+# tests, then the early round: the timed block, ffn, qwen3.
 # Predicted: H100 block T = 1 -0 to -0.5 µs, ffn T = 2-8 -1 to -3 %, qwen3 +0 to +0.5 %;
 # H200 block T = 1 -0.3 to -1 µs, qwen3 +0.5 to +1.5 %. Bits unchanged.
 stage_s62_a() {
@@ -4416,30 +4416,30 @@ stage_s62_a() {
         stage_pack s62_a
         return 0
     fi
-    local tool
-    for tool in memcheck racecheck; do
-        FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize $tool \
-            'moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*:moe_cuda.down_counters*:moe_cuda.the_compiled_unfused*' \
-            moe "$OUT/s62_a_$tool.txt" 180
-    done
+    local bits='moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*'
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck \
+        "$bits:moe_cuda.down_counters*:moe_cuda.the_compiled_unfused*" moe "$OUT/s62_a_memcheck.txt" 150
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck "$bits:moe_cuda.the_compiled_unfused*" \
+        moe "$OUT/s62_a_racecheck.txt" 180
     s61_round early
-    s60_moe_variant s62-base && s61_round base
-    s60_moe_variant
     echo "after $((SECONDS - t0)) s"
     stage_pack s62_a
 }
 
-# Session 62's second call (about 2 minutes warm after s62_a, which leaves the tree's moe.cu
-# built): the early round again, then the unfused counters at T = 1 with the early copies
-# (FOURFOLD_MOE_UNFUSED_COUNTERS=1 against the barrier, twice). Predicted: within +-1 % of the
-# barrier at T = 1 (s61_c: +2.5 % with the copies behind the block barrier).
+# Session 62's second call (about 6 minutes on s62_a's warm machine; a fresh one needs `build`
+# first): 79532a9's moe.cu (build_variants/s62-base) round, the tree's again, then the unfused
+# counters at T = 1 with the early copies (FOURFOLD_MOE_UNFUSED_COUNTERS=1 against the barrier,
+# twice). Predicted: within +-1 % of the barrier at T = 1 (s61_c: +2.5 % with the copies behind
+# the block barrier).
 # Then session 61's trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (the unfused one launch's own
 # instance, 5,504 instructions at T = 1 against the general's 8,120): ffn off / on / off / on.
 # Predicted: T = 1 -0.5 to -1 µs (the fused path's compiled defaults: -1.05 at its block),
 # T = 2-8 -0.5 to -1.5 %.
 stage_s62_b() {
     local t0=$SECONDS
-    s61_round early2
+    rm -rf /tmp/s60_tree
+    s60_moe_variant s62-base && s61_round base
+    s60_moe_variant && s61_round early2
     s60_ffn default
     FOURFOLD_MOE_UNFUSED_COUNTERS=1 s60_ffn counters
     s60_ffn default2
