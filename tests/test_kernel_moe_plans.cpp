@@ -420,11 +420,6 @@ TEST(kernel_moe_plans, the_unfused_one_launch_counts_from_two_tokens_and_the_swi
         }
 }
 
-// The down counters (the default with the flagged logits since session 51;
-// FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier), counting a block's units at once (the default
-// since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with
-// the flagged logits only, no more workspace (the counters are the kernel's own), and said in the
-// plan's description.
 // The trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (moe_plan::compiled_unfused, session 61): the one
 // launch without the fused prologue in its own instance, only for fp32 logits with bf16 or fp16
 // activations and the top-k on the logits (normalise); off unset or at any other value, with two
@@ -477,6 +472,11 @@ TEST(kernel_moe_plans, the_compiled_unfused_instance_is_a_trial_for_fp32_logits_
         }
 }
 
+// The down counters (the default with the flagged logits since session 51;
+// FOURFOLD_MOE_DOWN_COUNTERS=0, the down barrier), counting a block's units at once (the default
+// since session 52; FOURFOLD_MOE_DOWN_COUNT=unit, each unit's own add): the fused prologue's with
+// the flagged logits only, no more workspace (the counters are the kernel's own), and said in the
+// plan's description.
 TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_block_unless_asked) {
     const fourfold::testing::env_switch flagged("FOURFOLD_MOE_FLAGGED_LOGITS");
     const fourfold::testing::env_switch counters("FOURFOLD_MOE_DOWN_COUNTERS");
