@@ -916,8 +916,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     constexpr bool defaults = MODE == k_fused_defaults;
     if (defaults)
         flagged = topk_on_logits = down_counters = count_blocks = true;
-    if (MODE == k_unfused) {
-        flagged = false;
+    if (MODE == k_unfused) { // (no prologue: no flags either, `flags` below)
         topk_on_logits = true;
         router = norm_weight = residual = nullptr;
     }
