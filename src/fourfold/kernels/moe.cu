@@ -1017,6 +1017,13 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         probe_return();
         return;
     }
+    // h (in the stage area) is read by every warp before a stage is written; a block's count
+    // follows every warp's units
+    if (fused || (counters && count_blocks))
+        __syncthreads();
+    if (counters && count_blocks && threadIdx.x == 0)
+        count_block_units(done, s.active * static_cast<int>(width), static_cast<int>(width));
+
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint4* stage = stages + warp * k_stage_vectors;
     const int nv = static_cast<int>(width / VEC);
@@ -1028,21 +1035,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         const int a = i / pieces, v0 = (i - a * pieces) * piece;
         return down_item{g * k_columns, a, v0, nv - v0 < piece ? nv - v0 : piece};
     };
-    // The first item's rows stream in while the grid finishes its gate/up units. h (the fused
-    // prologue's, the stage area's first tokens x hidden elements) is read by every warp's units
-    // before a stage over it is written: a warp whose stage lies past h copies now, the others
-    // after the block barrier (at T = 1 warp 0 alone; without the prologue none waits). A block's
-    // count follows every warp's units.
-    const bool first_item = blockIdx.x < groups && warp < items;
-    const std::int64_t h_vectors = fused ? tokens * (hidden / VEC) : 0;
-    const bool stage_now = static_cast<std::int64_t>(warp) * k_stage_vectors >= h_vectors;
-    if (first_item && stage_now)
-        stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
-    if (fused || (counters && count_blocks))
-        __syncthreads();
-    if (counters && count_blocks && threadIdx.x == 0)
-        count_block_units(done, s.active * static_cast<int>(width), static_cast<int>(width));
-    if (first_item && !stage_now)
+    // the first item's rows stream in while the grid finishes its gate/up units
+    if (blockIdx.x < groups && warp < items)
         stage_item(w_down, s, item_of(blockIdx.x, warp), hidden, width, stage, lane);
     // (the counters: every thread past the block barrier above, fused; the result read at exit)
     if (counters && threadIdx.x == 0)
