@@ -420,25 +420,26 @@ TEST(kernel_moe_plans, the_unfused_one_launch_counts_from_two_tokens_and_the_swi
         }
 }
 
-// The trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (moe_plan::compiled_unfused, session 61): the one
-// launch without the fused prologue in its own instance, only for fp32 logits with bf16 or fp16
-// activations and the top-k on the logits (normalise); off unset or at any other value, with two
-// kernels and with the fused prologue; the counters as the unfused rule sets them; the same
-// workspace; said in the description.
-TEST(kernel_moe_plans, the_compiled_unfused_instance_is_a_trial_for_fp32_logits_alone) {
+// FOURFOLD_MOE_COMPILED_UNFUSED (moe_plan::compiled_unfused, the default since session 62): the
+// one launch without the fused prologue in its own instance, only for fp32 logits with bf16 or
+// fp16 activations and the top-k on the logits (normalise); =0 alone takes the general instance;
+// never with two kernels or the fused prologue; the counters as the unfused rule sets them; the
+// same workspace; said in the description.
+TEST(kernel_moe_plans, the_compiled_unfused_instance_is_the_default_for_fp32_logits_alone) {
     const fourfold::testing::env_switch compiled("FOURFOLD_MOE_COMPILED_UNFUSED");
     for (const elem type : {elem::bf16, elem::f16})
         for (const std::int64_t tokens : {1, 2, 8}) {
             auto a = qwen3_moe(tokens, type);
             a.logits_type = elem::f32;
+            compiled.set("0");
             const auto base = plan_moe(a, device_limits{});
             ASSERT_TRUE(base.valid.empty()) << base.valid;
-            EXPECT_FALSE(base.compiled_unfused); // a trial: off by default
-            for (const char* value : {"0", "yes", ""}) {
+            EXPECT_FALSE(base.compiled_unfused);
+            for (const char* value : {"1", "yes", ""}) {
                 compiled.set(value);
-                EXPECT_FALSE(plan_moe(a, device_limits{}).compiled_unfused) << value;
+                EXPECT_TRUE(plan_moe(a, device_limits{}).compiled_unfused) << value;
             }
-            compiled.set("1");
+            compiled.unset();
             const auto on = plan_moe(a, device_limits{});
             ASSERT_TRUE(on.valid.empty()) << on.valid;
             EXPECT_TRUE(on.compiled_unfused);

@@ -990,8 +990,8 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
 #endif
 }
 
-// The trial FOURFOLD_MOE_COMPILED_UNFUSED=1 (moe_plan::compiled_unfused): the one launch without
-// the fused prologue in its own instance gives the general instance's bits, behind the down
+// FOURFOLD_MOE_COMPILED_UNFUSED (moe_plan::compiled_unfused, the default since session 62): the
+// one launch without the fused prologue in its own instance gives the general instance's (=0) bits, behind the down
 // barrier (T = 1) and with the down counters (T = 2 and 8), launch after launch, eager and
 // captured, each full launch after a probe's early stop (which moves the counters' sequence on).
 TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
@@ -1008,13 +1008,13 @@ TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
             const auto logits = ranked_logits(tokens, s.experts, 95).to(d);
             const auto a = unfused_args(xs[0], w, s, logits);
             at::Tensor ws_general, ws_compiled;
-            auto g = a;
-            const auto general = plan_with_workspace(g, ctx, ws_general, xs[0]);
-            const auto compiled = [&] {
-                const fourfold::testing::env_switch c("FOURFOLD_MOE_COMPILED_UNFUSED", "1");
-                auto b = a;
-                return plan_with_workspace(b, ctx, ws_compiled, xs[0]);
+            const auto general = [&] {
+                const fourfold::testing::env_switch c("FOURFOLD_MOE_COMPILED_UNFUSED", "0");
+                auto g = a;
+                return plan_with_workspace(g, ctx, ws_general, xs[0]);
             }();
+            auto b = a;
+            const auto compiled = plan_with_workspace(b, ctx, ws_compiled, xs[0]);
             ASSERT_FALSE(general.compiled_unfused);
             ASSERT_TRUE(compiled.compiled_unfused);
             ASSERT_EQ(compiled.down_counters, general.down_counters);

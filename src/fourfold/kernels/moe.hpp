@@ -162,12 +162,13 @@ struct moe_plan {
     // qwen3-30b-a3b native_fused 309.4 -> 314.4 / 314.7 tokens/s at ctx 512, the fused block at
     // T = 1 35.89 -> 34.84 µs (docs/performance.md).
     bool compiled_defaults = false;
-    // Trial of session 61 (FOURFOLD_MOE_COMPILED_UNFUSED=1; off by default until measured): the one
+    // Default since session 62 (FOURFOLD_MOE_COMPILED_UNFUSED=0: the general instance): the one
     // launch without the fused prologue (moe_ffn's, its logits fp32 from the kernel before) in an
     // instance that knows it: no prologue, no flags, no residual, the top-k on the logits compiled
-    // in (the down counters still an argument). The fused path's compiled defaults gave its block
-    // -1.05 µs at T = 1 (session 53); moe_decode ffn T = 1 (issue 15's 25 µs) runs the general
-    // instance. bf16 and fp16 with fp32 logits.
+    // in (the down counters still an argument); bf16 and fp16 with fp32 logits. The T = 1
+    // instance 5,504 SASS instructions against the general one's 8,120. H100, session 62 (build
+    // d2ab552): moe_decode ffn T = 1 35.7 -> 35.1 µs, T = 2 64.4 -> 63.3 µs, the same bits
+    // (docs/performance.md).
     bool compiled_unfused = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights

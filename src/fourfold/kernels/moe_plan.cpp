@@ -205,7 +205,7 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     }
     p.compiled_unfused = p.kernels == 1 && !p.fused_prologue && p.topk_on_logits &&
                          a.logits_type == elem::f32 && a.type != elem::f32 &&
-                         switch_is("FOURFOLD_MOE_COMPILED_UNFUSED", "1");
+                         !switch_is("FOURFOLD_MOE_COMPILED_UNFUSED", "0");
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
     return p;
