@@ -4225,7 +4225,9 @@ s60_moe_variant() { # the build_variants/ folder's moe.cu in the tree, or the tr
         cp /tmp/s60_tree/moe.cu src/fourfold/kernels/moe.cu
     fi
     touch src/fourfold/kernels/moe.cu
-    FOURFOLD_NINJA_ARGS=fourfold stage_build
+    # (the gpu tests too: the kernels' library is static, and s61_round's timed block is a gpu
+    # test; before session 62 the variant rounds' block rows ran the tree's kernel)
+    FOURFOLD_NINJA_ARGS="fourfold fourfold_gpu_tests" stage_build
 }
 stage_s60_b() {
     local t0=$SECONDS
