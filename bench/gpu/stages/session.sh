@@ -4494,4 +4494,11 @@ stage_s62_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s62_c
     stage_s61_h200
+    only_on_h200 s62_c_llama || return 0
+    timeout 120 $BIN decode --model llama3-8b --variants stock,native_fused --mode graph \
+        --ctx 512,2048 --ledgers throughput,correctness --device cuda --dtype bf16 --db "$DB" \
+        --label s62-h200-llama --quiet >"$OUT/s62_c_llama.txt" 2>&1
+    echo "llama3-8b: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode " "$OUT/s62_c_llama.txt"
+    stage_pack s62_c
 }
