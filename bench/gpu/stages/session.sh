@@ -4485,6 +4485,10 @@ stage_s62_c() {
     fi
     FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_compiled_unfused*' \
         moe "$OUT/s62_c_memcheck.txt" 90
+    # the unfused launch's phases (now the compiled instance; fp32 logits, as moe_decode ffn)
+    s25_gtests 'moe_cuda.one_launch_and_two_kernels_agree_and_their_times_are_printed' 90 \
+        "$OUT/s62_c_phases.txt" >/dev/null
+    grep -E "^moe native T=(1|8) " "$OUT/s62_c_phases.txt"
     local v
     for v in 1 0 1b 0b; do
         FOURFOLD_MOE_COMPILED_UNFUSED=${v%b} s60_ffn "compiled$v"
