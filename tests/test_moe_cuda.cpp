@@ -991,9 +991,10 @@ TEST(moe_cuda, the_unfused_counters_give_the_barriers_bits_launch_after_launch) 
 }
 
 // FOURFOLD_MOE_COMPILED_UNFUSED (moe_plan::compiled_unfused, the default since session 62): the
-// one launch without the fused prologue in its own instance gives the general instance's (=0) bits, behind the down
-// barrier (T = 1) and with the down counters (T = 2 and 8), launch after launch, eager and
-// captured, each full launch after a probe's early stop (which moves the counters' sequence on).
+// one launch without the fused prologue in its own instance gives the general instance's (=0) bits,
+// behind the down barrier (T = 1) and with the down counters (T = 2 and 8), launch after launch,
+// eager and captured, each full launch after a probe's early stop (which moves the counters'
+// sequence on).
 TEST(moe_cuda, the_compiled_unfused_instance_gives_the_general_instances_bits) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS

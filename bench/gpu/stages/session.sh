@@ -4397,6 +4397,18 @@ stage_s61_h200() {
     stage_pack s61_h200
 }
 
+# Every untimed MoE gpu test into $OUT/NAME_tests.txt; on a failure says so, packs NAME's logs
+# and returns 1 (the caller times nothing then).
+s62_moe_tests() {
+    local name=$1
+    rm -rf /tmp/s60_tree
+    s25_gtests 'moe_cuda.*-moe_cuda.*_printed' 240 "$OUT/${name}_tests.txt"
+    gtests_passed "$OUT/${name}_tests.txt" && return 0
+    echo "the gpu tests did not pass: not timed"
+    stage_pack "$name"
+    return 1
+}
+
 # Session 62's first call (about 6 minutes with the build; any card; the A/B is s62_b's). Session
 # 61's second change, not yet run on a GPU: a warp whose stage lies past the fused prologue's h in
 # the stage area copies its first down item's rows as soon as its own gate/up units are done,
@@ -4411,13 +4423,7 @@ stage_s61_h200() {
 # H200 block T = 1 -0.3 to -1 µs, qwen3 +0.5 to +1.5 %. Bits unchanged.
 stage_s62_a() {
     local t0=$SECONDS
-    rm -rf /tmp/s60_tree
-    s25_gtests 'moe_cuda.*-moe_cuda.*_printed' 240 "$OUT/s62_a_tests.txt"
-    if ! gtests_passed "$OUT/s62_a_tests.txt"; then
-        echo "the gpu tests did not pass: not timed"
-        stage_pack s62_a
-        return 0
-    fi
+    s62_moe_tests s62_a || return 0
     local bits='moe_cuda.native_step_is_bitwise*:moe_cuda.the_unfused_counters*'
     FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck \
         "$bits:moe_cuda.down_counters*:moe_cuda.the_compiled_unfused*" moe "$OUT/s62_a_memcheck.txt" 150
@@ -4476,13 +4482,7 @@ stage_s62_moe_ncu() {
 # about 31.5 µs (s57-59: 32.4), qwen3 native_fused 362-366 tokens/s.
 stage_s62_c() {
     local t0=$SECONDS
-    rm -rf /tmp/s60_tree
-    s25_gtests 'moe_cuda.*-moe_cuda.*_printed' 240 "$OUT/s62_c_tests.txt"
-    if ! gtests_passed "$OUT/s62_c_tests.txt"; then
-        echo "the gpu tests did not pass: not timed"
-        stage_pack s62_c
-        return 0
-    fi
+    s62_moe_tests s62_c || return 0
     FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_compiled_unfused*' \
         moe "$OUT/s62_c_memcheck.txt" 90
     # the unfused launch's phases (now the compiled instance; fp32 logits, as moe_decode ffn)
