@@ -166,9 +166,9 @@ struct moe_plan {
     // launch without the fused prologue (moe_ffn's, its logits fp32 from the kernel before) in an
     // instance that knows it: no prologue, no flags, no residual, the top-k on the logits compiled
     // in (the down counters still an argument); bf16 and fp16 with fp32 logits. The T = 1
-    // instance 5,504 SASS instructions against the general one's 8,120. H100, session 62 (build
-    // d2ab552): moe_decode ffn T = 1 35.7 -> 35.1 µs, T = 2 64.4 -> 63.3 µs, the same bits
-    // (docs/performance.md).
+    // instance 5,504 SASS instructions against the general one's 8,000 (bf16, session 62's head).
+    // H100, session 62 (build d2ab552): moe_decode ffn T = 1 35.7 -> 35.1 µs, T = 2 64.4 -> 63.3
+    // µs, the same bits (docs/performance.md).
     bool compiled_unfused = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
