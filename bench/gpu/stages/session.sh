@@ -4531,3 +4531,23 @@ stage_s62_all() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s62_all
 }
+
+# Session 63's first call (about 8 minutes with a fresh machine's build, any card): the untimed
+# gpu tests s62_all did not reach (native: softmax, pad, GEMV; rmsnorm, rope/kv, SwiGLU, VAE), the
+# MoE tests and the fixed tiny-presets decode test (8a47791: graph records by variant), then
+# racecheck over the compiled unfused instance (the default since 4651155; not rerun after the
+# early copies' revert). On an H200 then the issues' figures (s62_h200).
+# Predicted: every test passes, racecheck 0 hazards (the instance's code is s62_a's, which had 0).
+stage_s63_a() {
+    local t0=$SECONDS
+    s25_gtests 'native.*:rmsnorm_cuda.*:rope_kv_cuda.*:swiglu_cuda.*:vae_cuda.*:decode_cuda.tiny_presets*:moe_cuda.*-*timed*:*printed*' \
+        "${S63_TESTS_LIMIT:-240}" "$OUT/s63_a_tests.txt"
+    grep -cE "^\[       OK \]" "$OUT/s63_a_tests.txt" | sed 's/^/tests OK: /'
+    grep -E "^\[  FAILED  \]|^\[  SKIPPED \]" "$OUT/s63_a_tests.txt" | sort | uniq | head -20
+    grep -E "^\[==========\]" "$OUT/s63_a_tests.txt" | tail -1
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck 'moe_cuda.the_compiled_unfused*' \
+        moe "$OUT/s63_a_racecheck.txt" 150
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s63_a
+    stage_s62_h200
+}
