@@ -1088,3 +1088,102 @@ TEST(moe_cuda, top_k_on_the_logits_matches_float64_and_keeps_the_ties) {
                 << "ties, " << c10::toString(type) << " E=" << s.experts;
         }
 }
+
+// The next GEMV in the fused block's tail (FOURFOLD_MOE_NEXT_GEMV=1, moe_plan::next_gemv: the
+// decoder's next layer's norm-fused qkv projection in the MoE launch): at one token, launch after
+// launch on one workspace, eager and in a graph replayed twice, with launches of the block
+// without it in between (the same counters' sequence), y has the block's bits without it, and
+// next_out = RMSNorm(y) W^T agrees with float64 (from the bf16 h the GEMVs' norm rounds to) and
+// with the native norm-fused GEMV's own launch. Rows past what the stages hold (qwen3: 3 rows a
+// warp, 6,336 in the grid; 7,000 rows) are read from global memory. fp32 on the small shape only
+// (a row of 4 KB at most). Without the switch the plan leaves it out.
+TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_launch) {
+    REQUIRE_NATIVE(dev);
+#if FOURFOLD_WITH_KERNELS
+    const auto d = dev->torch_device();
+    call_context ctx(*dev);
+    constexpr int n = 4;
+    const fourfold::testing::env_switch next_switch("FOURFOLD_MOE_NEXT_GEMV");
+    for (const auto type : {at::kBFloat16, at::kFloat})
+        for (const auto& s : shapes_of({k_qwen3, k_small}))
+            for (const std::int64_t rows : {std::int64_t{5120}, std::int64_t{7000}}) {
+                if (type == at::kFloat && s.hidden > 1024)
+                    continue; // (a row of 8 KB: past a warp's registers, the plan test's case)
+                const auto what =
+                    describe_case(type, s, 1, false) + " rows " + std::to_string(rows);
+                const auto w = make_experts(s, type, 35, d);
+                const auto fw = make_fused_weights(s, type, 9, d);
+                const double gb = 1.0 / std::sqrt(static_cast<double>(s.hidden));
+                const auto next_w =
+                    workloads::seeded_uniform({rows, s.hidden}, 71, -gb, gb, type).to(d);
+                const auto next_norm =
+                    workloads::seeded_uniform({s.hidden}, 72, 0.5, 1.5, type).to(d);
+                const double eps = 1e-6;
+                const auto xs = token_inputs(n, 1, s.hidden, 90, type, d);
+                auto base = fused_block_args(xs[0], fw.nw, fw.router, w, s, eps);
+                base.add_residual = true;
+                auto with = base;
+                const auto out_like = at::empty({1, rows}, xs[0].options());
+                std::vector<at::Tensor> outs;
+                for (int i = 0; i < n; ++i)
+                    outs.push_back(at::full_like(out_like, -7.0));
+                with.next_w = next_w.data_ptr();
+                with.next_norm = next_norm.data_ptr();
+                with.next_out = outs[0].data_ptr();
+                with.next_rows = rows;
+                with.next_eps = eps;
+                at::Tensor ws_base, ws_next;
+                next_switch.unset();
+                const auto off = kernels::plan_moe(with, workloads::native::limits(ctx));
+                EXPECT_FALSE(off.next_gemv) << what;
+                EXPECT_NE(off.next_why.find("FOURFOLD_MOE_NEXT_GEMV"), std::string::npos)
+                    << off.next_why;
+                const auto p_base = plan_with_workspace(base, ctx, ws_base, xs[0]);
+                next_switch.set("1");
+                const auto p_next = plan_with_workspace(with, ctx, ws_next, xs[0]);
+                ASSERT_TRUE(p_next.next_gemv) << what << ": " << p_next.next_why;
+                ASSERT_TRUE(p_base.compiled_defaults && !p_base.next_gemv) << what;
+                const auto scratch = at::empty_like(xs[0]);
+                for (const bool graph : {false, true}) {
+                    for (auto& o : outs)
+                        o.fill_(-7.0);
+                    const auto want =
+                        launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                            launch_step(ctx, p_base, base, ws_base, xs[static_cast<std::size_t>(i)],
+                                        y, 0);
+                        });
+                    const auto got =
+                        launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                            const auto& x = xs[static_cast<std::size_t>(i)];
+                            if (i % 2 == 1) // the block without it, on the same sequence
+                                launch_step(ctx, p_base, base, ws_base,
+                                            xs[static_cast<std::size_t>((i + 1) % n)], scratch, 0);
+                            auto a = with;
+                            a.next_out = outs[static_cast<std::size_t>(i)].data_ptr();
+                            launch_step(ctx, p_next, a, ws_next, x, y, 0);
+                        });
+                    const auto w_what = what + (graph ? " (graph)" : " (eager)");
+                    expect_same_bits(got, want, w_what + ", y");
+                    for (int i = 0; i < n; ++i) {
+                        const auto& y = got[static_cast<std::size_t>(i)];
+                        const auto& out = outs[static_cast<std::size_t>(i)];
+                        // float64 from the normalised input's rounding to the dtype
+                        const auto yd = y.cpu().to(at::kDouble);
+                        const auto inv = at::rsqrt(yd.pow(2).mean(-1, true) + eps);
+                        const auto h = (yd * inv * next_norm.cpu().to(at::kDouble)).to(type);
+                        const auto ref =
+                            at::mm(h.to(at::kDouble), next_w.cpu().to(at::kDouble).t());
+                        EXPECT_LT(error_ratio(out, ref), bound_of(type))
+                            << w_what << " launch " << i;
+                        // the norm-fused GEMV's own launch on the same y
+                        const auto own =
+                            mo::native_linear_rms_normed(y, next_norm, eps, next_w, ctx);
+                        ASSERT_TRUE(own.defined()) << w_what;
+                        EXPECT_LT(error_ratio(out, own.cpu().to(at::kDouble)), bound_of(type))
+                            << w_what << " launch " << i << " against the GEMV";
+                    }
+                }
+            }
+    next_switch.unset();
+#endif
+}

@@ -4551,3 +4551,44 @@ stage_s63_a() {
     stage_pack s63_a
     stage_s62_h200
 }
+
+# Session 63's trial: the next layer's RMSNorm and qkv GEMV in the MoE block's tail
+# (FOURFOLD_MOE_NEXT_GEMV=1, the k_fused_next instance; 40 instances byte for byte as before).
+# qwen3-30b-a3b native_fused at ctx 512, tokens/s (and with NAME's second word the correctness
+# ledger too).
+s63_qwen3() {
+    local name=$1 ledgers=${2:-throughput} t0=$SECONDS
+    timeout 150 $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph \
+        --ctx 512 --ledgers "$ledgers" --device cuda --dtype bf16 --db "$DB" --label s63-$name \
+        --quiet >"$OUT/s63_qwen3_$name.txt" 2>&1
+    echo "[$name] exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode " "$OUT/s63_qwen3_$name.txt" | head -6
+}
+# The first call with it (about 8 minutes with a fresh machine's build): its gpu tests (the
+# kernel's bits and float64, the decoder's logits and facts), the tiny presets' decode test
+# (8a47791's counts by variant) and the down counters' bits, then qwen3 default / next /
+# default / next. Predicted (H200; H100 in brackets): the qkv GEMV's 11.5 exposed µs a layer
+# (H100 ~15) become 5.5-7 inside the block's tail, so +3 to +5 µs a layer: qwen3 ctx 512 362 ->
+# 380-395 tokens/s (H100 312 -> 325-335). It can lose: the tail's y count is a grid barrier the
+# block did not have, the copies may queue behind the last down dots, and the instance is 1,648
+# instructions longer (9,160 against 7,512 at T = 1: instruction cache).
+stage_s63_b() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.the_next_gemv*:decode_native_cuda.the_next_qkv*:decode_cuda.tiny_presets*:moe_cuda.down_counters*' \
+        200 "$OUT/s63_b_tests.txt"
+    grep -cE "^\[       OK \]" "$OUT/s63_b_tests.txt" | sed 's/^/tests OK: /'
+    s63_qwen3 default
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 next
+    s63_qwen3 default2
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 next2 throughput,correctness
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s63_b
+}
+# The sanitizers over the next GEMV's test (small sizes), on a warm machine after s63_b.
+stage_s63_c() {
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'moe_cuda.the_next_gemv*' moe \
+        "$OUT/s63_c_memcheck.txt" 120
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize racecheck 'moe_cuda.the_next_gemv*' moe \
+        "$OUT/s63_c_racecheck.txt" 150
+    stage_pack s63_c
+}

@@ -883,6 +883,106 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
     }
 }
 
+// The next GEMV in the tail (moe_plan::next_gemv): warp gw of the grid's W takes the rows gw,
+// gw + W, ... of next_w (rows x kv vectors); the first k_stage_vectors / kv of them are copied
+// into its stage (cp.async), lane l copying vectors l, l + 32, ... of each, the only ones it reads.
+static_assert(k_moe_max_top_k < k_max_pairs - 1, "the y count's slot lies past the experts'");
+template <typename T>
+__device__ __forceinline__ void stage_next_rows(const T* __restrict__ next_w, int rows, int kv,
+                                                uint4* stage, int lane) {
+    const int warps = static_cast<int>(gridDim.x) * k_warps;
+    const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
+    const int cap = k_stage_vectors / kv;
+    const auto* w = reinterpret_cast<const uint4*>(next_w);
+#pragma unroll 1
+    for (int j = 0; j < cap; ++j) {
+        const int r = gw + j * warps;
+        if (r >= rows)
+            break; // warp-uniform
+        for (int v = lane; v < kv; v += 32)
+            copy_async_16(stage + j * kv + v, w + static_cast<std::int64_t>(r) * kv + v);
+    }
+}
+
+// After the block's last y store (a block barrier behind it): the block counts itself in
+// (`count`, zeroed before the launch) and waits for the grid's; then each warp on its own reads y
+// (one token) into its lanes' registers (lane l: vectors l, l + 32, ...; at most
+// k_next_lane_vectors), normalises it (the sum of squares over the warp, then as
+// gemv_claim.cuh's prologue_norm), and dots it with its rows (staged, or beyond its stage's from
+// global memory): next_out[r], rounded once.
+constexpr int k_next_lane_vectors = static_cast<int>(k_moe_next_input_bytes / (32 * 16));
+template <typename T>
+__device__ __forceinline__ void
+next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ next_norm,
+               T* __restrict__ next_out, int rows, float eps, int kv, const uint4* stage,
+               unsigned* count, int lane) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    if (threadIdx.x == 0) {
+        __threadfence(); // the block's y stores (its barrier before) ahead of its count
+        red_release_add(count, 1u);
+        while (load_acquire(count) < gridDim.x) {
+        }
+    }
+    __syncthreads();
+    // y: other blocks' stores of this launch, through L2 (never a stale L1 line)
+    const auto* yv = reinterpret_cast<const uint4*>(y);
+    const auto* nv = reinterpret_cast<const uint4*>(next_norm);
+    uint4 h[k_next_lane_vectors];
+    float ss = 0.f;
+#pragma unroll
+    for (int i = 0; i < k_next_lane_vectors; ++i) {
+        const int v = lane + 32 * i;
+        h[i] = v < kv ? __ldcg(yv + v) : make_uint4(0, 0, 0, 0);
+        float f[VEC];
+        P::unpack(h[i], f);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            ss = fmaf(f[j], f[j], ss);
+    }
+    ss = warp_sum(ss);
+    const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + eps);
+#pragma unroll
+    for (int i = 0; i < k_next_lane_vectors; ++i) {
+        const int v = lane + 32 * i;
+        if (v >= kv)
+            break;
+        float f[VEC], nf[VEC];
+        P::unpack(h[i], f);
+        P::unpack(__ldg(nv + v), nf);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            f[j] = f[j] * inv * nf[j];
+        h[i] = P::pack(f);
+    }
+    copy_async_wait_all(); // the lane's own copies of its rows
+    const int warps = static_cast<int>(gridDim.x) * k_warps;
+    const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
+    const int cap = k_stage_vectors / kv;
+    const auto* w = reinterpret_cast<const uint4*>(next_w);
+#pragma unroll 1
+    for (int j = 0, r = gw; r < rows; ++j, r += warps) {
+        float acc = 0.f;
+#pragma unroll
+        for (int i = 0; i < k_next_lane_vectors; ++i) {
+            const int v = lane + 32 * i;
+            if (v >= kv)
+                break;
+            float wf[VEC], hf[VEC];
+            P::unpack(j < cap ? load_shared_16(stage + j * kv + v)
+                              : load_streaming(w + static_cast<std::int64_t>(r) * kv + v),
+                      wf);
+            P::unpack(h[i], hf);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                acc = fmaf(wf[e], hf[e], acc);
+        }
+        acc = warp_sum(acc);
+        if (lane == 0)
+            next_out[r] = element<T>::from_float(acc);
+    }
+}
+
 // The whole step in one launch: route, gate/up units, the first item's down rows staged, grid
 // barrier, then per group of k_columns output columns: the warps' items, their per-warp sums
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
@@ -897,8 +997,9 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
 // fused prologue, the flagged logits, the top-k on the logits and the down counters a block's at
 // once, known to the compiler, whatever the flags say; k_unfused (moe_plan::compiled_unfused): no
 // prologue, no flags, no residual and the top-k on the logits known (the counters an argument).
-// The other paths' code is left out of the instance.
-constexpr int k_general = 0, k_fused_defaults = 1, k_unfused = 2;
+// k_fused_next (moe_plan::next_gemv): k_fused_defaults with the next GEMV in the tail
+// (next_gemv_tail). The other paths' code is left out of the instance.
+constexpr int k_general = 0, k_fused_defaults = 1, k_unfused = 2, k_fused_next = 3;
 template <typename T, typename L, int TOK, int MODE>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
@@ -907,13 +1008,16 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
                    float norm_eps, const T* __restrict__ residual, bool flagged,
-                   bool topk_on_logits, bool down_counters, bool count_blocks) {
+                   bool topk_on_logits, bool down_counters, bool count_blocks,
+                   const T* __restrict__ next_w, const T* __restrict__ next_norm,
+                   T* __restrict__ next_out, int next_rows, float next_eps) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
     __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
     __shared__ float scratch[32];
-    constexpr bool defaults = MODE == k_fused_defaults;
+    constexpr bool next = MODE == k_fused_next;
+    constexpr bool defaults = MODE == k_fused_defaults || next;
     if (defaults)
         flagged = topk_on_logits = down_counters = count_blocks = true;
     if (MODE == k_unfused) { // (no prologue: no flags either, `flags` below)
@@ -1081,6 +1185,9 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                 stage_item(w_down, s, it, hidden, width, stage, lane);
             down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc, ready_of(it), units);
         }
+        if constexpr (next) // the warp's last item read its stage (its lanes their own copies)
+            if (g + gridDim.x >= groups)
+                stage_next_rows(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane);
         if (stop_after == 4) {
             leave();
             return;
@@ -1101,6 +1208,15 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             y[own_t * ld_y + n] = element<T>::from_float(sum);
         }
         __syncthreads(); // part is read before the next group writes it
+    }
+    if constexpr (next) {
+        if (blockIdx.x >= groups) // (no group: the stage was never used)
+            stage_next_rows(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane);
+        // the y count in the launch's set of counters, past the active experts' (one token:
+        // at most k_moe_max_top_k of them); the group loop ended on a block barrier
+        next_gemv_tail<T>(y, next_w, next_norm, next_out, next_rows, next_eps,
+                          static_cast<int>(hidden / VEC), stage,
+                          done + (k_max_pairs - 1) * k_done_stride, lane);
     }
     leave();
 }
@@ -1223,7 +1339,10 @@ launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) 
         static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
         a.probe_stop_after, static_cast<const T*>(a.norm_weight), static_cast<const T*>(a.router),
         static_cast<float>(a.norm_eps), p.add_residual ? static_cast<const T*>(a.x) : nullptr,
-        p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block));
+        p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block,
+        static_cast<const T*>(a.next_w), static_cast<const T*>(a.next_norm),
+        static_cast<T*>(a.next_out), static_cast<int>(a.next_rows),
+        static_cast<float>(a.next_eps)));
 }
 
 // The plan's compiled defaults take the fused prologue, whose logits are the activations' type;
@@ -1233,7 +1352,10 @@ template <typename T, typename L>
 constexpr bool unfused_compiled_for = std::is_same_v<L, float> && !std::is_same_v<T, float>;
 
 // f(std::integral_constant<int, MODE>{}) for the instance the plan takes.
-template <typename T, typename L, class F> auto with_mode(const moe_plan& p, F&& f) {
+template <typename T, typename L, int TOK, class F> auto with_mode(const moe_plan& p, F&& f) {
+    if constexpr (defaults_compiled_for<T, L> && TOK == 1)
+        if (p.next_gemv)
+            return f(std::integral_constant<int, k_fused_next>{});
     if constexpr (defaults_compiled_for<T, L>)
         if (p.compiled_defaults)
             return f(std::integral_constant<int, k_fused_defaults>{});
@@ -1246,7 +1368,7 @@ template <typename T, typename L, class F> auto with_mode(const moe_plan& p, F&&
 template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
     if (p.kernels == 1)
-        return with_mode<T, L>(p, [&](auto mode) {
+        return with_mode<T, L, TOK>(p, [&](auto mode) {
             return launch_one<T, L, TOK, decltype(mode)::value>(p, a, stream);
         });
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
@@ -1306,7 +1428,7 @@ int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
     return with_instance(p, a, [&p](auto t, auto l, auto tile) {
         using T = decltype(t);
         using L = decltype(l);
-        return with_mode<T, L>(p, [](auto mode) {
+        return with_mode<T, L, decltype(tile)::value>(p, [](auto mode) {
             return one_launch_residency<T, L, decltype(tile)::value, decltype(mode)::value>();
         });
     });

@@ -73,6 +73,7 @@ void record_and_launch(const kernels::moe_plan& plan, const kernels::moe_args& a
                                 {"threads_per_block", plan.threads},
                                 {"workspace_bytes", plan.workspace_bytes},
                                 {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
+                                {"next_gemv_in_tail", plan.next_gemv},
                                 {"routing", "on the device: softmax fp32, top-k (ties: lower "
                                             "expert index), renormalised; grouped by expert"},
                                 {"host_sync", false}});
@@ -148,7 +149,7 @@ at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                         const at::Tensor& router, const at::Tensor& w_gate_up,
                         const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                        bool add_residual, const call_context& ctx) {
+                        bool add_residual, const call_context& ctx, moe_next_gemv* next) {
     if (x.dim() != 2 || x.stride(1) != 1 || !norm_weight.is_contiguous() ||
         !router.is_contiguous() || !w_gate_up.is_contiguous() || !w_down.is_contiguous() ||
         router.scalar_type() != x.scalar_type() || norm_weight.scalar_type() != x.scalar_type())
@@ -161,6 +162,24 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     a.ld_y = a.hidden;
     a.add_residual = add_residual;
     a.logits_type = a.type;
+    at::Tensor next_out;
+    if (next) {
+        next->out = at::Tensor();
+        if (next->w.dim() == 2 && next->w.is_contiguous() && next->w.size(1) == a.hidden &&
+            next->w.scalar_type() == x.scalar_type() && next->norm_weight.is_contiguous() &&
+            next->norm_weight.numel() == a.hidden &&
+            next->norm_weight.scalar_type() == x.scalar_type()) {
+            next_out = at::empty({1, next->w.size(0)}, x.options());
+            a.next_w = next->w.data_ptr();
+            a.next_norm = next->norm_weight.data_ptr();
+            a.next_out = next_out.data_ptr();
+            a.next_rows = next->w.size(0);
+            a.next_eps = next->eps;
+        } else {
+            next->why = "the next GEMV's weights are not contiguous N x H in x's dtype with a "
+                        "norm weight of H";
+        }
+    }
     // planned once without the workspace (its size), once with it (its alignment)
     auto plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
@@ -172,6 +191,16 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
         throw std::logic_error("moe_block native: " + plan.valid);
+    if (next && a.next_w) {
+        if (plan.next_gemv) {
+            next->out = next_out;
+            next->why.clear();
+        } else {
+            next->why = plan.next_why;
+            a.next_w = a.next_norm = nullptr; // (the plan left it out: the launch as without)
+            a.next_out = nullptr;
+        }
+    }
     record_and_launch(plan, a, ctx);
     return y;
 }
@@ -346,13 +375,15 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            bool add_residual, const call_context& ctx) {
+                            bool add_residual, const call_context& ctx, moe_next_gemv* next) {
 #if FOURFOLD_WITH_KERNELS
     return native_block(x, norm_weight, eps, router, w_gate_up, w_down, top_k, normalise,
-                        add_residual, ctx);
+                        add_residual, ctx, next);
 #else
     (void)x, (void)norm_weight, (void)eps, (void)router, (void)w_gate_up, (void)w_down, (void)top_k,
         (void)normalise, (void)add_residual, (void)ctx;
+    if (next)
+        next->why = "a build without native kernels";
     return {};
 #endif
 }
