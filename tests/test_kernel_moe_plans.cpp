@@ -565,17 +565,17 @@ TEST(kernel_moe_plans, the_next_gemv_in_the_tail_is_a_trial_of_the_compiled_defa
     EXPECT_EQ(on.one_launch_blocks, plain.one_launch_blocks);
     EXPECT_NE(on.describe().find("the next GEMV"), std::string::npos) << on.describe();
     EXPECT_EQ(plain.describe().find("the next GEMV"), std::string::npos);
-    EXPECT_TRUE(plan_moe(with_next(block(1, elem::f16)), device_limits{}).next_gemv);
-    auto f32_row = with_next(block(1, elem::f32)); // a row of 4 KB, the most that fits
-    f32_row.hidden = f32_row.ld_x = f32_row.ld_y = 1024;
-    EXPECT_TRUE(plan_moe(f32_row, device_limits{}).next_gemv);
+    for (const elem t : {elem::f16, elem::f32}) // f32: a row of 8 KB, the most that fits
+        EXPECT_TRUE(plan_moe(with_next(block(1, t)), device_limits{}).next_gemv);
     // each condition alone leaves it out (the plan still valid)
     std::vector<std::pair<const char*, moe_args>> without;
     without.emplace_back("two tokens", with_next(block(2)));
     auto no_residual = a;
     no_residual.add_residual = false;
     without.emplace_back("no residual add", no_residual);
-    without.emplace_back("a row past the registers", with_next(block(1, elem::f32))); // 8 KB
+    auto wide = with_next(block(1, elem::f32));
+    wide.hidden = wide.ld_x = wide.ld_y = 4096; // 16 KB a row
+    without.emplace_back("a row past the shared memory", wide);
     auto no_out = a;
     no_out.next_out = nullptr;
     without.emplace_back("no output", no_out);

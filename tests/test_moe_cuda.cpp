@@ -1095,8 +1095,9 @@ TEST(moe_cuda, top_k_on_the_logits_matches_float64_and_keeps_the_ties) {
 // without it in between (the same counters' sequence), y has the block's bits without it, and
 // next_out = RMSNorm(y) W^T agrees with float64 (from the bf16 h the GEMVs' norm rounds to) and
 // with the native norm-fused GEMV's own launch. Rows past what the stages hold (qwen3: 3 rows a
-// warp, 6,336 in the grid; 7,000 rows) are read from global memory. fp32 on the small shape only
-// (a row of 4 KB at most). Without the switch the plan leaves it out.
+// warp, 6,336 in the grid; fp32: 1 a warp) are read from global memory. The GEMV's own launch
+// where its plan takes the norm (not on the small shape). Without the switch the plan leaves it
+// out.
 TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -1107,8 +1108,6 @@ TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_lau
     for (const auto type : {at::kBFloat16, at::kFloat})
         for (const auto& s : shapes_of({k_qwen3, k_small}))
             for (const std::int64_t rows : {std::int64_t{5120}, std::int64_t{7000}}) {
-                if (type == at::kFloat && s.hidden > 1024)
-                    continue; // (a row of 8 KB: past a warp's registers, the plan test's case)
                 const auto what =
                     describe_case(type, s, 1, false) + " rows " + std::to_string(rows);
                 const auto w = make_experts(s, type, 35, d);
@@ -1178,9 +1177,11 @@ TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_lau
                         // the norm-fused GEMV's own launch on the same y
                         const auto own =
                             mo::native_linear_rms_normed(y, next_norm, eps, next_w, ctx);
-                        ASSERT_TRUE(own.defined()) << w_what;
-                        EXPECT_LT(error_ratio(out, own.cpu().to(at::kDouble)), bound_of(type))
-                            << w_what << " launch " << i << " against the GEMV";
+                        if (own.defined())
+                            EXPECT_LT(error_ratio(out, own.cpu().to(at::kDouble)), bound_of(type))
+                                << w_what << " launch " << i << " against the GEMV";
+                        else
+                            EXPECT_NE(s.hidden, k_qwen3.hidden) << w_what;
                     }
                 }
             }

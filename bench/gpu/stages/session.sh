@@ -4592,3 +4592,27 @@ stage_s63_c() {
         "$OUT/s63_c_racecheck.txt" 150
     stage_pack s63_c
 }
+
+# Session 63's second trial call (about 8 minutes with a fresh machine's build): s63_b on an H100
+# lost 11 % (qwen3 313.6 -> 278.3 tokens/s: +8.5 µs a layer where -5 was predicted) with a tail of
+# 1,648 instructions (its loops unrolled 8 times over registers). Suspected: the instance (9,160
+# instructions, 146 KB) no longer fits the SM's instruction cache (128 KB?; the defaults' 7,512
+# are 117 KB) and every launch refetches its code. Now the tail's loops are not unrolled, the
+# normalised y in the routing's shared memory (8,128 instructions, 127 KB). Its tests, qwen3
+# default / next / default / next, then ncu over one MoE launch of each (stall reasons: "no
+# instruction" is the instruction cache). Predicted: if the cache is it, next within -2 to +5 %
+# of the default; ncu's no-instruction stalls far above the default's in s63_b's build (not rerun).
+stage_s63_d() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.the_next_gemv*:decode_native_cuda.the_next_qkv*' 200 "$OUT/s63_d_tests.txt"
+    grep -cE "^\[       OK \]" "$OUT/s63_d_tests.txt" | sed 's/^/tests OK: /'
+    s63_qwen3 d-default
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 d-next
+    s63_qwen3 d-default2
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 d-next2
+    echo "after $((SECONDS - t0)) s"
+    s60_ncu_moe s63_d_default --kernel-name regex:moe_one_launch --launch-skip 150
+    FOURFOLD_MOE_NEXT_GEMV=1 s60_ncu_moe s63_d_next --kernel-name regex:moe_one_launch --launch-skip 150
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s63_d
+}

@@ -899,23 +899,24 @@ __device__ __forceinline__ void stage_next_rows(const T* __restrict__ next_w, in
         const int r = gw + j * warps;
         if (r >= rows)
             break; // warp-uniform
+#pragma unroll 1
         for (int v = lane; v < kv; v += 32)
             copy_async_16(stage + j * kv + v, w + static_cast<std::int64_t>(r) * kv + v);
     }
 }
 
 // After the block's last y store (a block barrier behind it): the block counts itself in
-// (`count`, zeroed before the launch) and waits for the grid's; then each warp on its own reads y
-// (one token) into its lanes' registers (lane l: vectors l, l + 32, ...; at most
-// k_next_lane_vectors), normalises it (the sum of squares over the warp, then as
-// gemv_claim.cuh's prologue_norm), and dots it with its rows (staged, or beyond its stage's from
-// global memory): next_out[r], rounded once.
-constexpr int k_next_lane_vectors = static_cast<int>(k_moe_next_input_bytes / (32 * 16));
+// (`count`, zeroed before the launch) and waits for the grid's; normalises y (one token) as
+// gemv_claim.cuh's prologue_norm does (the same order: the same bits) into `words` (shared, 32-bit
+// words interleaved: word k of vector v at k kv + v, so a warp's lanes read consecutive words),
+// then each warp dots its rows (staged, or beyond its stage's from global memory) with it:
+// next_out[r], rounded once. Loops not unrolled: the tail runs once a launch, and its code must not
+// push the rest of the kernel out of the instruction cache.
 template <typename T>
 __device__ __forceinline__ void
 next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ next_norm,
                T* __restrict__ next_out, int rows, float eps, int kv, const uint4* stage,
-               unsigned* count, int lane) {
+               unsigned* words, float* scratch, unsigned* count, int lane) {
     constexpr int VEC = 16 / sizeof(T);
     using P = packet<T, VEC>;
     if (threadIdx.x == 0) {
@@ -928,33 +929,32 @@ next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ n
     // y: other blocks' stores of this launch, through L2 (never a stale L1 line)
     const auto* yv = reinterpret_cast<const uint4*>(y);
     const auto* nv = reinterpret_cast<const uint4*>(next_norm);
-    uint4 h[k_next_lane_vectors];
     float ss = 0.f;
-#pragma unroll
-    for (int i = 0; i < k_next_lane_vectors; ++i) {
-        const int v = lane + 32 * i;
-        h[i] = v < kv ? __ldcg(yv + v) : make_uint4(0, 0, 0, 0);
+#pragma unroll 1
+    for (int v = static_cast<int>(threadIdx.x); v < kv; v += k_moe_threads) {
         float f[VEC];
-        P::unpack(h[i], f);
+        P::unpack(__ldcg(yv + v), f);
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
             ss = fmaf(f[j], f[j], ss);
     }
-    ss = warp_sum(ss);
+    ss = block_sum(ss, scratch);
     const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + eps);
-#pragma unroll
-    for (int i = 0; i < k_next_lane_vectors; ++i) {
-        const int v = lane + 32 * i;
-        if (v >= kv)
-            break;
+#pragma unroll 1
+    for (int v = static_cast<int>(threadIdx.x); v < kv; v += k_moe_threads) {
         float f[VEC], nf[VEC];
-        P::unpack(h[i], f);
+        P::unpack(__ldcg(yv + v), f);
         P::unpack(__ldg(nv + v), nf);
 #pragma unroll
         for (int j = 0; j < VEC; ++j)
             f[j] = f[j] * inv * nf[j];
-        h[i] = P::pack(f);
+        const uint4 h = P::pack(f);
+        words[v] = h.x;
+        words[kv + v] = h.y;
+        words[2 * kv + v] = h.z;
+        words[3 * kv + v] = h.w;
     }
+    __syncthreads();
     copy_async_wait_all(); // the lane's own copies of its rows
     const int warps = static_cast<int>(gridDim.x) * k_warps;
     const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
@@ -962,17 +962,15 @@ next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ n
     const auto* w = reinterpret_cast<const uint4*>(next_w);
 #pragma unroll 1
     for (int j = 0, r = gw; r < rows; ++j, r += warps) {
+        const bool staged = j < cap;
+        const uint4* src = staged ? stage + j * kv : w + static_cast<std::int64_t>(r) * kv;
         float acc = 0.f;
-#pragma unroll
-        for (int i = 0; i < k_next_lane_vectors; ++i) {
-            const int v = lane + 32 * i;
-            if (v >= kv)
-                break;
+#pragma unroll 1
+        for (int v = lane; v < kv; v += 32) {
             float wf[VEC], hf[VEC];
-            P::unpack(j < cap ? load_shared_16(stage + j * kv + v)
-                              : load_streaming(w + static_cast<std::int64_t>(r) * kv + v),
-                      wf);
-            P::unpack(h[i], hf);
+            P::unpack(staged ? load_shared_16(src + v) : load_streaming(src + v), wf);
+            P::unpack(make_uint4(words[v], words[kv + v], words[2 * kv + v], words[3 * kv + v]),
+                      hf);
 #pragma unroll
             for (int e = 0; e < VEC; ++e)
                 acc = fmaf(wf[e], hf[e], acc);
@@ -1213,10 +1211,11 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         if (blockIdx.x >= groups) // (no group: the stage was never used)
             stage_next_rows(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane);
         // the y count in the launch's set of counters, past the active experts' (one token:
-        // at most k_moe_max_top_k of them); the group loop ended on a block barrier
+        // at most k_moe_max_top_k of them); the group loop ended on a block barrier, so the
+        // routing's shared memory is free for the normalised input
         next_gemv_tail<T>(y, next_w, next_norm, next_out, next_rows, next_eps,
-                          static_cast<int>(hidden / VEC), stage,
-                          done + (k_max_pairs - 1) * k_done_stride, lane);
+                          static_cast<int>(hidden / VEC), stage, reinterpret_cast<unsigned*>(&s),
+                          scratch, done + (k_max_pairs - 1) * k_done_stride, lane);
     }
     leave();
 }

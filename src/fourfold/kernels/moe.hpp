@@ -67,9 +67,9 @@ inline constexpr int k_moe_down_columns = 8;
 inline constexpr std::int64_t k_moe_one_launch_dynamic_smem =
     std::int64_t{k_moe_stage_bytes} * (k_moe_threads / 32);
 inline constexpr std::int64_t k_moe_one_launch_static_smem = 8 * 1024 + 16 + 2 * 1024 + 1024;
-// The next GEMV in the tail (moe_args::next_w): its normalised input row held in each warp's
-// registers, 8 16-byte vectors a lane at most.
-inline constexpr std::int64_t k_moe_next_input_bytes = 4 * 1024;
+// The next GEMV in the tail (moe_args::next_w): its normalised input row in the routing's shared
+// memory (the static 8 KB above, free once a block's down phase is done).
+inline constexpr std::int64_t k_moe_next_input_bytes = 8 * 1024;
 
 struct moe_args {
     const void* x = nullptr;         // T x H, row stride ld_x
@@ -108,9 +108,10 @@ struct moe_args {
     // RMSNorm(y) with next_norm [H] and next_eps, times next_w^T (next_rows x H, contiguous, x's
     // dtype; no bias, no scale). Its rows are copied into the warps' stages (cp.async) as each
     // warp's down dots end, while the grid's last sums are added; after a count of the blocks'
-    // y stores each warp normalises y in its registers and dots its staged rows with it. One token,
-    // with the fused prologue's compiled defaults and the residual add only; otherwise the plan
-    // leaves it out (moe_plan::next_gemv false, next_why) and the caller runs its own GEMV.
+    // y stores every block normalises y as the GEMV's norm prologue does and its warps dot their
+    // staged rows with it. One token, with the fused prologue's compiled defaults and the residual
+    // add only; otherwise the plan leaves it out (moe_plan::next_gemv false, next_why) and the
+    // caller runs its own GEMV.
     const void* next_w = nullptr;
     const void* next_norm = nullptr;
     void* next_out = nullptr;
