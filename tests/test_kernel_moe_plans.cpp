@@ -560,6 +560,13 @@ TEST(kernel_moe_plans, the_next_gemv_in_the_tail_is_a_trial_of_the_compiled_defa
     ASSERT_TRUE(on.valid.empty()) << on.valid;
     EXPECT_TRUE(on.next_gemv) << on.next_why;
     EXPECT_TRUE(on.next_why.empty());
+    EXPECT_FALSE(on.next_count_only);
+    next.set("count"); // the diagnostic: the tail's instance, its rows left to the caller
+    const auto count = plan_moe(a, device_limits{});
+    EXPECT_TRUE(count.next_gemv);
+    EXPECT_TRUE(count.next_count_only);
+    EXPECT_NE(count.next_why.find("diagnostic"), std::string::npos) << count.next_why;
+    next.set("1");
     EXPECT_TRUE(on.compiled_defaults);
     EXPECT_EQ(on.workspace_bytes, plain.workspace_bytes);
     EXPECT_EQ(on.one_launch_blocks, plain.one_launch_blocks);

@@ -4616,3 +4616,38 @@ stage_s63_d() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s63_d
 }
+
+# The captured step's timeline (bench/gpu/kernel_timeline.cpp) of qwen3 native_fused at ctx 512,
+# tagged: tl_s63_TAG.*.tsv and its table.
+s63_timeline() {
+    local tag=$1 t0=$SECONDS
+    CUDA_INJECTION64_PATH=$PWD/$BUILD/libkernel_timeline.so FOURFOLD_TIMELINE=$OUT/tl_s63_$tag \
+        timeout 120 $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
+        --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
+        --label s63-timeline-$tag --quiet >"$OUT/s63_tl_decode_$tag.txt" 2>&1
+    echo "traced decode $tag: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph" "$OUT/s63_tl_decode_$tag.txt" | head -3
+    python3 bench/gpu/timeline_table.py --nodes 12 "$OUT"/tl_s63_"$tag".*.tsv \
+        >"$OUT/s63_tl_table_$tag.md" 2>&1
+    head -24 "$OUT/s63_tl_table_$tag.md"
+    (cd "$OUT" && for f in tl_s63_"$tag".*.tsv; do gzip -c "$f" >"s63_$f.gz" && rm -f "$f"; done)
+}
+# Session 63's third trial call (about 7 minutes with a fresh machine's build): where s63_d's
+# -6.4 % goes. FOURFOLD_MOE_NEXT_GEMV=count runs the tail's instance with its y count and norm but
+# no rows (the decoder's own qkv GEMV runs): the tail's cost apart from the GEMV's work. Then the
+# step's timeline at the default, with the tail and with its count alone. Predicted: count alone
+# costs 1-2 µs a layer (the barrier); the tail's MoE launch about 8-10 µs longer than the
+# default's (the GEMV's 13 exposed) if the loss is in the tail's own work.
+stage_s63_e() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.the_next_gemv*' 120 "$OUT/s63_e_tests.txt"
+    s63_qwen3 e-default
+    FOURFOLD_MOE_NEXT_GEMV=count s63_qwen3 e-count
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 e-next
+    timeline_cupti || { echo "no CUPTI: no timeline"; stage_pack s63_e; return 0; }
+    s63_timeline default
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_timeline next
+    FOURFOLD_MOE_NEXT_GEMV=count s63_timeline count
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s63_e
+}

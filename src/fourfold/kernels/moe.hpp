@@ -191,6 +191,10 @@ struct moe_plan {
     // was asked for or it was taken).
     bool next_gemv = false;
     std::string next_why;
+    // A diagnostic of the trial (FOURFOLD_MOE_NEXT_GEMV=count): the tail's instance, its count of
+    // the blocks' y and its norm, without rows (the caller runs its own GEMV): what the tail costs
+    // the block apart from the GEMV's work.
+    bool next_count_only = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)

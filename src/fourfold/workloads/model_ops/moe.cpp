@@ -192,7 +192,10 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     if (!plan.valid.empty())
         throw std::logic_error("moe_block native: " + plan.valid);
     if (next && a.next_w) {
-        if (plan.next_gemv) {
+        if (plan.next_count_only) { // the kernel's tail without rows; the caller's GEMV
+            next->why = plan.next_why;
+            a.next_rows = 0;
+        } else if (plan.next_gemv) {
             next->out = next_out;
             next->why.clear();
         } else {
