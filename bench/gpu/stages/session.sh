@@ -4640,7 +4640,6 @@ s63_timeline() {
 # default's (the GEMV's 13 exposed) if the loss is in the tail's own work.
 stage_s63_e() {
     local t0=$SECONDS
-    s25_gtests 'moe_cuda.the_next_gemv*' 120 "$OUT/s63_e_tests.txt"
     s63_qwen3 e-default
     FOURFOLD_MOE_NEXT_GEMV=count s63_qwen3 e-count
     FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 e-next
