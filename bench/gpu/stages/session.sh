@@ -2993,18 +2993,18 @@ timeline_cupti() {
         -Wl,-rpath,"$lib" -o "$BUILD/libkernel_timeline.so" 2>&1 | head -20
     [ -f "$BUILD/libkernel_timeline.so" ]
 }
-s49_timeline_decode() {
-    local model=$1 t0=$SECONDS
-    CUDA_INJECTION64_PATH=$PWD/$BUILD/libkernel_timeline.so FOURFOLD_TIMELINE=$OUT/tl_$model \
+s49_timeline_decode() { # MODEL [TAG: the files' name, the model's by default]
+    local model=$1 tag=${2:-$1} t0=$SECONDS
+    CUDA_INJECTION64_PATH=$PWD/$BUILD/libkernel_timeline.so FOURFOLD_TIMELINE=$OUT/tl_$tag \
         timeout 120 $BIN decode --model "$model" --variants native_fused --mode graph --ctx 512 \
         --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
-        --label s49-timeline-$model --quiet >"$OUT/s49_tl_decode_$model.txt" 2>&1
-    echo "traced decode $model: exit $? after $((SECONDS - t0)) s"
-    grep -E "^decode .*graph|kernel_timeline" "$OUT/s49_tl_decode_$model.txt" | head -6
-    python3 bench/gpu/timeline_table.py --nodes 12 "$OUT"/tl_"$model".*.tsv \
-        >"$OUT/s49_tl_table_$model.md" 2>&1
-    head -40 "$OUT/s49_tl_table_$model.md"
-    (cd "$OUT" && for f in tl_"$model".*.tsv; do gzip -c "$f" >"s49_$f.gz" && rm -f "$f"; done)
+        --label s49-timeline-$tag --quiet >"$OUT/s49_tl_decode_$tag.txt" 2>&1
+    echo "traced decode $tag: exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode .*graph|kernel_timeline" "$OUT/s49_tl_decode_$tag.txt" | head -6
+    python3 bench/gpu/timeline_table.py --nodes 12 "$OUT"/tl_"$tag".*.tsv \
+        >"$OUT/s49_tl_table_$tag.md" 2>&1
+    head -40 "$OUT/s49_tl_table_$tag.md"
+    (cd "$OUT" && for f in tl_"$tag".*.tsv; do gzip -c "$f" >"s49_$f.gz" && rm -f "$f"; done)
 }
 stage_s49_timeline() {
     timeline_cupti || { echo "no CUPTI to build against: no timeline"; return 1; }
@@ -4617,21 +4617,6 @@ stage_s63_d() {
     stage_pack s63_d
 }
 
-# The captured step's timeline (bench/gpu/kernel_timeline.cpp) of qwen3 native_fused at ctx 512,
-# tagged: tl_s63_TAG.*.tsv and its table.
-s63_timeline() {
-    local tag=$1 t0=$SECONDS
-    CUDA_INJECTION64_PATH=$PWD/$BUILD/libkernel_timeline.so FOURFOLD_TIMELINE=$OUT/tl_s63_$tag \
-        timeout 120 $BIN decode --model qwen3-30b-a3b --variants native_fused --mode graph --ctx 512 \
-        --tokens 32 --device cuda --dtype bf16 --ledgers throughput --db "$DB" \
-        --label s63-timeline-$tag --quiet >"$OUT/s63_tl_decode_$tag.txt" 2>&1
-    echo "traced decode $tag: exit $? after $((SECONDS - t0)) s"
-    grep -E "^decode .*graph" "$OUT/s63_tl_decode_$tag.txt" | head -3
-    python3 bench/gpu/timeline_table.py --nodes 12 "$OUT"/tl_s63_"$tag".*.tsv \
-        >"$OUT/s63_tl_table_$tag.md" 2>&1
-    head -24 "$OUT/s63_tl_table_$tag.md"
-    (cd "$OUT" && for f in tl_s63_"$tag".*.tsv; do gzip -c "$f" >"s63_$f.gz" && rm -f "$f"; done)
-}
 # Session 63's third trial call (about 7 minutes with a fresh machine's build): where s63_d's
 # -6.4 % goes. FOURFOLD_MOE_NEXT_GEMV=count runs the tail's instance with its y count and norm but
 # no rows (the decoder's own qkv GEMV runs): the tail's cost apart from the GEMV's work. Then the
@@ -4644,9 +4629,9 @@ stage_s63_e() {
     FOURFOLD_MOE_NEXT_GEMV=count s63_qwen3 e-count
     FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 e-next
     timeline_cupti || { echo "no CUPTI: no timeline"; stage_pack s63_e; return 0; }
-    s63_timeline default
-    FOURFOLD_MOE_NEXT_GEMV=1 s63_timeline next
-    FOURFOLD_MOE_NEXT_GEMV=count s63_timeline count
+    s49_timeline_decode qwen3-30b-a3b s63_default
+    FOURFOLD_MOE_NEXT_GEMV=1 s49_timeline_decode qwen3-30b-a3b s63_next
+    FOURFOLD_MOE_NEXT_GEMV=count s49_timeline_decode qwen3-30b-a3b s63_count
     echo "after $((SECONDS - t0)) s"
     stage_pack s63_e
 }
