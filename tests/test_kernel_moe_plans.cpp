@@ -566,6 +566,12 @@ TEST(kernel_moe_plans, the_next_gemv_in_the_tail_is_a_trial_of_the_compiled_defa
     EXPECT_TRUE(count.next_gemv);
     EXPECT_TRUE(count.next_count_only);
     EXPECT_NE(count.next_why.find("diagnostic"), std::string::npos) << count.next_why;
+    next.set("prefetch"); // another: the rows asked of L2 alone
+    const auto ahead = plan_moe(a, device_limits{});
+    EXPECT_TRUE(ahead.next_gemv);
+    EXPECT_TRUE(ahead.next_prefetch_only);
+    EXPECT_FALSE(ahead.next_count_only);
+    EXPECT_FALSE(on.next_prefetch_only);
     next.set("1");
     EXPECT_TRUE(on.compiled_defaults);
     EXPECT_EQ(on.workspace_bytes, plain.workspace_bytes);

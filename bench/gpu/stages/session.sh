@@ -4622,16 +4622,23 @@ stage_s63_d() {
 # no rows (the decoder's own qkv GEMV runs): the tail's cost apart from the GEMV's work. Then the
 # step's timeline at the default, with the tail and with its count alone. Predicted: count alone
 # costs 1-2 µs a layer (the barrier); the tail's MoE launch about 8-10 µs longer than the
-# default's (the GEMV's 13 exposed) if the loss is in the tail's own work.
+# default's (the GEMV's 13 exposed) if the loss is in the tail's own work. And
+# FOURFOLD_MOE_NEXT_GEMV=prefetch: the tail only asks L2 for the next qkv rows as each warp's down
+# dots end (one prefetch a lane a row, no count; the decoder's GEMV then reads L2): predicted +1 to
+# +3 % (the DRAM idle through the last dots, the sums and the GEMV's launch), or a loss as the four
+# earlier prefetches into latency-bound phases.
 stage_s63_e() {
     local t0=$SECONDS
     s63_qwen3 e-default
     FOURFOLD_MOE_NEXT_GEMV=count s63_qwen3 e-count
     FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 e-next
+    FOURFOLD_MOE_NEXT_GEMV=prefetch s63_qwen3 e-prefetch
+    s63_qwen3 e-default2
     timeline_cupti || { echo "no CUPTI: no timeline"; stage_pack s63_e; return 0; }
     s49_timeline_decode qwen3-30b-a3b s63_default
     FOURFOLD_MOE_NEXT_GEMV=1 s49_timeline_decode qwen3-30b-a3b s63_next
     FOURFOLD_MOE_NEXT_GEMV=count s49_timeline_decode qwen3-30b-a3b s63_count
+    FOURFOLD_MOE_NEXT_GEMV=prefetch s49_timeline_decode qwen3-30b-a3b s63_prefetch
     echo "after $((SECONDS - t0)) s"
     stage_pack s63_e
 }

@@ -905,6 +905,26 @@ __device__ __forceinline__ void stage_next_rows(const T* __restrict__ next_w, in
     }
 }
 
+// The warp's rows of the next GEMV staged (above), or with `prefetch` (the diagnostic
+// FOURFOLD_MOE_NEXT_GEMV=prefetch: the caller runs its own GEMV) only asked of L2, every row of the
+// warp, a 128-byte line a lane at a time.
+template <typename T>
+__device__ __forceinline__ void next_rows_ahead(const T* __restrict__ next_w, int rows, int kv,
+                                                uint4* stage, int lane, bool prefetch) {
+    if (!prefetch) {
+        stage_next_rows(next_w, rows, kv, stage, lane);
+        return;
+    }
+    const int warps = static_cast<int>(gridDim.x) * k_warps;
+    const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
+    const auto* w = reinterpret_cast<const uint4*>(next_w);
+#pragma unroll 1
+    for (int r = gw; r < rows; r += warps)
+#pragma unroll 1
+        for (int v = lane * 8; v < kv; v += 32 * 8) // (8 vectors: a line)
+            prefetch_l2(w + static_cast<std::int64_t>(r) * kv + v);
+}
+
 // After the block's last y store (a block barrier behind it): the block counts itself in
 // (`count`, zeroed before the launch) and waits for the grid's; normalises y (one token) as
 // gemv_claim.cuh's prologue_norm does (the same order: the same bits) into `words` (shared, 32-bit
@@ -1008,7 +1028,7 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    float norm_eps, const T* __restrict__ residual, bool flagged,
                    bool topk_on_logits, bool down_counters, bool count_blocks,
                    const T* __restrict__ next_w, const T* __restrict__ next_norm,
-                   T* __restrict__ next_out, int next_rows, float next_eps) {
+                   T* __restrict__ next_out, int next_rows, float next_eps, bool next_prefetch) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
@@ -1185,7 +1205,8 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
         }
         if constexpr (next) // the warp's last item read its stage (its lanes their own copies)
             if (g + gridDim.x >= groups)
-                stage_next_rows(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane);
+                next_rows_ahead(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane,
+                                next_prefetch);
         if (stop_after == 4) {
             leave();
             return;
@@ -1209,13 +1230,16 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     }
     if constexpr (next) {
         if (blockIdx.x >= groups) // (no group: the stage was never used)
-            stage_next_rows(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane);
+            next_rows_ahead(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane,
+                            next_prefetch);
         // the y count in the launch's set of counters, past the active experts' (one token:
         // at most k_moe_max_top_k of them); the group loop ended on a block barrier, so the
         // routing's shared memory is free for the normalised input
-        next_gemv_tail<T>(y, next_w, next_norm, next_out, next_rows, next_eps,
-                          static_cast<int>(hidden / VEC), stage, reinterpret_cast<unsigned*>(&s),
-                          scratch, done + (k_max_pairs - 1) * k_done_stride, lane);
+        if (!next_prefetch)
+            next_gemv_tail<T>(y, next_w, next_norm, next_out, next_rows, next_eps,
+                              static_cast<int>(hidden / VEC), stage,
+                              reinterpret_cast<unsigned*>(&s), scratch,
+                              done + (k_max_pairs - 1) * k_done_stride, lane);
     }
     leave();
 }
@@ -1340,8 +1364,8 @@ launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) 
         static_cast<float>(a.norm_eps), p.add_residual ? static_cast<const T*>(a.x) : nullptr,
         p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block,
         static_cast<const T*>(a.next_w), static_cast<const T*>(a.next_norm),
-        static_cast<T*>(a.next_out), static_cast<int>(a.next_rows),
-        static_cast<float>(a.next_eps)));
+        static_cast<T*>(a.next_out), static_cast<int>(a.next_rows), static_cast<float>(a.next_eps),
+        p.next_prefetch_only));
 }
 
 // The plan's compiled defaults take the fused prologue, whose logits are the activations' type;

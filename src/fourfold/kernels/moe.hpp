@@ -195,6 +195,9 @@ struct moe_plan {
     // the blocks' y and its norm, without rows (the caller runs its own GEMV): what the tail costs
     // the block apart from the GEMV's work.
     bool next_count_only = false;
+    // Another (FOURFOLD_MOE_NEXT_GEMV=prefetch): the tail only asks L2 for the next GEMV's rows as
+    // each warp's down dots end (no count, no norm, no dots; the caller runs its own GEMV).
+    bool next_prefetch_only = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)

@@ -213,7 +213,8 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     if (a.next_w || a.next_out || a.next_norm) {
         std::string why;
         const bool count_only = switch_is("FOURFOLD_MOE_NEXT_GEMV", "count");
-        if (!switch_is("FOURFOLD_MOE_NEXT_GEMV", "1") && !count_only)
+        const bool prefetch_only = switch_is("FOURFOLD_MOE_NEXT_GEMV", "prefetch");
+        if (!switch_is("FOURFOLD_MOE_NEXT_GEMV", "1") && !count_only && !prefetch_only)
             why = "a trial (FOURFOLD_MOE_NEXT_GEMV=1)";
         else if (!a.next_w || !a.next_out || !a.next_norm)
             why = "the next GEMV takes its weights, its norm's weight and its output together";
@@ -240,9 +241,12 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
                 }
         p.next_gemv = why.empty();
         p.next_count_only = p.next_gemv && count_only;
-        p.next_why = p.next_count_only ? "a diagnostic: the tail's count and norm alone "
-                                         "(FOURFOLD_MOE_NEXT_GEMV=count)"
-                                       : why;
+        p.next_prefetch_only = p.next_gemv && prefetch_only;
+        p.next_why = p.next_count_only      ? "a diagnostic: the tail's count and norm alone "
+                                              "(FOURFOLD_MOE_NEXT_GEMV=count)"
+                     : p.next_prefetch_only ? "a diagnostic: the next rows asked of L2 alone "
+                                              "(FOURFOLD_MOE_NEXT_GEMV=prefetch)"
+                                            : why;
     }
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);

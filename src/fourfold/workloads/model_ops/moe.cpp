@@ -195,6 +195,8 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
         if (plan.next_count_only) { // the kernel's tail without rows; the caller's GEMV
             next->why = plan.next_why;
             a.next_rows = 0;
+        } else if (plan.next_prefetch_only) { // the rows asked of L2; the caller's GEMV
+            next->why = plan.next_why;
         } else if (plan.next_gemv) {
             next->out = next_out;
             next->why.clear();
