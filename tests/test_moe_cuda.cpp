@@ -1096,8 +1096,9 @@ TEST(moe_cuda, top_k_on_the_logits_matches_float64_and_keeps_the_ties) {
 // next_out = RMSNorm(y) W^T agrees with float64 (from the bf16 h the GEMVs' norm rounds to) and
 // with the native norm-fused GEMV's own launch. Rows past what the stages hold (qwen3: 3 rows a
 // warp, 6,336 in the grid; fp32: 1 a warp) are read from global memory. The GEMV's own launch
-// where its plan takes the norm (not on the small shape). Without the switch the plan leaves it
-// out.
+// where its plan takes the norm (not on the small shape). The diagnostics (=count: the tail's
+// count and norm without rows; =prefetch: the rows asked of L2 alone) give the same y and write
+// no output. Without the switch the plan leaves it out.
 TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_launch) {
     REQUIRE_NATIVE(dev);
 #if FOURFOLD_WITH_KERNELS
@@ -1142,6 +1143,17 @@ TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_lau
                 const auto p_next = plan_with_workspace(with, ctx, ws_next, xs[0]);
                 ASSERT_TRUE(p_next.next_gemv) << what << ": " << p_next.next_why;
                 ASSERT_TRUE(p_base.compiled_defaults && !p_base.next_gemv) << what;
+                // the diagnostics' plans: the count and norm without rows, the rows asked of L2
+                next_switch.set("count");
+                at::Tensor ws_count, ws_ahead;
+                auto counted = with;
+                const auto p_count = plan_with_workspace(counted, ctx, ws_count, xs[0]);
+                counted.next_rows = 0; // (as moe_block_native launches it)
+                next_switch.set("prefetch");
+                auto ahead = with;
+                const auto p_ahead = plan_with_workspace(ahead, ctx, ws_ahead, xs[0]);
+                next_switch.set("1");
+                ASSERT_TRUE(p_count.next_count_only && p_ahead.next_prefetch_only) << what;
                 const auto scratch = at::empty_like(xs[0]);
                 for (const bool graph : {false, true}) {
                     for (auto& o : outs)
@@ -1163,6 +1175,22 @@ TEST(moe_cuda, the_next_gemv_in_the_tail_matches_its_own_launch_launch_after_lau
                         });
                     const auto w_what = what + (graph ? " (graph)" : " (eager)");
                     expect_same_bits(got, want, w_what + ", y");
+                    // the diagnostics: y as the block's without the tail, nothing else written
+                    for (const auto* d : {&p_count, &p_ahead}) {
+                        const auto& args = d == &p_count ? counted : ahead;
+                        const auto& ws_d = d == &p_count ? ws_count : ws_ahead;
+                        const auto untouched = at::full_like(out_like, -7.0);
+                        const auto ys =
+                            launch_outputs(*dev, n, xs[0], graph, [&](int i, const at::Tensor& y) {
+                                auto a = args;
+                                a.next_out = untouched.data_ptr();
+                                launch_step(ctx, *d, a, ws_d, xs[static_cast<std::size_t>(i)], y,
+                                            0);
+                            });
+                        expect_same_bits(ys, want,
+                                         w_what + (d == &p_count ? ", count only" : ", prefetch"));
+                        EXPECT_TRUE(at::equal(untouched, at::full_like(out_like, -7.0))) << w_what;
+                    }
                     for (int i = 0; i < n; ++i) {
                         const auto& y = got[static_cast<std::size_t>(i)];
                         const auto& out = outs[static_cast<std::size_t>(i)];

@@ -4640,5 +4640,6 @@ stage_s63_e() {
     FOURFOLD_MOE_NEXT_GEMV=count s49_timeline_decode qwen3-30b-a3b s63_count
     FOURFOLD_MOE_NEXT_GEMV=prefetch s49_timeline_decode qwen3-30b-a3b s63_prefetch
     echo "after $((SECONDS - t0)) s"
+    s25_gtests 'moe_cuda.the_next_gemv*' 60 "$OUT/s63_e_tests.txt"
     stage_pack s63_e
 }
