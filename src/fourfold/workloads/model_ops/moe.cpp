@@ -162,6 +162,7 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     a.ld_y = a.hidden;
     a.add_residual = add_residual;
     a.logits_type = a.type;
+    auto y = at::empty({a.tokens, a.hidden}, x.options());
     at::Tensor next_out;
     if (next) {
         next->out = at::Tensor();
@@ -169,10 +170,9 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
             next->w.scalar_type() == x.scalar_type() && next->norm_weight.is_contiguous() &&
             next->norm_weight.numel() == a.hidden &&
             next->norm_weight.scalar_type() == x.scalar_type()) {
-            next_out = at::empty({1, next->w.size(0)}, x.options());
             a.next_w = next->w.data_ptr();
             a.next_norm = next->norm_weight.data_ptr();
-            a.next_out = next_out.data_ptr();
+            a.next_out = y.data_ptr(); // (planned with y's address; its own if taken)
             a.next_rows = next->w.size(0);
             a.next_eps = next->eps;
         } else {
@@ -184,27 +184,31 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     auto plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
         return {};
+    if (next && a.next_w) {
+        if (plan.next_gemv) {
+            next_out = at::empty({1, next->w.size(0)}, x.options());
+            a.next_out = next_out.data_ptr();
+        } else {
+            next->why = plan.next_why; // (the launch as without it)
+            a.next_w = a.next_norm = a.next_out = nullptr;
+            a.next_rows = 0;
+        }
+    }
     const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
-    auto y = at::empty({a.tokens, a.hidden}, x.options());
     a.workspace = ws.data_ptr();
     a.y = y.data_ptr();
     plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
         throw std::logic_error("moe_block native: " + plan.valid);
-    if (next && a.next_w) {
-        if (plan.next_count_only) { // the kernel's tail without rows; the caller's GEMV
-            next->why = plan.next_why;
+    if (next && (plan.next_count_only || plan.next_prefetch_only)) {
+        // the diagnostics: the tail without rows (the count and norm), or the rows asked of
+        // L2 alone; the caller runs its own GEMV
+        next->why = plan.next_why;
+        if (plan.next_count_only)
             a.next_rows = 0;
-        } else if (plan.next_prefetch_only) { // the rows asked of L2; the caller's GEMV
-            next->why = plan.next_why;
-        } else if (plan.next_gemv) {
-            next->out = next_out;
-            next->why.clear();
-        } else {
-            next->why = plan.next_why;
-            a.next_w = a.next_norm = nullptr; // (the plan left it out: the launch as without)
-            a.next_out = nullptr;
-        }
+    } else if (next && plan.next_gemv) {
+        next->out = next_out;
+        next->why.clear();
     }
     record_and_launch(plan, a, ctx);
     return y;
