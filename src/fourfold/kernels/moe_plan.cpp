@@ -226,8 +226,8 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
                 "its input row (" + std::to_string(a.hidden * es) + " B) must fit " +
                 std::to_string(std::min<std::int64_t>(k_moe_next_input_bytes, k_moe_stage_bytes)) +
                 " B of shared memory";
-        else if (a.next_rows < 1 || a.next_rows > k_max_dim)
-            why = "next_rows must be 1..2^31-1";
+        else if (a.next_rows < 1 || a.next_rows > (std::int64_t{1} << 30))
+            why = "next_rows must be 1..2^30 (the kernel steps a warp's rows in 32 bits)";
         else if (!(a.next_eps > 0))
             why = "next_eps must be > 0";
         else if (alignment_of(a.next_out) < es)
