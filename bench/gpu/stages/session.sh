@@ -4643,3 +4643,12 @@ stage_s63_e() {
     s25_gtests 'moe_cuda.the_next_gemv*' 60 "$OUT/s63_e_tests.txt"
     stage_pack s63_e
 }
+# s63_e's decodes alone (the device budget's last minutes: `fourfold` built alone, no timeline).
+stage_s63_f() {
+    s63_qwen3 f-default
+    FOURFOLD_MOE_NEXT_GEMV=count s63_qwen3 f-count
+    FOURFOLD_MOE_NEXT_GEMV=prefetch s63_qwen3 f-prefetch
+    FOURFOLD_MOE_NEXT_GEMV=1 s63_qwen3 f-next
+    s63_qwen3 f-default2
+    stage_pack s63_f
+}
