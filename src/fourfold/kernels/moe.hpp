@@ -69,7 +69,7 @@ inline constexpr std::int64_t k_moe_one_launch_dynamic_smem =
 inline constexpr std::int64_t k_moe_one_launch_static_smem = 8 * 1024 + 16 + 2 * 1024 + 1024;
 // The next GEMV in the tail (moe_args::next_w): its normalised input row in the routing's shared
 // memory (the static 8 KB above, free once a block's down phase is done).
-inline constexpr std::int64_t k_moe_next_input_bytes = 8 * 1024;
+inline constexpr std::int64_t k_moe_next_input_bytes = std::int64_t{8} * 1024;
 
 struct moe_args {
     const void* x = nullptr;         // T x H, row stride ld_x
