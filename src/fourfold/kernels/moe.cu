@@ -764,6 +764,21 @@ __device__ __forceinline__ void prologue_load(prologue_prefetch& pf, const T* __
 // as the GEMV rounds logits, into the workspace's `logits` (T x E). The caller's grid barrier
 // publishes the logits; with `flagged` (moe_plan::flagged_logits) each goes there instead, as a
 // 64-bit word with `flag`, and the routing polls for them (no barrier).
+// A packed vector of x times inv times the norm's weight, packed again (RMSNorm's last step, as
+// kernels/rmsnorm.cu rounds it): the fused prologue's h and the next GEMV's input alike.
+template <typename T>
+__device__ __forceinline__ uint4 rms_scaled(const uint4 xv, const uint4 nwq, float inv) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    float f[VEC], nw[VEC];
+    P::unpack(xv, f);
+    P::unpack(nwq, nw);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+        f[j] = f[j] * inv * nw[j];
+    return P::pack(f);
+}
+
 template <typename T>
 __device__ __forceinline__ void
 norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefetch& pf,
@@ -778,15 +793,6 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
     const int first = static_cast<int>(threadIdx.x);
     const int tail = first + k_prologue_vectors * step; // the vectors past the prefetched ones
     const auto* nwv = reinterpret_cast<const uint4*>(norm_weight);
-    auto normed = [&](const uint4 xv, const uint4 nwq, float inv) {
-        float f[VEC], nw[VEC];
-        P::unpack(xv, f);
-        P::unpack(nwq, nw);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-            f[j] = f[j] * inv * nw[j];
-        return P::pack(f);
-    };
     for (int t = 0; t < tokens; ++t) {
         const auto* xv = reinterpret_cast<const uint4*>(x + t * ld_x);
         uint4 xr[k_prologue_vectors];
@@ -820,12 +826,12 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
         for (int r = 0; r < k_prologue_vectors; ++r) {
             const int v = first + r * step;
             if (v < nv) {
-                const uint4 packed = normed(xr[r], pf.norm_weight[r], inv);
+                const uint4 packed = rms_scaled<T>(xr[r], pf.norm_weight[r], inv);
                 hs[t * nv + v] = packed;
             }
         }
         for (int v = tail; v < nv; v += step) {
-            const uint4 packed = normed(__ldg(xv + v), __ldg(nwv + v), inv);
+            const uint4 packed = rms_scaled<T>(__ldg(xv + v), __ldg(nwv + v), inv);
             hs[t * nv + v] = packed;
         }
     }
@@ -962,13 +968,7 @@ next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ n
     const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + eps);
 #pragma unroll 1
     for (int v = static_cast<int>(threadIdx.x); v < kv; v += k_moe_threads) {
-        float f[VEC], nf[VEC];
-        P::unpack(__ldcg(yv + v), f);
-        P::unpack(__ldg(nv + v), nf);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-            f[j] = f[j] * inv * nf[j];
-        const uint4 h = P::pack(f);
+        const uint4 h = rms_scaled<T>(__ldcg(yv + v), __ldg(nv + v), inv);
         words[v] = h.x;
         words[kv + v] = h.y;
         words[2 * kv + v] = h.z;
