@@ -141,6 +141,15 @@ TEST_F(bad_input_table, workloads_variants_and_parameters) {
     });
 }
 
+TEST_F(bad_input_table, commands) {
+    check({
+        {"runn --workload softmax --db {db}", "command 'runn' is unknown",
+         "valid: env, list, run, runs, export, compare, report, decode"},
+        {"--db {db}", "a command is needed", "run, runs"},
+        {"", "a command is needed", "see 'fourfold --help'"},
+    });
+}
+
 TEST_F(bad_input_table, settings) {
     check({
         {"run --workload softmax --timing fast --db {db}", "fast", "valid: host"},

@@ -90,8 +90,18 @@ void check_given(CLI::App& app) {
     }
 }
 
-// CLI11's message for a command line it could not parse, in fourfold's words.
-std::string parse_message(CLI::App& app, const CLI::ParseError& e) {
+// The commands, in the order they were added (run, runs, compare, ...).
+std::string command_names(CLI::App& app) {
+    std::vector<std::string> names;
+    for (auto* s : app.get_subcommands([](CLI::App*) { return true; }))
+        names.push_back(s->get_name());
+    return fourfold::join(names, ", ");
+}
+
+// CLI11's message for a command line it could not parse, in fourfold's words. `first_word`: the
+// command line's first word unless it is an option (then empty): where no command was
+// recognised, that word is the unknown command.
+std::string parse_message(CLI::App& app, const CLI::ParseError& e, const std::string& first_word) {
     const std::string what = e.what();
     const auto help = fmt::format("see '{} --help'", where(app));
     auto after_colon = [&] {
@@ -103,9 +113,10 @@ std::string parse_message(CLI::App& app, const CLI::ParseError& e) {
                            where(app), help);
     if (dynamic_cast<const CLI::RequiredError*>(&e)) {
         if (chosen(app) == &app)
-            return fmt::format("a command is needed (run, runs, compare, report, decode, export, "
-                               "env, list); {}",
-                               help);
+            return first_word.empty()
+                       ? fmt::format("a command is needed ({}); {}", command_names(app), help)
+                       : fmt::format("command '{}' is unknown; valid: {}; {}", first_word,
+                                     command_names(app), help);
         const auto name = what.substr(0, what.find(" is required"));
         const auto* opt = chosen(app)->get_option_no_throw(name);
         return fmt::format("'{}' needs {}{}; {}", where(app), name,
@@ -294,7 +305,9 @@ int main(int argc, char** argv) {
         std::cout << e.what() << '\n';
         return 0;
     } catch (const CLI::ParseError& e) {
-        return fail(2, parse_message(app, e));
+        // (the command is the first word: fourfold itself takes no option with a value)
+        const std::string first_word = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+        return fail(2, parse_message(app, e, first_word));
     } catch (const bad_input& e) {
         return fail(2, e.what());
     }
