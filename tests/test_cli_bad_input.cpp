@@ -147,6 +147,10 @@ TEST_F(bad_input_table, commands) {
          "valid: env, list, run, runs, export, compare, report, decode"},
         {"--db {db}", "a command is needed", "run, runs"},
         {"", "a command is needed", "see 'fourfold --help'"},
+        // (the words CLI11 did not expect, in the command line's order)
+        {"runs --limit -3 --db {db}",
+         "'--limit -3' are not options or arguments of 'fourfold runs'",
+         "see 'fourfold runs --help'"},
     });
 }
 

@@ -10,10 +10,13 @@
 #include "fourfold/runner/plan.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <c10/util/Exception.h>
 #include <cstdio>
 #include <fmt/format.h>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -98,19 +101,44 @@ std::string command_names(CLI::App& app) {
     return fourfold::join(names, ", ");
 }
 
-// CLI11's message for a command line it could not parse, in fourfold's words. `first_word`: the
-// command line's first word unless it is an option (then empty): where no command was
-// recognised, that word is the unknown command.
-std::string parse_message(CLI::App& app, const CLI::ParseError& e, const std::string& first_word) {
+// CLI11 lists the words it did not expect as it holds them, last first ("-3 --limit" for
+// "--limit -3"): in the command line's order again, where every one of them is found there.
+std::string in_command_line_order(const std::string& words, const std::vector<std::string>& args) {
+    auto listed = fourfold::split(words, ' ');
+    std::vector<std::pair<std::size_t, std::string>> at;
+    for (const auto& w : listed) {
+        const auto it = std::find(args.begin(), args.end(), w);
+        if (it == args.end())
+            return words;
+        at.emplace_back(static_cast<std::size_t>(it - args.begin()), w);
+    }
+    std::stable_sort(at.begin(), at.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < at.size(); ++i)
+        listed[i] = at[i].second;
+    return fourfold::join(listed, " ");
+}
+
+// CLI11's message for a command line it could not parse, in fourfold's words. `args`: the
+// command line's words after the program's name; where no command was recognised, the first
+// (unless an option) is the unknown command.
+std::string parse_message(CLI::App& app, const CLI::ParseError& e,
+                          const std::vector<std::string>& args) {
+    // (the command is the first word: fourfold itself takes no option with a value)
+    const std::string first_word = !args.empty() && args[0][0] != '-' ? args[0] : "";
     const std::string what = e.what();
     const auto help = fmt::format("see '{} --help'", where(app));
     auto after_colon = [&] {
         const auto colon = what.find(": ");
         return colon == std::string::npos ? what : what.substr(colon + 2);
     };
-    if (dynamic_cast<const CLI::ExtrasError*>(&e))
-        return fmt::format("'{}' is not an option or argument of '{}'; {}", after_colon(),
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+        const auto words = in_command_line_order(after_colon(), args);
+        return fmt::format("'{}' {} of '{}'; {}", words,
+                           words.find(' ') == std::string::npos ? "is not an option or argument"
+                                                                : "are not options or arguments",
                            where(app), help);
+    }
     if (dynamic_cast<const CLI::RequiredError*>(&e)) {
         if (chosen(app) == &app)
             return first_word.empty()
@@ -305,9 +333,7 @@ int main(int argc, char** argv) {
         std::cout << e.what() << '\n';
         return 0;
     } catch (const CLI::ParseError& e) {
-        // (the command is the first word: fourfold itself takes no option with a value)
-        const std::string first_word = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
-        return fail(2, parse_message(app, e, first_word));
+        return fail(2, parse_message(app, e, std::vector<std::string>(argv + 1, argv + argc)));
     } catch (const bad_input& e) {
         return fail(2, e.what());
     }
