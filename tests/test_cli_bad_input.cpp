@@ -145,7 +145,9 @@ TEST_F(bad_input_table, commands) {
     check({
         {"runn --workload softmax --db {db}", "command 'runn' is unknown",
          "valid: env, list, run, runs, export, compare, report, decode"},
-        {"--db {db}", "a command is needed", "run, runs"},
+        {"--db {db}", "'--db' is not an option of 'fourfold'", "give a command first (env, list"},
+        {"--db {db} runs", "' come before the command",
+         "options go after it: 'fourfold runs --db "},
         {"", "a command is needed", "see 'fourfold --help'"},
         // (the words CLI11 did not expect, in the command line's order)
         {"runs --limit -3 --db {db}",

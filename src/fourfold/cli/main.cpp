@@ -102,26 +102,25 @@ std::string command_names(CLI::App& app) {
 }
 
 // CLI11 lists the words it did not expect as it holds them, last first ("-3 --limit" for
-// "--limit -3"): in the command line's order again, where every one of them is found there.
-std::string in_command_line_order(const std::string& words, const std::vector<std::string>& args) {
-    auto listed = fourfold::split(words, ' ');
+// "--limit -3"): each with its place in the command line, in that order again; empty where one
+// of them is not found there (a word with a space in it).
+std::vector<std::pair<std::size_t, std::string>>
+in_command_line_order(const std::string& words, const std::vector<std::string>& args) {
     std::vector<std::pair<std::size_t, std::string>> at;
-    for (const auto& w : listed) {
+    for (const auto& w : fourfold::split(words, ' ')) {
         const auto it = std::find(args.begin(), args.end(), w);
         if (it == args.end())
-            return words;
+            return {};
         at.emplace_back(static_cast<std::size_t>(it - args.begin()), w);
     }
     std::stable_sort(at.begin(), at.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (std::size_t i = 0; i < at.size(); ++i)
-        listed[i] = at[i].second;
-    return fourfold::join(listed, " ");
+    return at;
 }
 
 // CLI11's message for a command line it could not parse, in fourfold's words. `args`: the
-// command line's words after the program's name; where no command was recognised, the first
-// (unless an option) is the unknown command.
+// command line's words after the program's name; where no command was recognised, the first is
+// the unknown command (or an option fourfold itself does not have).
 std::string parse_message(CLI::App& app, const CLI::ParseError& e,
                           const std::vector<std::string>& args) {
     // (the command is the first word: fourfold itself takes no option with a value)
@@ -133,18 +132,35 @@ std::string parse_message(CLI::App& app, const CLI::ParseError& e,
         return colon == std::string::npos ? what : what.substr(colon + 2);
     };
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
-        const auto words = in_command_line_order(after_colon(), args);
+        const auto at = in_command_line_order(after_colon(), args);
+        std::vector<std::string> listed;
+        listed.reserve(at.size());
+        for (const auto& [place, w] : at)
+            listed.push_back(w);
+        const auto words = at.empty() ? after_colon() : fourfold::join(listed, " ");
+        // Options before the command ("fourfold --db x.db runs"): where they go instead.
+        const auto* sub = chosen(app);
+        const auto command = std::find(args.begin(), args.end(), sub->get_name());
+        if (sub != &app && !at.empty() && command != args.end() &&
+            at.back().first < static_cast<std::size_t>(command - args.begin()))
+            return fmt::format("'{}' {} before the command; options go after it: '{} {}'; {}",
+                               words, at.size() == 1 ? "comes" : "come", where(app), words, help);
         return fmt::format("'{}' {} of '{}'; {}", words,
                            words.find(' ') == std::string::npos ? "is not an option or argument"
                                                                 : "are not options or arguments",
                            where(app), help);
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e)) {
-        if (chosen(app) == &app)
-            return first_word.empty()
-                       ? fmt::format("a command is needed ({}); {}", command_names(app), help)
-                       : fmt::format("command '{}' is unknown; valid: {}; {}", first_word,
-                                     command_names(app), help);
+        if (chosen(app) == &app) {
+            if (!first_word.empty())
+                return fmt::format("command '{}' is unknown; valid: {}; {}", first_word,
+                                   command_names(app), help);
+            if (!args.empty()) // an option of no command: fourfold itself has --help, --version
+                return fmt::format("'{}' is not an option of 'fourfold' (--help, --version); "
+                                   "give a command first ({}); {}",
+                                   args[0], command_names(app), help);
+            return fmt::format("a command is needed ({}); {}", command_names(app), help);
+        }
         const auto name = what.substr(0, what.find(" is required"));
         const auto* opt = chosen(app)->get_option_no_throw(name);
         return fmt::format("'{}' needs {}{}; {}", where(app), name,
