@@ -138,16 +138,17 @@ std::string parse_message(CLI::App& app, const CLI::ParseError& e,
         for (const auto& [place, w] : at)
             listed.push_back(w);
         const auto words = at.empty() ? after_colon() : fourfold::join(listed, " ");
+        const bool several = words.find(' ') != std::string::npos;
         // Options before the command ("fourfold --db x.db runs"): where they go instead.
         const auto* sub = chosen(app);
         const auto command = std::find(args.begin(), args.end(), sub->get_name());
         if (sub != &app && !at.empty() && command != args.end() &&
             at.back().first < static_cast<std::size_t>(command - args.begin()))
             return fmt::format("'{}' {} before the command; options go after it: '{} {}'; {}",
-                               words, at.size() == 1 ? "comes" : "come", where(app), words, help);
+                               words, several ? "come" : "comes", where(app), words, help);
         return fmt::format("'{}' {} of '{}'; {}", words,
-                           words.find(' ') == std::string::npos ? "is not an option or argument"
-                                                                : "are not options or arguments",
+                           several ? "are not options or arguments"
+                                   : "is not an option or argument",
                            where(app), help);
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e)) {
