@@ -148,6 +148,9 @@ TEST_F(bad_input_table, commands) {
         {"--db {db}", "'--db' is not an option of 'fourfold'", "give a command first (env, list"},
         {"--db {db} runs", "' come before the command",
          "options go after it: 'fourfold runs --db "},
+        // (one of them no option of that command either: that one is named)
+        {"--frob --db {db} runs", "'--frob' is not an option of 'fourfold runs'",
+         "see 'fourfold runs --help'"},
         {"", "a command is needed", "see 'fourfold --help'"},
         // (the words CLI11 did not expect, in the command line's order)
         {"runs --limit -3 --db {db}",

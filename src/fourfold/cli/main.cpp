@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <c10/util/Exception.h>
+#include <cctype>
 #include <cstdio>
 #include <fmt/format.h>
 #include <iostream>
@@ -143,9 +144,17 @@ std::string parse_message(CLI::App& app, const CLI::ParseError& e,
         const auto* sub = chosen(app);
         const auto command = std::find(args.begin(), args.end(), sub->get_name());
         if (sub != &app && !at.empty() && command != args.end() &&
-            at.back().first < static_cast<std::size_t>(command - args.begin()))
+            at.back().first < static_cast<std::size_t>(command - args.begin())) {
+            // (moved after the command, an option it does not have would fail there too)
+            for (const auto& w : listed) {
+                const bool option = w.size() > 1 && w[0] == '-' &&
+                                    std::isdigit(static_cast<unsigned char>(w[1])) == 0;
+                if (option && sub->get_option_no_throw(w.substr(0, w.find('='))) == nullptr)
+                    return fmt::format("'{}' is not an option of '{}'; {}", w, where(app), help);
+            }
             return fmt::format("'{}' {} before the command; options go after it: '{} {}'; {}",
                                words, several ? "come" : "comes", where(app), words, help);
+        }
         return fmt::format("'{}' {} of '{}'; {}", words,
                            several ? "are not options or arguments"
                                    : "is not an option or argument",
