@@ -3,7 +3,6 @@
 // native session's logits follow the stock session's, teacher-forced, and its greedy tokens
 // agree with stock's (fp32, where no near-tie can flip them; bf16 where stock's lead is clear);
 // a replayed native step computes what the eager one does; its records name the step's kernels.
-#include "env_switch.hpp"
 #include "fourfold/backend/device.hpp"
 #include "fourfold/workloads/models/decoder.hpp"
 #include "runner_helpers.hpp"
@@ -198,40 +197,6 @@ TEST(decode_native_cuda, norms_and_swiglu_fused_into_the_gemv_follow_float32_lik
     EXPECT_EQ(k["decode_attention (RoPE and the KV append fused)"]["launches"], c.layers)
         << k.dump();
     EXPECT_FALSE(k.contains("rope_kv")) << k.dump();
-}
-
-// The next layer's RMSNorm and qkv GEMV in the MoE block's tail (FOURFOLD_MOE_NEXT_GEMV=1, a
-// trial): the fused paths' logits as close to float32 as stock's, eager and replayed, and the
-// step's facts say that each MoE layer but the last computed the next qkv (those layers launch no
-// qkv GEMV of their own).
-TEST(decode_native_cuda, the_next_qkv_in_the_moe_blocks_tail_follows_float32_like_stock) {
-    REQUIRE_NATIVE(dev);
-    const fourfold::testing::env_switch next("FOURFOLD_MOE_NEXT_GEMV", "1");
-    const auto& c = *find_preset("tiny-qwen3-moe");
-    const auto w = std::make_shared<const decoder_weights>(
-        random_weights(c, at::kBFloat16, dev->torch_device(), 11));
-    const auto w32 = std::make_shared<const decoder_weights>(
-        random_weights(c, at::kFloat, dev->torch_device(), 11));
-    const auto tokens = tokens_for(*w, 24, *dev);
-    expect_as_close_to_float32_as_stock(w, w32, tokens, fused_paths(), *dev, "next qkv");
-
-    decoder_session s(w, 64, fused_paths(), workloads::call_context(*dev));
-    s.prefill(tokens.narrow(0, 0, 6));
-    s.step();
-    const auto& k = s.native_step_facts()["kernels"];
-    ASSERT_TRUE(k.is_object()) << s.native_step_facts().dump();
-    std::int64_t handing_on = 0; // MoE layers with a layer after them
-    for (std::int64_t l = 0; l + 1 < c.layers; ++l)
-        handing_on += c.is_moe_layer(l) ? 1 : 0;
-    ASSERT_GT(handing_on, 0);
-    const char* tail = "moe block (RMSNorm, router, experts, the residual add and the next "
-                       "layer's RMSNorm and qkv GEMV in one launch)";
-    ASSERT_TRUE(k.contains(tail)) << k.dump();
-    EXPECT_EQ(k[tail]["launches"], handing_on) << k.dump();
-    const std::int64_t own_qkv = k.contains("gemv qkv (RMSNorm fused)")
-                                     ? k["gemv qkv (RMSNorm fused)"]["launches"].get<std::int64_t>()
-                                     : 0;
-    EXPECT_EQ(own_qkv, c.layers - 1 - handing_on) << k.dump();
 }
 
 TEST(decode_native_cuda, greedy_tokens_agree_with_stock) {

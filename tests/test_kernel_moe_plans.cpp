@@ -5,8 +5,6 @@
 #include "fourfold/kernels/moe.hpp"
 
 #include <gtest/gtest.h>
-#include <utility>
-#include <vector>
 
 using namespace fourfold::kernels;
 
@@ -520,98 +518,4 @@ TEST(kernel_moe_plans, down_counters_come_with_the_flagged_logits_and_count_a_bl
         flagged.unset();
         count.unset();
     }
-}
-
-// The next GEMV in the fused block's tail (moe_args::next_w, a trial: FOURFOLD_MOE_NEXT_GEMV=1):
-// taken only with the switch, the compiled defaults, the residual add and one token, an input row
-// that fits the shared memory, its three pointers together and aligned; otherwise left out with
-// its reason and the rest of the plan (workspace, instance, validity) as without it.
-TEST(kernel_moe_plans, the_next_gemv_in_the_tail_is_a_trial_of_the_compiled_defaults_at_one_token) {
-    const fourfold::testing::env_switch next("FOURFOLD_MOE_NEXT_GEMV");
-    const fourfold::testing::env_switch compiled("FOURFOLD_MOE_COMPILED_DEFAULTS");
-    auto block = [](std::int64_t tokens, elem t = elem::bf16) {
-        auto a = qwen3_moe(tokens, t);
-        a.norm_weight = addr(k_aligned * 64);
-        a.router = addr(k_aligned * 128);
-        a.logits = nullptr;
-        a.logits_type = t;
-        a.add_residual = true;
-        return a;
-    };
-    auto with_next = [](moe_args a) {
-        a.next_w = addr(k_aligned * 256);
-        a.next_norm = addr(k_aligned * 512);
-        a.next_out = addr(k_aligned * 1024);
-        a.next_rows = 5120;
-        return a;
-    };
-    const auto a = with_next(block(1));
-    const auto plain = plan_moe(block(1), device_limits{});
-    ASSERT_TRUE(plain.valid.empty()) << plain.valid;
-    EXPECT_FALSE(plain.next_gemv);
-    EXPECT_TRUE(plain.next_why.empty());
-    // off by default, with its reason
-    const auto off = plan_moe(a, device_limits{});
-    ASSERT_TRUE(off.valid.empty()) << off.valid;
-    EXPECT_FALSE(off.next_gemv);
-    EXPECT_NE(off.next_why.find("FOURFOLD_MOE_NEXT_GEMV=1"), std::string::npos) << off.next_why;
-    next.set("1");
-    const auto on = plan_moe(a, device_limits{});
-    ASSERT_TRUE(on.valid.empty()) << on.valid;
-    EXPECT_TRUE(on.next_gemv) << on.next_why;
-    EXPECT_TRUE(on.next_why.empty());
-    EXPECT_FALSE(on.next_count_only);
-    next.set("count"); // the diagnostic: the tail's instance, its rows left to the caller
-    const auto count = plan_moe(a, device_limits{});
-    EXPECT_TRUE(count.next_gemv);
-    EXPECT_TRUE(count.next_count_only);
-    EXPECT_NE(count.next_why.find("diagnostic"), std::string::npos) << count.next_why;
-    next.set("prefetch"); // another: the rows asked of L2 alone
-    const auto ahead = plan_moe(a, device_limits{});
-    EXPECT_TRUE(ahead.next_gemv);
-    EXPECT_TRUE(ahead.next_prefetch_only);
-    EXPECT_FALSE(ahead.next_count_only);
-    EXPECT_FALSE(on.next_prefetch_only);
-    next.set("1");
-    EXPECT_TRUE(on.compiled_defaults);
-    EXPECT_EQ(on.workspace_bytes, plain.workspace_bytes);
-    EXPECT_EQ(on.one_launch_blocks, plain.one_launch_blocks);
-    EXPECT_NE(on.describe().find("the next GEMV"), std::string::npos) << on.describe();
-    EXPECT_EQ(plain.describe().find("the next GEMV"), std::string::npos);
-    for (const elem t : {elem::f16, elem::f32}) // f32: a row of 8 KB, the most that fits
-        EXPECT_TRUE(plan_moe(with_next(block(1, t)), device_limits{}).next_gemv);
-    // each condition alone leaves it out (the plan still valid)
-    std::vector<std::pair<const char*, moe_args>> without;
-    without.emplace_back("two tokens", with_next(block(2)));
-    auto no_residual = a;
-    no_residual.add_residual = false;
-    without.emplace_back("no residual add", no_residual);
-    auto wide = with_next(block(1, elem::f32));
-    wide.hidden = wide.ld_x = wide.ld_y = 4096; // 16 KB a row
-    without.emplace_back("a row past the shared memory", wide);
-    auto no_out = a;
-    no_out.next_out = nullptr;
-    without.emplace_back("no output", no_out);
-    auto no_rows = a;
-    no_rows.next_rows = 0;
-    without.emplace_back("no rows", no_rows);
-    auto odd = a;
-    odd.next_w = addr(k_aligned * 256 + 8);
-    without.emplace_back("weights not 16-byte aligned", odd);
-    auto eps = a;
-    eps.next_eps = 0;
-    without.emplace_back("eps 0", eps);
-    for (const auto& [what, args] : without) {
-        const auto p = plan_moe(args, device_limits{});
-        ASSERT_TRUE(p.valid.empty()) << what << ": " << p.valid;
-        EXPECT_FALSE(p.next_gemv) << what;
-        EXPECT_FALSE(p.next_why.empty()) << what;
-    }
-    compiled.set("0"); // the general instance has no tail
-    EXPECT_FALSE(plan_moe(a, device_limits{}).next_gemv);
-    compiled.unset();
-    auto unfused = with_next(qwen3_moe(1)); // moe_ffn's launch: no fused prologue
-    const auto u = plan_moe(unfused, device_limits{});
-    ASSERT_TRUE(u.valid.empty()) << u.valid;
-    EXPECT_FALSE(u.next_gemv);
 }

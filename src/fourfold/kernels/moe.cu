@@ -764,21 +764,6 @@ __device__ __forceinline__ void prologue_load(prologue_prefetch& pf, const T* __
 // as the GEMV rounds logits, into the workspace's `logits` (T x E). The caller's grid barrier
 // publishes the logits; with `flagged` (moe_plan::flagged_logits) each goes there instead, as a
 // 64-bit word with `flag`, and the routing polls for them (no barrier).
-// A packed vector of x times inv times the norm's weight, packed again (RMSNorm's last step, as
-// kernels/rmsnorm.cu rounds it): the fused prologue's h and the next GEMV's input alike.
-template <typename T>
-__device__ __forceinline__ uint4 rms_scaled(const uint4 xv, const uint4 nwq, float inv) {
-    constexpr int VEC = 16 / sizeof(T);
-    using P = packet<T, VEC>;
-    float f[VEC], nw[VEC];
-    P::unpack(xv, f);
-    P::unpack(nwq, nw);
-#pragma unroll
-    for (int j = 0; j < VEC; ++j)
-        f[j] = f[j] * inv * nw[j];
-    return P::pack(f);
-}
-
 template <typename T>
 __device__ __forceinline__ void
 norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefetch& pf,
@@ -793,6 +778,15 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
     const int first = static_cast<int>(threadIdx.x);
     const int tail = first + k_prologue_vectors * step; // the vectors past the prefetched ones
     const auto* nwv = reinterpret_cast<const uint4*>(norm_weight);
+    auto normed = [&](const uint4 xv, const uint4 nwq, float inv) {
+        float f[VEC], nw[VEC];
+        P::unpack(xv, f);
+        P::unpack(nwq, nw);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            f[j] = f[j] * inv * nw[j];
+        return P::pack(f);
+    };
     for (int t = 0; t < tokens; ++t) {
         const auto* xv = reinterpret_cast<const uint4*>(x + t * ld_x);
         uint4 xr[k_prologue_vectors];
@@ -826,12 +820,12 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
         for (int r = 0; r < k_prologue_vectors; ++r) {
             const int v = first + r * step;
             if (v < nv) {
-                const uint4 packed = rms_scaled<T>(xr[r], pf.norm_weight[r], inv);
+                const uint4 packed = normed(xr[r], pf.norm_weight[r], inv);
                 hs[t * nv + v] = packed;
             }
         }
         for (int v = tail; v < nv; v += step) {
-            const uint4 packed = rms_scaled<T>(__ldg(xv + v), __ldg(nwv + v), inv);
+            const uint4 packed = normed(__ldg(xv + v), __ldg(nwv + v), inv);
             hs[t * nv + v] = packed;
         }
     }
@@ -889,118 +883,6 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
     }
 }
 
-// The next GEMV in the tail (moe_plan::next_gemv): warp gw of the grid's W takes the rows gw,
-// gw + W, ... of next_w (rows x kv vectors); the first k_stage_vectors / kv of them are copied
-// into its stage (cp.async), lane l copying vectors l, l + 32, ... of each, the only ones it reads.
-static_assert(k_moe_max_top_k < k_max_pairs - 1, "the y count's slot lies past the experts'");
-template <typename T>
-__device__ __forceinline__ void stage_next_rows(const T* __restrict__ next_w, int rows, int kv,
-                                                uint4* stage, int lane) {
-    const int warps = static_cast<int>(gridDim.x) * k_warps;
-    const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
-    const int cap = k_stage_vectors / kv;
-    const auto* w = reinterpret_cast<const uint4*>(next_w);
-#pragma unroll 1
-    for (int j = 0; j < cap; ++j) {
-        const int r = gw + j * warps;
-        if (r >= rows)
-            break; // warp-uniform
-#pragma unroll 1
-        for (int v = lane; v < kv; v += 32)
-            copy_async_16(stage + j * kv + v, w + static_cast<std::int64_t>(r) * kv + v);
-    }
-}
-
-// The warp's rows of the next GEMV staged (above), or with `prefetch` (the diagnostic
-// FOURFOLD_MOE_NEXT_GEMV=prefetch: the caller runs its own GEMV) only asked of L2, every row of the
-// warp, a 128-byte line a lane at a time.
-template <typename T>
-__device__ __forceinline__ void next_rows_ahead(const T* __restrict__ next_w, int rows, int kv,
-                                                uint4* stage, int lane, bool prefetch) {
-    if (!prefetch) {
-        stage_next_rows(next_w, rows, kv, stage, lane);
-        return;
-    }
-    const int warps = static_cast<int>(gridDim.x) * k_warps;
-    const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
-    const auto* w = reinterpret_cast<const uint4*>(next_w);
-#pragma unroll 1
-    for (int r = gw; r < rows; r += warps)
-#pragma unroll 1
-        for (int v = lane * 8; v < kv; v += 32 * 8) // (8 vectors: a line)
-            prefetch_l2(w + static_cast<std::int64_t>(r) * kv + v);
-}
-
-// After the block's last y store (a block barrier behind it): the block counts itself in
-// (`count`, zeroed before the launch) and waits for the grid's; normalises y (one token) as
-// gemv_claim.cuh's prologue_norm does (the same order: the same bits) into `words` (shared, 32-bit
-// words interleaved: word k of vector v at k kv + v, so a warp's lanes read consecutive words),
-// then each warp dots its rows (staged, or beyond its stage's from global memory) with it:
-// next_out[r], rounded once. Loops not unrolled: the tail runs once a launch, and its code must not
-// push the rest of the kernel out of the instruction cache.
-template <typename T>
-__device__ __forceinline__ void
-next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ next_norm,
-               T* __restrict__ next_out, int rows, float eps, int kv, const uint4* stage,
-               unsigned* words, float* scratch, unsigned* count, int lane) {
-    constexpr int VEC = 16 / sizeof(T);
-    using P = packet<T, VEC>;
-    if (threadIdx.x == 0) {
-        __threadfence(); // the block's y stores (its barrier before) ahead of its count
-        red_release_add(count, 1u);
-        while (load_acquire(count) < gridDim.x) {
-        }
-    }
-    __syncthreads();
-    // y: other blocks' stores of this launch, through L2 (never a stale L1 line)
-    const auto* yv = reinterpret_cast<const uint4*>(y);
-    const auto* nv = reinterpret_cast<const uint4*>(next_norm);
-    float ss = 0.f;
-#pragma unroll 1
-    for (int v = static_cast<int>(threadIdx.x); v < kv; v += k_moe_threads) {
-        float f[VEC];
-        P::unpack(__ldcg(yv + v), f);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-            ss = fmaf(f[j], f[j], ss);
-    }
-    ss = block_sum(ss, scratch);
-    const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + eps);
-#pragma unroll 1
-    for (int v = static_cast<int>(threadIdx.x); v < kv; v += k_moe_threads) {
-        const uint4 h = rms_scaled<T>(__ldcg(yv + v), __ldg(nv + v), inv);
-        words[v] = h.x;
-        words[kv + v] = h.y;
-        words[2 * kv + v] = h.z;
-        words[3 * kv + v] = h.w;
-    }
-    __syncthreads();
-    copy_async_wait_all(); // the lane's own copies of its rows
-    const int warps = static_cast<int>(gridDim.x) * k_warps;
-    const int gw = static_cast<int>(blockIdx.x) * k_warps + static_cast<int>(threadIdx.x) / 32;
-    const int cap = k_stage_vectors / kv;
-    const auto* w = reinterpret_cast<const uint4*>(next_w);
-#pragma unroll 1
-    for (int j = 0, r = gw; r < rows; ++j, r += warps) {
-        const bool staged = j < cap;
-        const uint4* src = staged ? stage + j * kv : w + static_cast<std::int64_t>(r) * kv;
-        float acc = 0.f;
-#pragma unroll 1
-        for (int v = lane; v < kv; v += 32) {
-            float wf[VEC], hf[VEC];
-            P::unpack(staged ? load_shared_16(src + v) : load_streaming(src + v), wf);
-            P::unpack(make_uint4(words[v], words[kv + v], words[2 * kv + v], words[3 * kv + v]),
-                      hf);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                acc = fmaf(wf[e], hf[e], acc);
-        }
-        acc = warp_sum(acc);
-        if (lane == 0)
-            next_out[r] = element<T>::from_float(acc);
-    }
-}
-
 // The whole step in one launch: route, gate/up units, the first item's down rows staged, grid
 // barrier, then per group of k_columns output columns: the warps' items, their per-warp sums
 // added across the warps in shared memory in warp order, y rounded once. Every block must be
@@ -1015,9 +897,8 @@ next_gemv_tail(const T* y, const T* __restrict__ next_w, const T* __restrict__ n
 // fused prologue, the flagged logits, the top-k on the logits and the down counters a block's at
 // once, known to the compiler, whatever the flags say; k_unfused (moe_plan::compiled_unfused): no
 // prologue, no flags, no residual and the top-k on the logits known (the counters an argument).
-// k_fused_next (moe_plan::next_gemv): k_fused_defaults with the next GEMV in the tail
-// (next_gemv_tail). The other paths' code is left out of the instance.
-constexpr int k_general = 0, k_fused_defaults = 1, k_unfused = 2, k_fused_next = 3;
+// The other paths' code is left out of the instance.
+constexpr int k_general = 0, k_fused_defaults = 1, k_unfused = 2;
 template <typename T, typename L, int TOK, int MODE>
 __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
     moe_one_launch(const T* __restrict__ x, const L* __restrict__ logits, const T* __restrict__ w,
@@ -1026,16 +907,13 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                    std::int64_t width, std::int64_t ld_x, std::int64_t ld_logits, std::int64_t ld_y,
                    int stop_after, const T* __restrict__ norm_weight, const T* __restrict__ router,
                    float norm_eps, const T* __restrict__ residual, bool flagged,
-                   bool topk_on_logits, bool down_counters, bool count_blocks,
-                   const T* __restrict__ next_w, const T* __restrict__ next_norm,
-                   T* __restrict__ next_out, int next_rows, float next_eps, bool next_prefetch) {
+                   bool topk_on_logits, bool down_counters, bool count_blocks) {
     constexpr int VEC = 16 / sizeof(T);
     extern __shared__ uint4 stages[]; // k_warps x k_stage_vectors
     __shared__ routing_smem s;
     __shared__ float part[k_warps][k_moe_max_tokens][k_columns];
     __shared__ float scratch[32];
-    constexpr bool next = MODE == k_fused_next;
-    constexpr bool defaults = MODE == k_fused_defaults || next;
+    constexpr bool defaults = MODE == k_fused_defaults;
     if (defaults)
         flagged = topk_on_logits = down_counters = count_blocks = true;
     if (MODE == k_unfused) { // (no prologue: no flags either, `flags` below)
@@ -1203,10 +1081,6 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
                 stage_item(w_down, s, it, hidden, width, stage, lane);
             down_item_dot<T, TOK>(stage, inter, s, it, width, lane, acc, ready_of(it), units);
         }
-        if constexpr (next) // the warp's last item read its stage (its lanes their own copies)
-            if (g + gridDim.x >= groups)
-                next_rows_ahead(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane,
-                                next_prefetch);
         if (stop_after == 4) {
             leave();
             return;
@@ -1227,19 +1101,6 @@ __global__ void __launch_bounds__(k_moe_threads, k_moe_blocks_per_sm)
             y[own_t * ld_y + n] = element<T>::from_float(sum);
         }
         __syncthreads(); // part is read before the next group writes it
-    }
-    if constexpr (next) {
-        if (blockIdx.x >= groups) // (no group: the stage was never used)
-            next_rows_ahead(next_w, next_rows, static_cast<int>(hidden / VEC), stage, lane,
-                            next_prefetch);
-        // the y count in the launch's set of counters, past the active experts' (one token:
-        // at most k_moe_max_top_k of them); the group loop ended on a block barrier, so the
-        // routing's shared memory is free for the normalised input
-        if (!next_prefetch)
-            next_gemv_tail<T>(y, next_w, next_norm, next_out, next_rows, next_eps,
-                              static_cast<int>(hidden / VEC), stage,
-                              reinterpret_cast<unsigned*>(&s), scratch,
-                              done + (k_max_pairs - 1) * k_done_stride, lane);
     }
     leave();
 }
@@ -1362,10 +1223,7 @@ launch_status launch_one(const moe_plan& p, const moe_args& a, stream_t stream) 
         static_cast<int>(a.top_k), a.normalise, a.hidden, a.width, a.ld_x, a.ld_logits, a.ld_y,
         a.probe_stop_after, static_cast<const T*>(a.norm_weight), static_cast<const T*>(a.router),
         static_cast<float>(a.norm_eps), p.add_residual ? static_cast<const T*>(a.x) : nullptr,
-        p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block,
-        static_cast<const T*>(a.next_w), static_cast<const T*>(a.next_norm),
-        static_cast<T*>(a.next_out), static_cast<int>(a.next_rows), static_cast<float>(a.next_eps),
-        p.next_prefetch_only));
+        p.flagged_logits, p.topk_on_logits, p.down_counters, p.down_counts_a_block));
 }
 
 // The plan's compiled defaults take the fused prologue, whose logits are the activations' type;
@@ -1375,10 +1233,7 @@ template <typename T, typename L>
 constexpr bool unfused_compiled_for = std::is_same_v<L, float> && !std::is_same_v<T, float>;
 
 // f(std::integral_constant<int, MODE>{}) for the instance the plan takes.
-template <typename T, typename L, int TOK, class F> auto with_mode(const moe_plan& p, F&& f) {
-    if constexpr (defaults_compiled_for<T, L> && TOK == 1)
-        if (p.next_gemv)
-            return f(std::integral_constant<int, k_fused_next>{});
+template <typename T, typename L, class F> auto with_mode(const moe_plan& p, F&& f) {
     if constexpr (defaults_compiled_for<T, L>)
         if (p.compiled_defaults)
             return f(std::integral_constant<int, k_fused_defaults>{});
@@ -1391,7 +1246,7 @@ template <typename T, typename L, int TOK, class F> auto with_mode(const moe_pla
 template <typename T, typename L, int TOK>
 launch_status launch_moe_typed(const moe_plan& p, const moe_args& a, stream_t stream) {
     if (p.kernels == 1)
-        return with_mode<T, L, TOK>(p, [&](auto mode) {
+        return with_mode<T, L>(p, [&](auto mode) {
             return launch_one<T, L, TOK, decltype(mode)::value>(p, a, stream);
         });
     moe_route_gate_up<T, L, TOK><<<static_cast<unsigned>(p.gate_up_blocks), p.threads, 0, stream>>>(
@@ -1451,7 +1306,7 @@ int moe_one_launch_residency(const moe_plan& p, const moe_args& a) {
     return with_instance(p, a, [&p](auto t, auto l, auto tile) {
         using T = decltype(t);
         using L = decltype(l);
-        return with_mode<T, L, decltype(tile)::value>(p, [](auto mode) {
+        return with_mode<T, L>(p, [](auto mode) {
             return one_launch_residency<T, L, decltype(tile)::value, decltype(mode)::value>();
         });
     });

@@ -67,9 +67,6 @@ inline constexpr int k_moe_down_columns = 8;
 inline constexpr std::int64_t k_moe_one_launch_dynamic_smem =
     std::int64_t{k_moe_stage_bytes} * (k_moe_threads / 32);
 inline constexpr std::int64_t k_moe_one_launch_static_smem = 8 * 1024 + 16 + 2 * 1024 + 1024;
-// The next GEMV in the tail (moe_args::next_w): its normalised input row in the routing's shared
-// memory (the static 8 KB above, free once a block's down phase is done).
-inline constexpr std::int64_t k_moe_next_input_bytes = std::int64_t{8} * 1024;
 
 struct moe_args {
     const void* x = nullptr;         // T x H, row stride ld_x
@@ -103,20 +100,6 @@ struct moe_args {
     // With the fused prologue: y = x + the block's output (the decoder's residual add, rounded
     // once), so the next layer's norm has no add left to do (its GEMV can take the norm).
     bool add_residual = false;
-    // The next GEMV in the block's tail (trial of session 63, FOURFOLD_MOE_NEXT_GEMV=1; the
-    // decoder's next layer's qkv projection, which reads this block's y): next_out [next_rows] =
-    // RMSNorm(y) with next_norm [H] and next_eps, times next_w^T (next_rows x H, contiguous, x's
-    // dtype; no bias, no scale). Its rows are copied into the warps' stages (cp.async) as each
-    // warp's down dots end, while the grid's last sums are added; after a count of the blocks'
-    // y stores every block normalises y as the GEMV's norm prologue does and its warps dot their
-    // staged rows with it. One token, with the fused prologue's compiled defaults and the residual
-    // add only; otherwise the plan leaves it out (moe_plan::next_gemv false, next_why) and the
-    // caller runs its own GEMV.
-    const void* next_w = nullptr;
-    const void* next_norm = nullptr;
-    void* next_out = nullptr;
-    std::int64_t next_rows = 0;
-    double next_eps = 1e-6;
     // A probe of the one launch's phases for timing them (bench and the timed gpu test only):
     // it stops after the routing (1), the gate/up units (2), the grid barrier (3) or the first
     // group's dots (4, before its sums are added), and with the fused prologue after the norm and
@@ -187,17 +170,6 @@ struct moe_plan {
     // H100, session 62 (build d2ab552): moe_decode ffn T = 1 35.7 -> 35.1 µs, T = 2 64.4 -> 63.3
     // µs, the same bits (docs/performance.md).
     bool compiled_unfused = false;
-    // The next GEMV in the tail (moe_args::next_w): taken, or why not (empty when no next GEMV
-    // was asked for or it was taken).
-    bool next_gemv = false;
-    std::string next_why;
-    // A diagnostic of the trial (FOURFOLD_MOE_NEXT_GEMV=count): the tail's instance, its count of
-    // the blocks' y and its norm, without rows (the caller runs its own GEMV): what the tail costs
-    // the block apart from the GEMV's work.
-    bool next_count_only = false;
-    // Another (FOURFOLD_MOE_NEXT_GEMV=prefetch): the tail only asks L2 for the next GEMV's rows as
-    // each warp's down dots end (no count, no norm, no dots; the caller runs its own GEMV).
-    bool next_prefetch_only = false;
     bool add_residual = false;           // y = x + the output (moe_args::add_residual)
     std::int64_t expert_bytes = 0;       // one expert's gate/up and down weights
     std::int64_t l2_prefetch_budget = 0; // two kernels: the args' l2_prefetch_bytes (0: none)

@@ -69,9 +69,6 @@ std::string moe_plan::describe() const {
                (topk_on_logits ? "; top-k on the logits, only the k chosen exponentiated" : "") +
                (compiled_defaults ? "; these defaults compiled into the kernel's instance" : "") +
                (compiled_unfused ? "; no prologue, compiled into the kernel's instance" : "") +
-               (next_gemv ? "; the next GEMV with its RMSNorm of y in the tail (its rows "
-                            "staged as the down dots end, after a count of the blocks' y)"
-                          : "") +
                (dependent_launch ? ", dependent launch" : "") + "; 16-byte loads, token tile " +
                std::to_string(token_tile) + ", workspace " + std::to_string(workspace_bytes) + " B";
     return std::to_string(kernels) + " kernels: route + gate/up + SwiGLU (" +
@@ -209,45 +206,6 @@ moe_plan plan_moe(const moe_args& a, const device_limits& d) {
     p.compiled_unfused = p.kernels == 1 && !p.fused_prologue && p.topk_on_logits &&
                          a.logits_type == elem::f32 && a.type != elem::f32 &&
                          !switch_is("FOURFOLD_MOE_COMPILED_UNFUSED", "0");
-    // The next GEMV in the tail (a trial: FOURFOLD_MOE_NEXT_GEMV=1)
-    if (a.next_w || a.next_out || a.next_norm) {
-        std::string why;
-        const bool count_only = switch_is("FOURFOLD_MOE_NEXT_GEMV", "count");
-        const bool prefetch_only = switch_is("FOURFOLD_MOE_NEXT_GEMV", "prefetch");
-        if (!switch_is("FOURFOLD_MOE_NEXT_GEMV", "1") && !count_only && !prefetch_only)
-            why = "a trial (FOURFOLD_MOE_NEXT_GEMV=1)";
-        else if (!a.next_w || !a.next_out || !a.next_norm)
-            why = "the next GEMV takes its weights, its norm's weight and its output together";
-        else if (!p.compiled_defaults || !p.add_residual || a.tokens != 1)
-            why = "only in the fused block's compiled defaults with the residual add, at one "
-                  "token";
-        else if (a.hidden * es > k_moe_next_input_bytes || a.hidden * es > k_moe_stage_bytes)
-            why =
-                "its input row (" + std::to_string(a.hidden * es) + " B) must fit " +
-                std::to_string(std::min<std::int64_t>(k_moe_next_input_bytes, k_moe_stage_bytes)) +
-                " B of shared memory";
-        else if (a.next_rows < 1 || a.next_rows > (std::int64_t{1} << 30))
-            why = "next_rows must be 1..2^30 (the kernel steps a warp's rows in 32 bits)";
-        else if (!(a.next_eps > 0))
-            why = "next_eps must be > 0";
-        else if (alignment_of(a.next_out) < es)
-            why = "next_out is not aligned to its elements";
-        if (why.empty())
-            for (const auto& w : {vector_problem("next_w", a.next_w, a.hidden, es),
-                                  vector_problem("next_norm", a.next_norm, a.hidden, es)})
-                if (!w.empty()) {
-                    why = w;
-                    break;
-                }
-        p.next_gemv = why.empty();
-        p.next_count_only = p.next_gemv && count_only;
-        p.next_prefetch_only = p.next_gemv && prefetch_only;
-        p.next_why = p.next_count_only      ? "a diagnostic: the tail's count and norm alone "
-                                              "(FOURFOLD_MOE_NEXT_GEMV=count)"
-                     : p.next_prefetch_only ? "a diagnostic: the next rows asked of L2 alone "
-                                              "(FOURFOLD_MOE_NEXT_GEMV=prefetch)"
-                                            : why;
-    }
     p.expert_bytes = 3 * a.width * a.hidden * es;
     p.l2_prefetch_budget = std::max<std::int64_t>(0, a.l2_prefetch_bytes);
     return p;

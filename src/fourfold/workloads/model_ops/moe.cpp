@@ -73,7 +73,6 @@ void record_and_launch(const kernels::moe_plan& plan, const kernels::moe_args& a
                                 {"threads_per_block", plan.threads},
                                 {"workspace_bytes", plan.workspace_bytes},
                                 {"l2_prefetch_budget_bytes", plan.l2_prefetch_budget},
-                                {"next_gemv_in_tail", plan.next_gemv},
                                 {"routing", "on the device: softmax fp32, top-k (ties: lower "
                                             "expert index), renormalised; grouped by expert"},
                                 {"host_sync", false}});
@@ -149,7 +148,7 @@ at::Tensor native_moe(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                         const at::Tensor& router, const at::Tensor& w_gate_up,
                         const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                        bool add_residual, const call_context& ctx, moe_next_gemv* next) {
+                        bool add_residual, const call_context& ctx) {
     if (x.dim() != 2 || x.stride(1) != 1 || !norm_weight.is_contiguous() ||
         !router.is_contiguous() || !w_gate_up.is_contiguous() || !w_down.is_contiguous() ||
         router.scalar_type() != x.scalar_type() || norm_weight.scalar_type() != x.scalar_type())
@@ -162,54 +161,17 @@ at::Tensor native_block(const at::Tensor& x, const at::Tensor& norm_weight, doub
     a.ld_y = a.hidden;
     a.add_residual = add_residual;
     a.logits_type = a.type;
-    auto y = at::empty({a.tokens, a.hidden}, x.options());
-    at::Tensor next_out;
-    if (next) {
-        next->out = at::Tensor();
-        if (next->w.dim() == 2 && next->w.is_contiguous() && next->w.size(1) == a.hidden &&
-            next->w.scalar_type() == x.scalar_type() && next->norm_weight.is_contiguous() &&
-            next->norm_weight.numel() == a.hidden &&
-            next->norm_weight.scalar_type() == x.scalar_type()) {
-            a.next_w = next->w.data_ptr();
-            a.next_norm = next->norm_weight.data_ptr();
-            a.next_out = y.data_ptr(); // (planned with y's address; its own if taken)
-            a.next_rows = next->w.size(0);
-            a.next_eps = next->eps;
-        } else {
-            next->why = "the next GEMV's weights are not contiguous N x H in x's dtype with a "
-                        "norm weight of H";
-        }
-    }
     // planned once without the workspace (its size), once with it (its alignment)
     auto plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
         return {};
-    if (next && a.next_w) {
-        if (plan.next_gemv) {
-            next_out = at::empty({1, next->w.size(0)}, x.options());
-            a.next_out = next_out.data_ptr();
-        } else {
-            next->why = plan.next_why; // (the launch as without it)
-            a.next_w = a.next_norm = a.next_out = nullptr;
-            a.next_rows = 0;
-        }
-    }
     const auto ws = at::empty({plan.workspace_bytes}, x.options().dtype(at::kByte));
+    auto y = at::empty({a.tokens, a.hidden}, x.options());
     a.workspace = ws.data_ptr();
     a.y = y.data_ptr();
     plan = kernels::plan_moe(a, native::limits(ctx));
     if (!plan.valid.empty())
         throw std::logic_error("moe_block native: " + plan.valid);
-    if (next && (plan.next_count_only || plan.next_prefetch_only)) {
-        // the diagnostics: the tail without rows (the count and norm), or the rows asked of
-        // L2 alone; the caller runs its own GEMV
-        next->why = plan.next_why;
-        if (plan.next_count_only)
-            a.next_rows = 0;
-    } else if (next && plan.next_gemv) {
-        next->out = next_out;
-        next->why.clear();
-    }
     record_and_launch(plan, a, ctx);
     return y;
 }
@@ -384,15 +346,13 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            bool add_residual, const call_context& ctx, moe_next_gemv* next) {
+                            bool add_residual, const call_context& ctx) {
 #if FOURFOLD_WITH_KERNELS
     return native_block(x, norm_weight, eps, router, w_gate_up, w_down, top_k, normalise,
-                        add_residual, ctx, next);
+                        add_residual, ctx);
 #else
     (void)x, (void)norm_weight, (void)eps, (void)router, (void)w_gate_up, (void)w_down, (void)top_k,
         (void)normalise, (void)add_residual, (void)ctx;
-    if (next)
-        next->why = "a build without native kernels";
     return {};
 #endif
 }

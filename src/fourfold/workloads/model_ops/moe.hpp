@@ -68,23 +68,10 @@ at::Tensor moe_ffn(const at::Tensor& x, const at::Tensor& router_logits,
 // rounded once). An undefined tensor where the kernels cannot take it (no native kernels in
 // the build, a device without the one launch, a shape the plan refuses): the caller then takes
 // the norm, the router and moe_ffn one after another.
-//
-// `next` (one token, with add_residual): the next GEMV in the same launch's tail where the plan
-// takes it (a trial: FOURFOLD_MOE_NEXT_GEMV=1; kernels/moe.hpp, moe_args::next_w): next->out =
-// RMSNorm(the result, next->norm_weight, next->eps) next->w^T (N x H, x's dtype, contiguous),
-// shaped (1, N). Where the plan leaves it out, next->out stays undefined and next->why says why
-// (the caller runs its own GEMV).
-struct moe_next_gemv {
-    at::Tensor w, norm_weight;
-    double eps = 1e-6;
-    at::Tensor out;  // set by the call where the launch took it
-    std::string why; // else why not
-};
 at::Tensor moe_block_native(const at::Tensor& x, const at::Tensor& norm_weight, double eps,
                             const at::Tensor& router, const at::Tensor& w_gate_up,
                             const at::Tensor& w_down, std::int64_t top_k, bool normalise,
-                            bool add_residual, const call_context& ctx,
-                            moe_next_gemv* next = nullptr);
+                            bool add_residual, const call_context& ctx);
 
 // Why the native path cannot take this shape (tokens above 8 are taken 8 at a time, so they
 // are not a reason), from the kernels' own plan on 16-byte aligned, contiguous tensors; nullopt

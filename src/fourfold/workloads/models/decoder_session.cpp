@@ -522,13 +522,10 @@ void decoder_session::step_native() {
 
     auto x = at::empty({1, c.hidden}, opts);
     at::Tensor pending;
-    at::Tensor next_qkv; // this layer's qkv, computed in the MoE block before (its tail)
     for (std::int64_t l = 0; l < c.layers; ++l) {
         const auto& lw = m_w->layers[static_cast<std::size_t>(l)];
-        const auto qkv = next_qkv.defined() ? next_qkv
-                                            : normed_linear(x, pending, lw.input_norm, l == 0,
-                                                            lw.qkv, lw.qkv_scale, "qkv");
-        next_qkv = at::Tensor();
+        const auto qkv =
+            normed_linear(x, pending, lw.input_norm, l == 0, lw.qkv, lw.qkv_scale, "qkv");
         pending = at::Tensor();
 
         auto q = at::empty({1, c.q_dim()}, opts);
@@ -593,31 +590,13 @@ void decoder_session::step_native() {
             // The norm, the router's GEMV, the experts and the residual add in one launch where
             // the kernels take it (the next layer's norm then goes into its qkv GEMV)
             if (m_paths.moe == moe_path::native) {
-                // the next layer's norm-fused qkv GEMV in the block's tail where the plan takes
-                // it (a trial: FOURFOLD_MOE_NEXT_GEMV=1; bf16 or fp16 weights, no scale)
-                model_ops::moe_next_gemv next;
-                const bool offer_next =
-                    l + 1 < c.layers && m_paths.linear == op_path::native && m_paths.fuse_prologues;
-                if (offer_next) {
-                    const auto& nl = m_w->layers[static_cast<std::size_t>(l + 1)];
-                    if (!nl.qkv_scale.defined()) {
-                        next.w = nl.qkv;
-                        next.norm_weight = nl.input_norm;
-                        next.eps = c.rms_eps;
-                    }
-                }
                 auto out = model_ops::moe_block_native(
                     x, lw.post_attention_norm, c.rms_eps, lw.router, lw.experts_gate_up,
-                    lw.experts_down, c.experts_per_token, c.norm_topk, true, ctx,
-                    next.w.defined() ? &next : nullptr);
+                    lw.experts_down, c.experts_per_token, c.norm_topk, true, ctx);
                 if (out.defined()) {
                     x = out;
-                    next_qkv = next.out;
-                    log.add(next_qkv.defined()
-                                ? "moe block (RMSNorm, router, experts, the residual add and the "
-                                  "next layer's RMSNorm and qkv GEMV in one launch)"
-                                : "moe block (RMSNorm, router, experts and the residual add in one "
-                                  "launch)",
+                    log.add("moe block (RMSNorm, router, experts and the residual add in one "
+                            "launch)",
                             log.on() ? "kernels/moe.cu, the fused prologue" : "");
                     continue;
                 }
