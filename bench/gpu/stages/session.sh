@@ -4652,3 +4652,28 @@ stage_s63_f() {
     s63_qwen3 f-default2
     stage_pack s63_f
 }
+
+# Session 65's call (about 7 minutes with a fresh machine's build, any card): session 63's
+# next-GEMV trial removed (`f5ded64`; the other 75 functions of moe.cu byte for byte as before):
+# the MoE and native decode gpu tests, qwen3 native_fused twice, then Nsight Compute over one of
+# the decode's norm-fused qkv GEMVs (`gemv_balanced<bf16, 1, 1>`, 5120 x 2048): s63_e found its
+# exposed time (13.0 µs a layer on an H100) moves by 0.3 µs with its rows already in L2 (the
+# prefetch diagnostic), so it is not bound by DRAM: where its warps wait. On an H200 then the
+# issues' figures (s62_h200). Predicted: tests pass; qwen3 within 0.5 % of s63_e's default
+# (314.8 / 314.9 on an H100); the GEMV's stalls mostly the dependency wait and the prologue's
+# barrier, DRAM under 40 %.
+stage_s65_a() {
+    local t0=$SECONDS
+    s25_gtests 'moe_cuda.*:decode_native_cuda.*:decode_cuda.tiny_presets*-*timed*:*printed*' 240 \
+        "$OUT/s65_a_tests.txt"
+    grep -cE "^\[       OK \]" "$OUT/s65_a_tests.txt" | sed 's/^/tests OK: /'
+    grep -E "^\[  FAILED  \]|^\[  SKIPPED \]" "$OUT/s65_a_tests.txt" | sort | uniq | head -20
+    grep -E "^\[==========\]" "$OUT/s65_a_tests.txt" | tail -1
+    s63_qwen3 a-default
+    s63_qwen3 a-default2
+    echo "after $((SECONDS - t0)) s"
+    s60_ncu_moe s65_qkv --kernel-name regex:gemv_balanced --launch-skip 150
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s65_a
+    stage_s62_h200
+}
