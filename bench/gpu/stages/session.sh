@@ -4672,7 +4672,9 @@ stage_s65_a() {
     s63_qwen3 a-default
     s63_qwen3 a-default2
     echo "after $((SECONDS - t0)) s"
-    s60_ncu_moe s65_qkv --kernel-name regex:gemv_balanced --launch-skip 150
+    # (the one-token instance by its demangled name: a bare regex caught a prefill launch, s63_d)
+    s60_ncu_moe s65_qkv --kernel-name-base demangled \
+        --kernel-name 'regex:gemv_balanced<__nv_bfloat16, 1, 1>' --launch-skip 20
     echo "after $((SECONDS - t0)) s"
     stage_pack s65_a
     stage_s62_h200
