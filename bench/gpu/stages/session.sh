@@ -4655,13 +4655,12 @@ stage_s63_f() {
 
 # Session 65's call (about 7 minutes with a fresh machine's build, any card): session 63's
 # next-GEMV trial removed (`f5ded64`; the other 75 functions of moe.cu byte for byte as before):
-# the MoE and native decode gpu tests, qwen3 native_fused twice, then Nsight Compute over one of
-# the decode's norm-fused qkv GEMVs (`gemv_balanced<bf16, 1, 1>`, 5120 x 2048): s63_e found its
-# exposed time (13.0 µs a layer on an H100) moves by 0.3 µs with its rows already in L2 (the
-# prefetch diagnostic), so it is not bound by DRAM: where its warps wait. On an H200 then the
-# issues' figures (s62_h200). Predicted: tests pass; qwen3 within 0.5 % of s63_e's default
-# (314.8 / 314.9 on an H100); the GEMV's stalls mostly the dependency wait and the prologue's
-# barrier, DRAM under 40 %.
+# qwen3 native_fused twice, Nsight Compute over one of the decode's norm-fused qkv GEMVs
+# (`gemv_balanced<bf16, 1, 1>`, 5120 x 2048: 13.0 µs exposed a layer on an H100, 21 MB of bytes
+# 7 µs), then the MoE and native decode gpu tests within S65_TESTS_LIMIT s. On an H200 then the
+# issues' figures (s62_h200). Predicted: qwen3 within 0.5 % of s63_e's default (314.8 / 314.9 on
+# an H100); the GEMV alone about 12 µs, DRAM 55-65 %, its stalls long scoreboard (the loads) and
+# the prologue's barrier; tests pass.
 stage_s65_a() {
     local t0=$SECONDS
     s63_qwen3 a-default
