@@ -4668,7 +4668,7 @@ stage_s65_a() {
     echo "after $((SECONDS - t0)) s"
     # (the one-token instance by its demangled name: a bare regex caught a prefill launch, s63_d)
     s60_ncu_moe s65_qkv --kernel-name-base demangled \
-        --kernel-name 'regex:gemv_balanced<__nv_bfloat16, 1, 1>' --launch-skip 20
+        --kernel-name 'regex:gemv_balanced<__nv_bfloat16, \(int\)1, \(int\)1>' --launch-skip 20
     echo "after $((SECONDS - t0)) s"
     s25_gtests 'moe_cuda.*:decode_native_cuda.*:decode_cuda.tiny_presets*-*timed*:*printed*' \
         "${S65_TESTS_LIMIT:-150}" "$OUT/s65_a_tests.txt"
@@ -4678,4 +4678,40 @@ stage_s65_a() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s65_a
     stage_s62_h200
+}
+
+# s65_a's Nsight Compute alone (ncu names template arguments "(int)1"), warm after it.
+stage_s65_b() {
+    s60_ncu_moe s65_qkv --kernel-name-base demangled \
+        --kernel-name 'regex:gemv_balanced<__nv_bfloat16, \(int\)1, \(int\)1>' --launch-skip 20
+    stage_pack s65_b
+}
+
+# Session 65's A/B (about 4 minutes with a fresh machine's `fourfold` build; carry .deps and
+# build_variants, `build_variants/s65_base/gemv_claim.cuh` from the parent commit): the norm
+# prologue asks for the thread's first norm-weight vector with x's and keeps both (s65_b's ncu:
+# 6 % of the qkv GEMV's stall samples on the norm weights' load, issued after the block sum).
+# qwen3 native_fused with it (throughput and correctness), then the parent's prologue rebuilt in
+# place, qwen3 again. Predicted: +0.6 to +1.2 % (0.4-0.8 µs a norm-fused GEMV, 49 a step).
+s65_decode() { # NAME MODEL
+    local t0=$SECONDS
+    timeout 150 $BIN decode --model "$2" --variants native_fused --mode graph --ctx 512 \
+        --ledgers throughput,correctness --device cuda --dtype bf16 --db "$DB" --label "s65-$1" \
+        --quiet >"$OUT/s65_$1.txt" 2>&1
+    echo "[$1] exit $? after $((SECONDS - t0)) s"
+    grep -E "^decode " "$OUT/s65_$1.txt" | head -4
+}
+stage_s65_c() {
+    local t0=$SECONDS f=src/fourfold/kernels/gemv_claim.cuh
+    s65_decode early-qwen3 qwen3-30b-a3b
+    echo "after $((SECONDS - t0)) s"
+    cp "$f" /tmp/s65_gemv_claim.cuh
+    cp build_variants/s65_base/gemv_claim.cuh "$f"
+    FOURFOLD_NINJA_ARGS=fourfold stage_build || { cp /tmp/s65_gemv_claim.cuh "$f"; touch "$f"; return 1; }
+    echo "after $((SECONDS - t0)) s"
+    s65_decode base-qwen3 qwen3-30b-a3b
+    cp /tmp/s65_gemv_claim.cuh "$f"
+    touch "$f"
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s65_c
 }

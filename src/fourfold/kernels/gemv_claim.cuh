@@ -76,27 +76,43 @@ __device__ __forceinline__ void prologue_norm(const uint4* (&xv)[TOK], uint4* no
     using P = packet<T, VEC>;
     __shared__ float scratch[32];
     const uint4* nv = reinterpret_cast<const uint4*>(norm_weight);
+    const int first = static_cast<int>(threadIdx.x), step = static_cast<int>(blockDim.x);
+    const bool own = first < kv;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    // the thread's first vector of the norm's weights, asked for with x's: its round trip (from
+    // DRAM: a step reads each layer's norm once) overlaps x's and the block sum, not after them
+    const uint4 nw0 = own ? __ldg(nv + first) : zero;
+    auto sum_squares = [&](const uint4 q, float ss) {
+        float xf[VEC];
+        P::unpack(q, xf);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            ss = fmaf(xf[j], xf[j], ss);
+        return ss;
+    };
+    auto scaled = [&](const uint4 q, const uint4 nq, float inv) {
+        float xf[VEC], nf[VEC];
+        P::unpack(q, xf);
+        P::unpack(nq, nf);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+            xf[j] = xf[j] * inv * nf[j];
+        return P::pack(xf);
+    };
 #pragma unroll
     for (int t = 0; t < TOK; ++t) {
-        float ss = 0.f;
-        for (int v = threadIdx.x; v < kv; v += blockDim.x) {
-            float xf[VEC];
-            P::unpack(__ldg(xv[t] + v), xf);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                ss = fmaf(xf[j], xf[j], ss);
-        }
+        // the first vector held in registers from the sum to the scaling (the same order of
+        // vectors, so the same sum: a zero vector adds +0 to +0)
+        const uint4 x0 = own ? __ldg(xv[t] + first) : zero;
+        float ss = sum_squares(x0, 0.f);
+        for (int v = first + step; v < kv; v += step)
+            ss = sum_squares(__ldg(xv[t] + v), ss);
         ss = block_sum(ss, scratch);
         const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
-        for (int v = threadIdx.x; v < kv; v += blockDim.x) {
-            float xf[VEC], nf[VEC];
-            P::unpack(__ldg(xv[t] + v), xf);
-            P::unpack(__ldg(nv + v), nf);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-                xf[j] = xf[j] * inv * nf[j];
-            normed[t * kv + v] = P::pack(xf);
-        }
+        if (own)
+            normed[t * kv + first] = scaled(x0, nw0, inv);
+        for (int v = first + step; v < kv; v += step)
+            normed[t * kv + v] = scaled(__ldg(xv[t] + v), __ldg(nv + v), inv);
         xv[t] = normed + t * kv;
     }
 }
