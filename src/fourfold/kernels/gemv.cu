@@ -347,21 +347,28 @@ __global__ void __launch_bounds__(256, gemv_fma_blocks_per_sm(TOK))
 #pragma unroll
     for (int t = 0; t < TOK; ++t)
         acc[t] = 0.f;
+    // the run's first step: its row and step in the row, one division (the steps after it by
+    // an increment, as the loop below goes)
+    int row = lo / steps, s = lo - row * steps;
     // the run's first two steps into L2 while the kernel before may still run, then wait
-    for (int i = lo; i < lo + 2 && i < hi; ++i)
-        if (lane % 8 == 0)
+    if (lane % 8 == 0)
+        for (int i = lo, pr = row, ps = s; i < lo + 2 && i < hi; ++i) {
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                const int v = (i % steps) * 32 * U + u * 32 + lane;
+                const int v = ps * 32 * U + u * 32 + lane;
                 if (v < kv)
-                    prefetch_l2(w0 + (i / steps) * ldv + v);
+                    prefetch_l2(w0 + pr * ldv + v);
             }
+            if (++ps == steps) {
+                ps = 0;
+                ++pr;
+            }
+        }
     dependency_wait();
     // the run's first step into registers before the norm prologue, so its DRAM round trip
     // overlaps the prologue's reads of x through L2 (the weights are not the launch before's
     // output; after the wait all the same, as the op benchmark makes no exception). Not before
     // the SwiGLU prologue: its batches of x take those registers (one token: 16 bytes spilled).
-    int row = lo / steps, s = lo % steps;
     uint4 cur[U], nxt[U];
     if (PRO != k_pro_swiglu && lo < hi)
         fetch(cur, row, s);
