@@ -4715,3 +4715,47 @@ stage_s65_c() {
     echo "after $((SECONDS - t0)) s"
     stage_pack s65_c
 }
+
+# Session 66's first call (about 8 minutes with a fresh machine's build; any card; carry .deps and
+# build_variants): session 65's two GEMV changes against their parent on one machine. Make the
+# variants on the CPU machine first:
+#   for v in base:c5ca1d2:c5ca1d2 norm:c5ca1d2:082e197; do IFS=: read n g c <<<"$v";
+#     mkdir -p build_variants/s66_$n; git show $g:src/fourfold/kernels/gemv.cu >build_variants/s66_$n/gemv.cu;
+#     git show $c:src/fourfold/kernels/gemv_claim.cuh >build_variants/s66_$n/gemv_claim.cuh; done
+# head (both: the norm weights asked for with x, 082e197; one division for the run's first step,
+# 5a71775), then norm only, then base, each rebuilt in place (`fourfold` alone), qwen3-30b-a3b and
+# llama3-8b native_fused ctx 512 each (throughput and correctness), head again last; the tree's
+# files back and touched. Then the GEMV's gpu tests and memcheck over them.
+# Predicted (H100): norm over base +0.5 to +1.2 % on both models; head over norm +0.5 to +1.5 % on
+# qwen3 (its qkv GEMV is gemv_balanced), under 0.3 % on llama3-8b (its GEMVs are column-stationary).
+s66_variant() { # NAME (the build_variants/s66_NAME files; none: the tree)
+    local name=$1 k=src/fourfold/kernels
+    if [ -d "build_variants/s66_$name" ]; then
+        mkdir -p /tmp/s66_tree
+        [ -f /tmp/s66_tree/gemv.cu ] || cp $k/gemv.cu $k/gemv_claim.cuh /tmp/s66_tree/
+        cp "build_variants/s66_$name/gemv.cu" "build_variants/s66_$name/gemv_claim.cuh" $k/
+    elif [ -f /tmp/s66_tree/gemv.cu ]; then
+        cp /tmp/s66_tree/gemv.cu /tmp/s66_tree/gemv_claim.cuh $k/
+        touch $k/gemv.cu $k/gemv_claim.cuh
+    fi
+    FOURFOLD_NINJA_ARGS=fourfold stage_build || return 1
+    s65_decode "$name-qwen3" qwen3-30b-a3b
+    s65_decode "$name-llama" llama3-8b
+}
+stage_s66_a() {
+    local t0=$SECONDS
+    s66_variant head || return 0
+    s66_variant norm || return 0
+    s66_variant base || return 0
+    s66_variant head2 || return 0
+    echo "after $((SECONDS - t0)) s"
+    FOURFOLD_NINJA_ARGS="fourfold_gpu_tests fourfold" stage_build || return 0
+    s25_gtests 'native.gemv*:decode_native_cuda.norms*:gemv_fp8.claimed*:gemv_fp8.column_stationary*' \
+        150 "$OUT/s66_a_tests.txt"
+    grep -cE "^\[       OK \]" "$OUT/s66_a_tests.txt" | sed 's/^/tests OK: /'
+    grep -E "^\[  FAILED  \]" "$OUT/s66_a_tests.txt" | sort | uniq | head
+    FOURFOLD_NATIVE_TEST_SIZES=small s53_sanitize memcheck 'native.gemv*:gemv_fp8.claimed*' gemv \
+        "$OUT/s66_a_memcheck.txt" 150
+    echo "after $((SECONDS - t0)) s"
+    stage_pack s66_a
+}
