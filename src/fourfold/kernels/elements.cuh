@@ -97,6 +97,22 @@ template <typename T> struct packet<T, 1> {
     __device__ static raw load(const raw* p) { return load_after_wait(p); }
 };
 
+// RMSNorm's last step on a packed vector: x times inv times the norm's weight, packed again (the
+// order and the one rounding kernels/rmsnorm.cu has): the GEMVs' norm prologue and the fused MoE
+// block's alike.
+template <typename T>
+__device__ __forceinline__ uint4 rms_scaled(const uint4 xq, const uint4 nwq, float inv) {
+    constexpr int VEC = 16 / sizeof(T);
+    using P = packet<T, VEC>;
+    float f[VEC], nw[VEC];
+    P::unpack(xq, f);
+    P::unpack(nwq, nw);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+        f[j] = f[j] * inv * nw[j];
+    return P::pack(f);
+}
+
 template <elem E> struct type_of;
 template <> struct type_of<elem::f32> { using type = float; };
 template <> struct type_of<elem::f16> { using type = __half; };

@@ -90,15 +90,6 @@ __device__ __forceinline__ void prologue_norm(const uint4* (&xv)[TOK], uint4* no
             ss = fmaf(xf[j], xf[j], ss);
         return ss;
     };
-    auto scaled = [&](const uint4 q, const uint4 nq, float inv) {
-        float xf[VEC], nf[VEC];
-        P::unpack(q, xf);
-        P::unpack(nq, nf);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-            xf[j] = xf[j] * inv * nf[j];
-        return P::pack(xf);
-    };
 #pragma unroll
     for (int t = 0; t < TOK; ++t) {
         // the first vector held in registers from the sum to the scaling (the same order of
@@ -110,9 +101,9 @@ __device__ __forceinline__ void prologue_norm(const uint4* (&xv)[TOK], uint4* no
         ss = block_sum(ss, scratch);
         const float inv = rsqrtf(ss / static_cast<float>(kv * VEC) + norm_eps);
         if (own)
-            normed[t * kv + first] = scaled(x0, nw0, inv);
+            normed[t * kv + first] = rms_scaled<T>(x0, nw0, inv);
         for (int v = first + step; v < kv; v += step)
-            normed[t * kv + v] = scaled(__ldg(xv[t] + v), __ldg(nv + v), inv);
+            normed[t * kv + v] = rms_scaled<T>(__ldg(xv[t] + v), __ldg(nv + v), inv);
         xv[t] = normed + t * kv;
     }
 }

@@ -778,15 +778,6 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
     const int first = static_cast<int>(threadIdx.x);
     const int tail = first + k_prologue_vectors * step; // the vectors past the prefetched ones
     const auto* nwv = reinterpret_cast<const uint4*>(norm_weight);
-    auto normed = [&](const uint4 xv, const uint4 nwq, float inv) {
-        float f[VEC], nw[VEC];
-        P::unpack(xv, f);
-        P::unpack(nwq, nw);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j)
-            f[j] = f[j] * inv * nw[j];
-        return P::pack(f);
-    };
     for (int t = 0; t < tokens; ++t) {
         const auto* xv = reinterpret_cast<const uint4*>(x + t * ld_x);
         uint4 xr[k_prologue_vectors];
@@ -820,12 +811,12 @@ norm_and_router(const T* __restrict__ x, std::int64_t ld_x, const prologue_prefe
         for (int r = 0; r < k_prologue_vectors; ++r) {
             const int v = first + r * step;
             if (v < nv) {
-                const uint4 packed = normed(xr[r], pf.norm_weight[r], inv);
+                const uint4 packed = rms_scaled<T>(xr[r], pf.norm_weight[r], inv);
                 hs[t * nv + v] = packed;
             }
         }
         for (int v = tail; v < nv; v += step) {
-            const uint4 packed = normed(__ldg(xv + v), __ldg(nwv + v), inv);
+            const uint4 packed = rms_scaled<T>(__ldg(xv + v), __ldg(nwv + v), inv);
             hs[t * nv + v] = packed;
         }
     }
